@@ -8,8 +8,8 @@ from pathlib import Path
 # One place for numba options. ``fastmath`` is limited to contraction/reassociation-free
 # flags: we must keep ``nnan``/``ninf`` off because ``-inf`` marks forbidden labels and
 # transitions in the lattice.
-NUMBA_OPTS = dict(nopython=True, nogil=True, cache=True)
-NUMBA_PARALLEL_OPTS = dict(nopython=True, nogil=True, cache=True, parallel=True)
+NUMBA_OPTS = dict(nogil=True, cache=True)
+NUMBA_PARALLEL_OPTS = dict(nogil=True, cache=True, parallel=True)
 
 # dtypes of the arrays passed between layers
 FLOAT = "float64"
