@@ -1,0 +1,183 @@
+"""What every learner shares: a parameter table, validation, progress reporting.
+
+A learner sees a :class:`TrainingProblem` (the model's parameter layout, featurized
+sentences, gold label ids and an optional dev scorer) and returns a weight vector. It never
+reads files, TOML, click or spaCy.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Sequence
+
+import numpy as np
+
+from tagger.errors import ParameterError
+from tagger.features import Featurized
+from tagger.model import ChainModel
+
+log = logging.getLogger("tagger.train")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One row of a learner's parameter table: used by validation, ``--help`` and the README."""
+
+    name: str
+    default: Any
+    kind: type
+    help: str
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False      # (low, ...) instead of [low, ...)
+    choices: tuple | None = None
+
+    def describe_range(self) -> str:
+        if self.choices is not None:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        kind = {float: "a float", int: "an integer", bool: "a boolean", str: "a string"}[self.kind]
+        if self.low is None and self.high is None:
+            return kind
+        lo = "-inf" if self.low is None else f"{self.low:g}"
+        hi = "inf" if self.high is None else f"{self.high:g}"
+        return f"{kind} in {'(' if self.low_open else '['}{lo}, {hi}{']' if self.high is not None else ')'}"
+
+    def parse(self, text: str) -> Any:
+        """Convert a ``--set key=value`` string to this parameter's type."""
+        try:
+            if self.kind is bool:
+                low = text.strip().lower()
+                if low in ("1", "true", "yes", "on"):
+                    return True
+                if low in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError
+            return self.kind(text)
+        except ValueError:
+            raise ParameterError(f"The '{self.name}' parameter must be {self.describe_range()}. "
+                                 f"Got {text!r} instead.") from None
+
+    def validate(self, value: Any, owner: str) -> Any:
+        bad = ParameterError(f"The '{self.name}' parameter of {owner} must be "
+                             f"{self.describe_range()}. Got {value!r} instead.")
+        if self.choices is not None:
+            if value not in self.choices:
+                raise bad
+            return value
+        if self.kind is bool:
+            if not isinstance(value, (bool, np.bool_)):
+                raise bad
+            return bool(value)
+        if self.kind is int:
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise bad
+            value = int(value)
+        elif self.kind is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+                raise bad
+            value = float(value)
+            if not math.isfinite(value):
+                raise bad
+        if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
+            raise bad
+        if self.high is not None and value > self.high:
+            raise bad
+        return value
+
+
+@dataclass
+class TrainingProblem:
+    """Everything a learner may use."""
+
+    model: ChainModel
+    X: Featurized
+    y: np.ndarray                      # int32[N] gold label ids
+    dev_score: Callable[[np.ndarray], dict] | None = None  # weights -> {"score": ..., ...}
+    progress: Callable[[dict], None] | None = None
+
+    @property
+    def n_sentences(self) -> int:
+        return self.X.n_sentences
+
+
+@dataclass
+class TrainingTrace:
+    rows: list[dict] = field(default_factory=list)
+
+
+class Learner:
+    """Base class. Subclasses set ``name``, ``params`` and implement ``_fit``."""
+
+    name: ClassVar[str] = ""
+    params: ClassVar[tuple[Param, ...]] = ()
+
+    def __init__(self, **kwargs: Any):
+        known = {p.name for p in self.params}
+        for key in kwargs:
+            if key not in known:
+                raise ParameterError(f"{type(self).__name__} ({self.name}) has no parameter "
+                                     f"{key!r}; its parameters are: {', '.join(sorted(known))}")
+        # __init__ stores, fit validates
+        self.settings = {p.name: kwargs.get(p.name, p.default) for p in self.params}
+        self.trace_: list[dict] = []
+
+    @classmethod
+    def param(cls, name: str) -> Param:
+        for p in cls.params:
+            if p.name == name:
+                return p
+        known = ", ".join(p.name for p in cls.params)
+        raise ParameterError(f"learner {cls.name!r} has no parameter {name!r}; "
+                             f"its parameters are: {known}")
+
+    @classmethod
+    def parse_settings(cls, pairs: Sequence[str]) -> dict:
+        """``["radius=200", "epochs=10"]`` -> typed dict (for ``--set key=value``)."""
+        out = {}
+        for item in pairs:
+            if "=" not in item:
+                raise ParameterError(f"--set expects key=value, got {item!r}")
+            key, value = item.split("=", 1)
+            out[key.strip()] = cls.param(key.strip()).parse(value.strip())
+        return out
+
+    def validated(self) -> dict:
+        owner = type(self).__name__
+        return {p.name: p.validate(self.settings[p.name], owner) for p in self.params}
+
+    def get_params(self) -> dict:
+        return dict(self.settings)
+
+    def fit(self, problem: TrainingProblem, seed: int = 0, w0: np.ndarray | None = None) -> np.ndarray:
+        settings = self.validated()
+        self.trace_ = []
+        return self._fit(problem, settings, seed, w0)
+
+    def _fit(self, problem: TrainingProblem, settings: dict, seed: int,
+             w0: np.ndarray | None) -> np.ndarray:
+        raise NotImplementedError
+
+    # ---- progress
+    def _report(self, problem: TrainingProblem, row: dict) -> None:
+        self.trace_.append(row)
+        parts = [f"{k}={_fmt(v)}" for k, v in row.items()]
+        log.info("%s: %s", self.name, " ".join(parts))
+        if problem.progress is not None:
+            problem.progress(dict(row, learner=self.name))
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+class Stopwatch:
+    def __init__(self):
+        self.t0 = time.perf_counter()
+
+    def __call__(self) -> float:
+        return time.perf_counter() - self.t0

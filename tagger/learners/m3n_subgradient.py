@@ -1,0 +1,278 @@
+"""Max-margin Markov networks trained by (projected) stochastic subgradient descent.
+
+Two learners share this code:
+
+``m3n-subgradient``: the primal sparse L1-M3N of Zhu, Xing & Zhang, *Primal Sparse Max-Margin
+Markov Networks* (KDD 2009), Algorithm 2 (ALGORITHMS.md 1a)::
+
+    min_w  (1/N) sum_i R_i(w)   s.t.  ||w||_1 <= lambda   (``radius``)
+    R_i(w) = max_y [Delta(y_i, y) + F(x_i, y; w)] - F(x_i, y_i; w)     (structured hinge)
+
+    w <- Proj_{||w||_1 <= lambda}( w - eta_t g ),  g = (1/|B|) sum_{i in B} f(x_i, y*_i) - f(x_i, y_i)
+
+with y*_i the loss-augmented Viterbi labeling and B a mini-batch (``batch_size``; 0 means the
+whole training set, the batch form of the algorithm). The projection is Duchi et al. (ICML
+2008) and yields exact zeros. The step size is eta_t = eta0 / sqrt(1 + t) (``decay="sqrt"``),
+eta0 / (1 + t) or eta0, with t the number of epochs done (fractional).
+
+``m3n-l2-subgradient``: the L2 M3N baseline, the same loop with the Pegasos step
+(Shalev-Shwartz et al. 2007)::
+
+    min_w  (lambda/2) ||w||_2^2 + (1/N) sum_i R_i(w)
+    w <- Proj_{||w||_2 <= 1/sqrt(lambda)}( (1 - eta_t lambda) w - eta_t g ),  eta_t = 1/(lambda t)
+
+with t counting updates. Both are deterministic for a given seed (the seed orders the
+examples; the parallel part only decodes, and gradients are summed in a fixed order).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger.inference._chain import _loss_augmented_viterbi
+from tagger.learners._l1ball import _project_l1_ball
+from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
+from tagger.model import _param_index, _sentence_state_scores
+
+
+@numba.njit(**NUMBA_PARALLEL_OPTS)
+def _decode_batch(indptr, attrs, offsets, attr_ptr, param_label, w, n_state, n_labels, gold,
+                  order, lo, hi, pred, hinge):
+    """Loss-augmented Viterbi for sentences order[lo:hi]; hinge[k] = R_i at the current w."""
+    L = n_labels
+    trans = w[n_state:n_state + L * L].reshape((L, L))
+    for k in numba.prange(lo, hi):
+        s = order[k]
+        a = offsets[s]
+        b = offsets[s + 1]
+        state = np.empty((b - a, L))
+        _sentence_state_scores(indptr, attrs, attr_ptr, param_label, w, a, b, n_state, L, state)
+        aug = _loss_augmented_viterbi(state, trans, gold[a:b], 1.0, pred[a:b])
+        g = state[0, gold[a]]
+        for t in range(a + 1, b):
+            g += state[t - a, gold[t]] + trans[gold[t - 1], gold[t]]
+        hinge[k] = aug - g
+
+
+@numba.njit(**NUMBA_OPTS)
+def _touch(k, v, grad, mark, touched, n):
+    if not mark[k]:
+        mark[k] = True
+        touched[n] = k
+        n += 1
+    grad[k] += v
+    return n
+
+
+@numba.njit(**NUMBA_OPTS)
+def _accumulate_difference(indptr, attrs, offsets, attr_ptr, param_label, n_state, n_labels,
+                           gold, pred, order, lo, hi, grad, mark, touched):
+    """grad += sum_k f(x, pred) - f(x, gold) over sentences order[lo:hi]; only where they differ."""
+    L = n_labels
+    n = 0
+    t0 = n_state
+    s0 = n_state + L * L
+    e0 = s0 + L
+    for k in range(lo, hi):
+        s = order[k]
+        a = offsets[s]
+        b = offsets[s + 1]
+        for i in range(a, b):
+            yp = pred[i]
+            yg = gold[i]
+            if yp != yg:
+                for j in range(indptr[i], indptr[i + 1]):
+                    at = attrs[j]
+                    p = _param_index(attr_ptr, param_label, at, yp)
+                    if p >= 0:
+                        n = _touch(p, 1.0, grad, mark, touched, n)
+                    p = _param_index(attr_ptr, param_label, at, yg)
+                    if p >= 0:
+                        n = _touch(p, -1.0, grad, mark, touched, n)
+            if i > a:
+                if yp != yg or pred[i - 1] != gold[i - 1]:
+                    n = _touch(t0 + pred[i - 1] * L + yp, 1.0, grad, mark, touched, n)
+                    n = _touch(t0 + gold[i - 1] * L + yg, -1.0, grad, mark, touched, n)
+        if pred[a] != gold[a]:
+            n = _touch(s0 + pred[a], 1.0, grad, mark, touched, n)
+            n = _touch(s0 + gold[a], -1.0, grad, mark, touched, n)
+        if pred[b - 1] != gold[b - 1]:
+            n = _touch(e0 + pred[b - 1], 1.0, grad, mark, touched, n)
+            n = _touch(e0 + gold[b - 1], -1.0, grad, mark, touched, n)
+    return n
+
+
+@numba.njit(**NUMBA_OPTS)
+def _apply_step(w, grad, mark, touched, n, step):
+    for j in range(n):
+        k = touched[j]
+        w[k] -= step * grad[k]
+        grad[k] = 0.0
+        mark[k] = False
+
+
+def _epoch(problem, w, order, batch_size, step_of, apply_penalty, scratch, average=None):
+    """One pass over the data in the given order; returns the mean hinge seen during the pass.
+
+    With ``average`` (a pair [sum array, count]), every iterate is added to the running sum.
+    """
+    model, X = problem.model, problem.X
+    grad, mark, touched, pred, hinge = scratch
+    n = len(order)
+    B = n if batch_size == 0 else batch_size
+    for lo in range(0, n, B):
+        hi = min(lo + B, n)
+        _decode_batch(X.indptr, X.attrs, X.offsets, model.attr_ptr, model.param_label, w,
+                      model.n_state, model.n_labels, problem.y, order, lo, hi, pred, hinge)
+        m = _accumulate_difference(X.indptr, X.attrs, X.offsets, model.attr_ptr,
+                                   model.param_label, model.n_state, model.n_labels,
+                                   problem.y, pred, order, lo, hi, grad, mark, touched)
+        eta = step_of(hi - lo)
+        apply_penalty(w, eta)
+        _apply_step(w, grad, mark, touched, m, eta / (hi - lo))
+        apply_penalty.project(w)
+        if average is not None:
+            average[0] += w
+            average[1] += 1
+    return float(hinge[:n].mean())
+
+
+class _L1Ball:
+    def __init__(self, radius: float, n: int):
+        self.radius = radius
+        self.buf = np.empty(n)
+
+    def __call__(self, w, eta):
+        pass
+
+    def project(self, w):
+        _project_l1_ball(w, self.radius, self.buf)
+
+
+class _L2Shrink:
+    def __init__(self, lam: float):
+        self.lam = lam
+        self.bound = 1.0 / math.sqrt(lam)
+
+    def __call__(self, w, eta):
+        w *= max(0.0, 1.0 - eta * self.lam)
+
+    def project(self, w):
+        norm = float(np.sqrt(w @ w))
+        if norm > self.bound:
+            w *= self.bound / norm
+
+
+class SubgradientM3N(Learner):
+    """L1-M3N by projected stochastic subgradient (Zhu, Xing & Zhang, KDD 2009, Algorithm 2).
+
+    Objective: min_w (1/N) sum_i R_i(w) s.t. ||w||_1 <= radius, R_i the structured hinge with
+    Hamming loss. See the module docstring for the update.
+    """
+
+    name = "m3n-subgradient"
+    penalty = "l1"
+    params = (
+        Param("radius", 300.0, float, "radius lambda of the L1 ball ||w||_1 <= lambda",
+              low=0.0, low_open=True),
+        Param("epochs", 30, int, "passes over the training data", low=1),
+        Param("batch_size", 32, int, "sentences per update; 0 = full batch", low=0),
+        Param("eta0", 0.05, float, "initial step size", low=0.0, low_open=True),
+        Param("decay", "sqrt", str, "step size schedule over epochs t: eta0/sqrt(1+t), "
+              "eta0/(1+t) or constant", choices=("sqrt", "inverse", "constant")),
+        Param("shuffle", True, bool, "visit the sentences in a new random order each epoch"),
+        Param("average_from", 0, int, "average the iterates of the epochs from this one on "
+              "(Polyak averaging; the average stays inside the ball); 0 = no averaging", low=0),
+    )
+
+    def _penalty(self, settings, n_weights):
+        return _L1Ball(settings["radius"], n_weights)
+
+    def _step_rule(self, settings, n_sentences):
+        eta0, decay = settings["eta0"], settings["decay"]
+        seen = [0]
+
+        def step_of(batch: int) -> float:
+            t = seen[0] / n_sentences
+            seen[0] += batch
+            if decay == "sqrt":
+                return eta0 / math.sqrt(1.0 + t)
+            if decay == "inverse":
+                return eta0 / (1.0 + t)
+            return eta0
+
+        return step_of
+
+    def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
+        model, X = problem.model, problem.X
+        n_w = model.n_weights
+        w = np.zeros(n_w) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
+        rng = np.random.default_rng(seed)
+        n = X.n_sentences
+        scratch = (np.zeros(n_w), np.zeros(n_w, dtype=np.bool_), np.empty(n_w, dtype=np.int64),
+                   np.empty(X.n_tokens, dtype=np.int32), np.empty(n))
+        penalty = self._penalty(settings, n_w)
+        penalty.project(w)
+        step_of = self._step_rule(settings, n)
+        clock = Stopwatch()
+        order = np.arange(n, dtype=np.int64)
+        average_from = settings.get("average_from", 0)
+        average = None
+        for epoch in range(1, settings["epochs"] + 1):
+            if settings["shuffle"]:
+                order = rng.permutation(n).astype(np.int64)
+            if average_from and epoch >= average_from and average is None:
+                average = [np.zeros(n_w), 0]
+            hinge = _epoch(problem, w, order, settings["batch_size"], step_of, penalty, scratch,
+                           average)
+            current = w if average is None else average[0] / average[1]
+            row = {"epoch": epoch, "objective": self._objective(hinge, current, settings),
+                   "hinge": hinge, "nonzero": int(np.count_nonzero(current)),
+                   "below_1e-4": int(np.count_nonzero((current != 0) & (np.abs(current) < 1e-4))),
+                   "l1": float(np.abs(current).sum())}
+            if problem.dev_score is not None:
+                row.update(problem.dev_score(current))
+            row["time"] = round(clock(), 2)
+            self._report(problem, row)
+        return w if average is None else average[0] / average[1]
+
+    def _objective(self, hinge, w, settings):
+        # the constrained problem's objective is the mean hinge (w stays inside the ball)
+        return hinge
+
+
+class SubgradientL2M3N(SubgradientM3N):
+    """L2 M3N by stochastic subgradient with Pegasos steps (the baseline of the L1-M3N).
+
+    Objective: min_w (lambda/2)||w||^2 + (1/N) sum_i R_i(w).
+    """
+
+    name = "m3n-l2-subgradient"
+    penalty = "l2"
+    params = (
+        Param("lambda", 1e-4, float, "L2 regularization strength lambda",
+              low=0.0, low_open=True),
+        Param("epochs", 30, int, "passes over the training data", low=1),
+        Param("batch_size", 32, int, "sentences per update; 0 = full batch", low=0),
+        Param("shuffle", True, bool, "visit the sentences in a new random order each epoch"),
+    )
+
+    def _penalty(self, settings, n_weights):
+        return _L2Shrink(settings["lambda"])
+
+    def _step_rule(self, settings, n_sentences):
+        lam = settings["lambda"]
+        updates = [0]
+
+        def step_of(batch: int) -> float:
+            updates[0] += 1
+            return 1.0 / (lam * (updates[0] + 1))
+
+        return step_of
+
+    def _objective(self, hinge, w, settings):
+        return 0.5 * settings["lambda"] * float(w @ w) + hinge

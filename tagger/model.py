@@ -1,0 +1,188 @@
+"""The parameter layout of a first-order linear chain: the only module that knows it.
+
+Weights live in one float64 vector::
+
+    w = [ state parameters (n_state) | transitions (L*L) | start (L) | end (L) ]
+
+State parameters exist for (attribute, label) pairs: attribute ``a`` owns parameters
+``attr_ptr[a]:attr_ptr[a+1]``, each for label ``param_label[p]`` (CSR by attribute), so a
+token's state scores are a short gather-add over its attributes. By default only pairs seen in
+training get a parameter (as CRFsuite does); ``all_pairs`` gives every attribute every label.
+
+Score of a labeling (ALGORITHMS.md section 0)::
+
+    F(x, y; w) = sum_t sum_{a in A(x,t)} w_state[a, y_t] + sum_{t>=1} w_trans[y_{t-1}, y_t]
+                 + w_start[y_0] + w_end[y_{T-1}]
+
+Start and end weights are folded into the first and last rows of the state scores, so the
+inference kernels only ever see (T, L) state scores and an (L, L) transition matrix.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger.features import Featurized
+
+
+@numba.njit(**NUMBA_OPTS)
+def _sentence_state_scores(indptr, attrs, attr_ptr, param_label, w, a, b, n_state, n_labels, out):
+    """State scores of tokens a..b-1 (one sentence) into out[0:b-a]."""
+    start_off = n_state + n_labels * n_labels
+    end_off = start_off + n_labels
+    for i in range(a, b):
+        r = i - a
+        for l in range(n_labels):
+            out[r, l] = 0.0
+        for j in range(indptr[i], indptr[i + 1]):
+            at = attrs[j]
+            for p in range(attr_ptr[at], attr_ptr[at + 1]):
+                out[r, param_label[p]] += w[p]
+    if b > a:
+        for l in range(n_labels):
+            out[0, l] += w[start_off + l]
+            out[b - 1 - a, l] += w[end_off + l]
+
+
+@numba.njit(**NUMBA_PARALLEL_OPTS)
+def _state_scores(indptr, attrs, offsets, attr_ptr, param_label, w, n_state, n_labels, out):
+    n_sent = offsets.shape[0] - 1
+    for s in numba.prange(n_sent):
+        a = offsets[s]
+        b = offsets[s + 1]
+        _sentence_state_scores(indptr, attrs, attr_ptr, param_label, w, a, b, n_state,
+                               n_labels, out[a:b])
+
+
+@numba.njit(**NUMBA_OPTS)
+def _param_index(attr_ptr, param_label, attr, label):
+    for p in range(attr_ptr[attr], attr_ptr[attr + 1]):
+        if param_label[p] == label:
+            return p
+    return -1
+
+
+@numba.njit(**NUMBA_OPTS)
+def _add_joint_features(indptr, attrs, attr_ptr, param_label, a, b, y, n_state, n_labels,
+                        scale, out):
+    """out += scale * f(x, y) for the sentence on tokens a..b-1 (y indexed by token)."""
+    for i in range(a, b):
+        for j in range(indptr[i], indptr[i + 1]):
+            p = _param_index(attr_ptr, param_label, attrs[j], y[i])
+            if p >= 0:
+                out[p] += scale
+        if i > a:
+            out[n_state + y[i - 1] * n_labels + y[i]] += scale
+    if b > a:
+        out[n_state + n_labels * n_labels + y[a]] += scale
+        out[n_state + n_labels * n_labels + n_labels + y[b - 1]] += scale
+
+
+class ChainModel:
+    """Parameter index of a linear-chain model over a fixed attribute set and label set."""
+
+    def __init__(self, n_labels: int, attr_ptr: np.ndarray, param_label: np.ndarray):
+        self.n_labels = int(n_labels)
+        self.attr_ptr = np.ascontiguousarray(attr_ptr, dtype=np.int64)
+        self.param_label = np.ascontiguousarray(param_label, dtype=np.int32)
+
+    # ---- construction
+    @classmethod
+    def from_data(cls, X: Featurized, y: np.ndarray, n_labels: int, n_attrs: int,
+                  all_pairs: bool = False) -> "ChainModel":
+        """Parameters for the (attribute, label) pairs seen in ``X`` with gold labels ``y``."""
+        if all_pairs:
+            attr_ptr = np.arange(n_attrs + 1, dtype=np.int64) * n_labels
+            param_label = np.tile(np.arange(n_labels, dtype=np.int32), n_attrs)
+            return cls(n_labels, attr_ptr, param_label)
+        counts = np.diff(X.indptr)
+        token_label = np.repeat(np.asarray(y, dtype=np.int64), counts)
+        pairs = np.unique(X.attrs.astype(np.int64) * n_labels + token_label)
+        pair_attr = pairs // n_labels
+        param_label = (pairs % n_labels).astype(np.int32)
+        attr_ptr = np.zeros(n_attrs + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pair_attr, minlength=n_attrs), out=attr_ptr[1:])
+        return cls(n_labels, attr_ptr, param_label)
+
+    # ---- layout
+    @property
+    def n_attrs(self) -> int:
+        return len(self.attr_ptr) - 1
+
+    @property
+    def n_state(self) -> int:
+        return len(self.param_label)
+
+    @property
+    def trans_offset(self) -> int:
+        return self.n_state
+
+    @property
+    def n_weights(self) -> int:
+        L = self.n_labels
+        return self.n_state + L * L + 2 * L
+
+    def transitions(self, w: np.ndarray) -> np.ndarray:
+        L = self.n_labels
+        return w[self.n_state:self.n_state + L * L].reshape(L, L)
+
+    def start_end(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        L = self.n_labels
+        o = self.n_state + L * L
+        return w[o:o + L], w[o + L:o + 2 * L]
+
+    def state_param_attr(self) -> np.ndarray:
+        """Attribute id of every state parameter."""
+        return np.repeat(np.arange(self.n_attrs, dtype=np.int64), np.diff(self.attr_ptr))
+
+    # ---- scores
+    def state_scores(self, X: Featurized, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """(N, L) state scores, start/end weights folded into each sentence's ends."""
+        if out is None:
+            out = np.empty((X.n_tokens, self.n_labels), dtype=np.float64)
+        _state_scores(X.indptr, X.attrs, X.offsets, self.attr_ptr, self.param_label, w,
+                      self.n_state, self.n_labels, out)
+        return out
+
+    def joint_features(self, X: Featurized, sentence: int, y: np.ndarray,
+                       scale: float = 1.0, out: np.ndarray | None = None) -> np.ndarray:
+        """Dense f(x_s, y) (``y`` holds the sentence's labels), optionally accumulated into out."""
+        if out is None:
+            out = np.zeros(self.n_weights, dtype=np.float64)
+        a, b = int(X.offsets[sentence]), int(X.offsets[sentence + 1])
+        full = np.zeros(X.n_tokens, dtype=np.int32)
+        full[a:b] = y
+        _add_joint_features(X.indptr, X.attrs, self.attr_ptr, self.param_label, a, b, full,
+                            self.n_state, self.n_labels, float(scale), out)
+        return out
+
+    def score(self, X: Featurized, sentence: int, y: np.ndarray, w: np.ndarray) -> float:
+        """F(x_s, y; w)."""
+        return float(self.joint_features(X, sentence, y) @ w)
+
+    # ---- sparsity
+    def compact(self, w: np.ndarray) -> tuple["ChainModel", np.ndarray, np.ndarray]:
+        """Drop zero state parameters and attributes left without parameters.
+
+        Returns the new model, its weights, and the boolean mask of attributes kept (to prune
+        the featurizer with). Transition, start and end weights are kept as they are.
+        """
+        n_state = self.n_state
+        keep_param = w[:n_state] != 0.0
+        pattr = self.state_param_attr()
+        per_attr = np.bincount(pattr[keep_param], minlength=self.n_attrs)
+        keep_attr = per_attr > 0
+        attr_ptr = np.zeros(int(keep_attr.sum()) + 1, dtype=np.int64)
+        np.cumsum(per_attr[keep_attr], out=attr_ptr[1:])
+        model = ChainModel(self.n_labels, attr_ptr, self.param_label[keep_param])
+        new_w = np.concatenate([w[:n_state][keep_param], w[n_state:]])
+        return model, new_w, keep_attr
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        return {"model.attr_ptr": self.attr_ptr, "model.param_label": self.param_label}
+
+    @classmethod
+    def from_arrays(cls, n_labels: int, arrays: dict[str, np.ndarray]) -> "ChainModel":
+        return cls(n_labels, arrays["model.attr_ptr"], arrays["model.param_label"])
