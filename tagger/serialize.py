@@ -1,0 +1,523 @@
+"""Versioned model files: a zip archive of a JSON header and ``.npy`` arrays, never a pickle.
+
+Layout of a model file (format version 1)::
+
+    model.tagger  (zip archive; members DEFLATE-compressed, level 6)
+      tagger.json           UTF-8 JSON header, written first
+      arrays/<name>.npy     one member per array, NumPy .npy format, never an object array
+
+``tagger.json`` holds::
+
+    {
+      "format": "tagger-model",           # identifies the file
+      "format_version": 1,                # FORMAT_VERSION of the writer; readers accept only theirs
+      "tagger_version": "0.1.0",          # tagger.__version__ of the writer (informational)
+      "meta": {...},                      # the caller's JSON metadata (labels, featurizer, learner...)
+      "arrays": {                         # manifest, in the order the members were written
+        "<name>": {
+          "member": "arrays/<name>.npy",
+          "dtype": "<f8",                 # numpy.lib.format.dtype_to_descr of the array's dtype
+          "shape": [5000000],
+          "sha256": "..."                 # of the array's raw bytes in C order
+        }
+      }
+    }
+
+Reading checks, in order: the file exists and is a zip archive; ``tagger.json`` is present and says
+``"format": "tagger-model"``; ``format_version`` equals :data:`FORMAT_VERSION` (else the message
+says which version wrote it and which this tagger reads); every listed member is present, its
+``.npy`` header matches the manifest's dtype and shape *before* any data is allocated or read, the
+zip CRC holds, no bytes trail the array, and the sha256 of the loaded array matches. Any failure
+raises :class:`~tagger.errors.ModelFileError` with a one-line message.
+
+Arrays are read and written with ``allow_pickle=False``: an object array (which ``.npy`` can only
+store as a pickle) is refused on save with ``ValueError`` and on load without being unpickled.
+
+Writes are atomic: the archive is written to a temporary file in the destination directory,
+flushed and fsynced, moved over the destination with :func:`os.replace`, and the directory is
+fsynced. A failure at any point leaves an existing file at the destination untouched and removes
+the temporary file. Output is deterministic: the same meta and arrays give the same bytes.
+
+Why DEFLATE (level 6): measured on one 5M-element array (40 MB raw), save / load / size:
+
+    random normal float64   stored 0.25 s / 0.20 s / 40.0 MB   deflate 1.9 s / 0.31 s / 38.4 MB
+    80% exact zeros (L1)    stored 0.20 s / 0.14 s / 40.0 MB   deflate 0.8 s / 0.21 s /  9.2 MB
+    sorted int64 indices    stored 0.17 s / 0.14 s / 40.0 MB   deflate 2.7 s / 0.22 s /  7.2 MB
+
+Loading stays well under a second (of a stored load, 0.10 s is the sha256 check), while the sparse
+weights and index arrays that models actually hold shrink 4-5x. Saving is slower but happens once
+per training run.
+
+Large vocabularies are stored as two arrays with :func:`pack_strings` (UTF-8 bytes and int64
+offsets) and restored with :func:`unpack_strings`; this is compact and needs no pickle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import zipfile
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+from numpy.lib import format as npy_format
+
+from tagger import __version__
+from tagger.errors import ModelFileError
+
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "HEADER_NAME",
+    "save_model_file",
+    "load_model_file",
+    "pack_strings",
+    "unpack_strings",
+]
+
+#: Value of the header's ``"format"`` key.
+FORMAT_NAME = "tagger-model"
+#: Version of the layout described in the module docstring. Bump it whenever a reader of the
+#: previous version could misread a new file; readers accept only their own version.
+FORMAT_VERSION = 1
+#: Name of the JSON header member.
+HEADER_NAME = "tagger.json"
+
+_ARRAY_DIR = "arrays/"
+_COMPRESSION = zipfile.ZIP_DEFLATED
+_COMPRESSLEVEL = 6
+# Fixed member timestamps make the output deterministic (zip cannot store dates before 1980).
+_DATE_TIME = (1980, 1, 1, 0, 0, 0)
+_NAME_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+_HASH_CHUNK = 1 << 24  # bytes hashed per step for arrays that are not C-contiguous
+
+
+# --------------------------------------------------------------------------------------------
+# writing
+
+
+def save_model_file(path: str | os.PathLike, meta: dict, arrays: Mapping[str, np.ndarray]) -> int:
+    """Write ``meta`` and ``arrays`` to the model file ``path`` atomically; return its size in bytes.
+
+    ``meta`` must be JSON data: dicts with ``str`` keys, lists (tuples are stored as lists),
+    ``str``, ``int``, ``float``, ``bool`` and ``None``. Array names are made of letters, digits,
+    ``_``, ``.`` and ``-``, optionally grouped with ``/`` (``"features/vocab_data"``).
+
+    Raises ``ValueError`` for object arrays, non-JSON metadata and bad array names (nothing is
+    written), and :class:`ModelFileError` when the file cannot be written (the previous file at
+    ``path``, if any, is left as it was).
+    """
+    path = os.fspath(path)
+    meta = _check_meta(meta)
+    prepared = _prepare_arrays(arrays)
+    header = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "tagger_version": __version__,
+        "meta": meta,
+        "arrays": {
+            name: {
+                "member": _member_name(name),
+                "dtype": _descr(arr.dtype),
+                "shape": list(arr.shape),
+                "sha256": _sha256(arr),
+            }
+            for name, arr in prepared.items()
+        },
+    }
+    header_bytes = json.dumps(header, ensure_ascii=False, indent=1).encode("utf-8")
+
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(
+            dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp"
+        )
+    except OSError as e:
+        raise ModelFileError(
+            f"cannot write model file {path}: {_oserror_text(e)}; check that the directory "
+            f"exists and is writable."
+        ) from e
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            with zipfile.ZipFile(
+                fh, "w", compression=_COMPRESSION, compresslevel=_COMPRESSLEVEL, allowZip64=True
+            ) as zf:
+                zf.writestr(_zipinfo(HEADER_NAME), header_bytes)
+                for name, arr in prepared.items():
+                    # 1 KiB of slack covers the .npy header.
+                    force_zip64 = arr.nbytes + 1024 >= zipfile.ZIP64_LIMIT
+                    with zf.open(_zipinfo(_member_name(name)), "w", force_zip64=force_zip64) as m:
+                        # Streams the array in 16 MiB chunks: no copy of the array or archive.
+                        npy_format.write_array(m, arr, allow_pickle=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+            size = fh.tell()
+        os.chmod(tmp, _default_file_mode(path))
+        os.replace(tmp, path)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        if isinstance(e, OSError):
+            raise ModelFileError(f"cannot write model file {path}: {_oserror_text(e)}") from e
+        raise
+    _fsync_directory(directory)
+    return size
+
+
+def _check_meta(meta: Any) -> dict:
+    if not isinstance(meta, Mapping):
+        raise ValueError(f"meta must be a dict of JSON data. Got {type(meta).__name__} instead.")
+    _check_json(meta, "meta")
+    # Round trip once so the saved header is exactly what a load returns (tuples -> lists).
+    return json.loads(json.dumps(meta, ensure_ascii=False))
+
+
+def _check_json(value: Any, where: str) -> None:
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(
+                    f"{where} has key {key!r} of type {type(key).__name__}; model metadata keys "
+                    f"must be str."
+                )
+            _check_json(item, f"{where}[{key!r}]")
+        return
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_json(item, f"{where}[{i}]")
+        return
+    hint = " (convert numpy scalars with .item())" if isinstance(value, np.generic) else ""
+    raise ValueError(
+        f"{where} is of type {type(value).__module__}.{type(value).__qualname__}; model metadata "
+        f"must be JSON data: dict with str keys, list, str, int, float, bool or None{hint}. "
+        f"Store arrays in `arrays` instead."
+    )
+
+
+def _prepare_arrays(arrays: Any) -> dict[str, np.ndarray]:
+    if not isinstance(arrays, Mapping):
+        raise ValueError(
+            f"arrays must be a dict mapping names to numpy arrays. Got {type(arrays).__name__}."
+        )
+    prepared: dict[str, np.ndarray] = {}
+    for name, value in arrays.items():
+        _check_array_name(name)
+        arr = np.asarray(value)
+        if arr.dtype.hasobject:
+            raise ValueError(
+                f"array {name!r} has dtype {arr.dtype}, which can only be stored as a pickle; "
+                f"model files hold no pickles. Store strings with pack_strings() or as a fixed-"
+                f"width unicode array, and numbers with a numeric dtype."
+            )
+        prepared[name] = arr
+    return prepared
+
+
+def _check_array_name(name: Any) -> None:
+    if not isinstance(name, str) or not all(
+        _NAME_SEGMENT.fullmatch(s) for s in name.split("/")
+    ):
+        raise ValueError(
+            f"array name {name!r} is not allowed: use letters, digits, '_', '.' and '-', "
+            f"optionally grouped with '/' (for example 'features/vocab_data'); a part may not "
+            f"start with '.' or '-'."
+        )
+
+
+def _member_name(name: str) -> str:
+    return f"{_ARRAY_DIR}{name}.npy"
+
+
+def _zipinfo(name: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=_DATE_TIME)
+    info.compress_type = _COMPRESSION
+    # Python >= 3.13 names the attribute compress_level; older versions _compresslevel.
+    setattr(info, "compress_level" if hasattr(info, "compress_level") else "_compresslevel",
+            _COMPRESSLEVEL)
+    info.external_attr = 0o644 << 16
+    return info
+
+
+def _descr(dtype: np.dtype) -> Any:
+    """JSON form of ``dtype`` (tuples become lists), as stored in and compared with the manifest."""
+    return json.loads(json.dumps(npy_format.dtype_to_descr(dtype)))
+
+
+def _sha256(arr: np.ndarray) -> str:
+    """sha256 of ``arr.tobytes(order='C')`` without materialising a copy of a large array."""
+    h = hashlib.sha256()
+    if arr.size == 0 or arr.dtype.itemsize == 0:
+        return h.hexdigest()
+    if arr.flags.c_contiguous:
+        h.update(arr.reshape(-1).view(np.uint8))
+        return h.hexdigest()
+    buffersize = max(_HASH_CHUNK // arr.dtype.itemsize, 1)
+    for chunk in np.nditer(
+        arr, flags=["external_loop", "buffered", "zerosize_ok"], buffersize=buffersize, order="C"
+    ):
+        h.update(chunk.tobytes("C"))
+    return h.hexdigest()
+
+
+def _default_file_mode(path: str) -> int:
+    """Mode of the file being replaced, else what ``open()`` would give a new file."""
+    try:
+        return os.stat(path).st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _fsync_directory(directory: str) -> None:
+    # Makes the rename durable on POSIX; directories cannot be opened this way on Windows.
+    try:
+        dfd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+# --------------------------------------------------------------------------------------------
+# reading
+
+
+def load_model_file(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
+    """Read a model file written by :func:`save_model_file`; return ``(meta, arrays)``.
+
+    Raises :class:`ModelFileError` with a one-line message if the file is missing, is not a
+    tagger model, was written with another format version, or is damaged.
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(4)
+            if not magic:
+                raise ModelFileError(
+                    f"model file {path} is empty (0 bytes); it was probably not written "
+                    f"completely. Copy it again from its source or retrain the model."
+                )
+            try:
+                zf = zipfile.ZipFile(fh)
+            except Exception as e:  # BadZipFile, or anything a corrupt central directory causes
+                if magic == b"PK\x03\x04":
+                    raise _damaged(path, f"truncated or corrupt zip archive: {_text(e)}") from e
+                raise _not_a_model(path, "it is not a zip archive") from e
+            with zf:
+                header = _read_header(zf, path)
+                return header["meta"], _read_arrays(zf, path, header["arrays"])
+    except FileNotFoundError as e:
+        raise ModelFileError(
+            f"model file {path} does not exist. Check the path, or train and save a model first."
+        ) from e
+    except IsADirectoryError as e:
+        raise ModelFileError(f"{path} is a directory, not a model file.") from e
+    except OSError as e:
+        raise ModelFileError(f"cannot read model file {path}: {_oserror_text(e)}") from e
+
+
+def _read_header(zf: zipfile.ZipFile, path: str) -> dict:
+    try:
+        zf.getinfo(HEADER_NAME)
+    except KeyError:
+        raise _not_a_model(path, f"the zip archive has no {HEADER_NAME}") from None
+    try:
+        raw = zf.read(HEADER_NAME)
+        header = json.loads(raw.decode("utf-8"))
+    except Exception as e:  # bad CRC, bad deflate stream, bad UTF-8, invalid JSON, ...
+        raise _damaged(path, f"cannot read {HEADER_NAME}: {_text(e)}") from e
+    if not isinstance(header, dict) or "format" not in header:
+        raise _not_a_model(path, f'its {HEADER_NAME} has no "format" key')
+    if header["format"] != FORMAT_NAME:
+        raise _not_a_model(
+            path, f'its {HEADER_NAME} says format {header["format"]!r}, not {FORMAT_NAME!r}'
+        )
+    version = header.get("format_version")
+    if not _is_int(version):
+        raise _damaged(path, f'{HEADER_NAME} has no integer "format_version" (got {version!r})')
+    if version != FORMAT_VERSION:
+        writer = header.get("tagger_version")
+        by = f" (by tagger {writer})" if isinstance(writer, str) else ""
+        raise ModelFileError(
+            f"{path} was written with model format version {version}{by}; this tagger "
+            f"({__version__}) reads version {FORMAT_VERSION}. Retrain the model or use a matching "
+            f"tagger version."
+        )
+    if not isinstance(header.get("meta"), dict):
+        raise _damaged(path, f'{HEADER_NAME} has no "meta" object')
+    manifest = header.get("arrays")
+    if not isinstance(manifest, dict):
+        raise _damaged(path, f'{HEADER_NAME} has no "arrays" manifest')
+    for name, entry in manifest.items():
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("member"), str)
+            and "dtype" in entry
+            and isinstance(entry.get("shape"), list)
+            and all(_is_int(n) and n >= 0 for n in entry["shape"])
+            and isinstance(entry.get("sha256"), str)
+            and _SHA256_HEX.fullmatch(entry["sha256"])
+        ):
+            raise _damaged(path, f"{HEADER_NAME} has an invalid manifest entry for array {name!r}")
+    return header
+
+
+def _read_arrays(zf: zipfile.ZipFile, path: str, manifest: dict) -> dict[str, np.ndarray]:
+    arrays: dict[str, np.ndarray] = {}
+    for name, entry in manifest.items():
+        member = entry["member"]
+        try:
+            zf.getinfo(member)
+        except KeyError:
+            raise _damaged(path, f"array {name!r} ({member}) is missing") from None
+        try:
+            arrays[name] = _read_member(zf, path, name, entry)
+        except ModelFileError:
+            raise
+        except MemoryError as e:
+            raise _damaged(path, f"array {name!r} does not fit in memory") from e
+        except Exception as e:  # bad CRC, truncated/invalid deflate stream, bad .npy header, ...
+            raise _damaged(path, f"cannot read array {name!r} ({member}): {_text(e)}") from e
+    return arrays
+
+
+def _read_member(zf: zipfile.ZipFile, path: str, name: str, entry: dict) -> np.ndarray:
+    with zf.open(entry["member"]) as f:
+        # Check the .npy header against the manifest before allocating or reading any data.
+        version = npy_format.read_magic(f)
+        if version == (1, 0):
+            shape, _, dtype = npy_format.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, _, dtype = npy_format.read_array_header_2_0(f)
+        else:  # version 3.0 (utf-8 field names) has no public header reader: read_array checks
+            shape, dtype = None, None
+        if dtype is not None:
+            _check_dtype_shape(path, name, entry, dtype, shape)
+        f.seek(0)
+        try:
+            arr = npy_format.read_array(f, allow_pickle=False)
+        except ValueError as e:
+            if "allow_pickle" in str(e):
+                raise _pickled(path, name) from e
+            raise
+        _check_dtype_shape(path, name, entry, arr.dtype, arr.shape)
+        # Reading to the end makes zipfile verify the member's CRC-32.
+        trailing = f.read(1)
+        if trailing:
+            raise _damaged(path, f"array {name!r} has bytes after its data")
+        f.read()
+    if _sha256(arr) != entry["sha256"]:
+        raise _damaged(path, f"array {name!r} does not match its sha256 checksum")
+    return arr
+
+
+def _check_dtype_shape(path: str, name: str, entry: dict, dtype: np.dtype, shape: tuple) -> None:
+    if dtype.hasobject:
+        raise _pickled(path, name)
+    if _descr(dtype) != entry["dtype"]:
+        raise _damaged(
+            path,
+            f"array {name!r} has dtype {_descr(dtype)!r} but the manifest says {entry['dtype']!r}",
+        )
+    if tuple(shape) != tuple(entry["shape"]):
+        raise _damaged(
+            path,
+            f"array {name!r} has shape {tuple(shape)} but the manifest says "
+            f"{tuple(entry['shape'])}",
+        )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _text(e: BaseException) -> str:
+    """An exception's message on one line."""
+    text = " ".join(str(e).split())
+    return text or type(e).__name__
+
+
+def _oserror_text(e: OSError) -> str:
+    return e.strerror or _text(e)
+
+
+def _not_a_model(path: str, why: str) -> ModelFileError:
+    return ModelFileError(
+        f"{path} is not a tagger model file ({why}). Pass a file written by the tagger's save."
+    )
+
+
+def _damaged(path: str, why: str) -> ModelFileError:
+    return ModelFileError(
+        f"model file {path} is damaged ({why}). Copy it again from its source or retrain the model."
+    )
+
+
+def _pickled(path: str, name: str) -> ModelFileError:
+    return ModelFileError(
+        f"model file {path} is not safe to load: array {name!r} is a pickled object array, which "
+        f"the tagger never writes; it was refused without unpickling. Use a model file written by "
+        f"the tagger's save."
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# string tables
+
+
+def pack_strings(strings: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Pack strings into ``(data, offsets)``: UTF-8 bytes (``uint8``) and ``int64`` offsets.
+
+    String ``i`` is ``data[offsets[i]:offsets[i + 1]]``; ``offsets`` has ``n + 1`` entries and
+    starts at 0. Any Python string round-trips through :func:`unpack_strings`, including empty
+    strings, NUL characters and lone surrogates (encoded with ``surrogatepass``).
+    """
+    encoded = []
+    for i, s in enumerate(strings):
+        if not isinstance(s, str):
+            raise TypeError(f"pack_strings needs str items; item {i} is {type(s).__name__}: {s!r}")
+        encoded.append(s.encode("utf-8", "surrogatepass"))
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum(
+        np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:]
+    )
+    data = np.frombuffer(bytearray().join(encoded), dtype=np.uint8)
+    return data, offsets
+
+
+def unpack_strings(data: np.ndarray, offsets: np.ndarray) -> list[str]:
+    """Inverse of :func:`pack_strings`. Raises ``ValueError`` if the arrays are inconsistent."""
+    data = np.asarray(data)
+    offsets = np.asarray(offsets)
+    if offsets.ndim == 1 and np.issubdtype(offsets.dtype, np.integer):
+        offsets = offsets.astype(np.int64, copy=False)
+    if data.dtype != np.uint8 or data.ndim != 1:
+        raise ValueError(f"data must be a 1-D uint8 array. Got {data.dtype} with shape {data.shape}.")
+    if offsets.ndim != 1 or offsets.size == 0 or not np.issubdtype(offsets.dtype, np.integer):
+        raise ValueError(
+            f"offsets must be a non-empty 1-D integer array. Got {offsets.dtype} with shape "
+            f"{offsets.shape}."
+        )
+    decreasing = bool(np.any(np.diff(offsets) < 0))
+    if offsets[0] != 0 or offsets[-1] != data.size or decreasing:
+        raise ValueError(
+            f"offsets must rise from 0 to len(data) = {data.size} without decreasing; got "
+            f"offsets from {offsets[0]} to {offsets[-1]}{' that decrease' if decreasing else ''}."
+        )
+    raw = data.tobytes()
+    bounds = offsets.tolist()
+    return [raw[a:b].decode("utf-8", "surrogatepass") for a, b in zip(bounds[:-1], bounds[1:])]

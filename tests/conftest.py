@@ -1,0 +1,43 @@
+"""Shared test fixtures.
+
+The markers ``slow`` (trains on the real corpora) and ``ci`` (the bounded selection of slow tests
+that CI runs, selected with ``-m "not slow or ci"``) are registered in pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tagger._config import corpora_dir
+
+#: Set to 1 (CI does) to make missing corpora a test failure instead of a skip.
+REQUIRE_CORPORA_ENV = "TAGGER_REQUIRE_CORPORA"
+
+
+@pytest.fixture(scope="session")
+def corpora() -> Path:
+    """Directory of the real corpora (``TAGGER_CORPORA``, default ``../shared/corpora``).
+
+    Tests that use it are skipped when ``conll2000/train.txt`` is not there, unless
+    ``TAGGER_REQUIRE_CORPORA=1``, in which case they fail.
+    """
+    root = corpora_dir()
+    marker = root / "conll2000" / "train.txt"
+    if marker.is_file():
+        return root
+    env = os.environ.get("TAGGER_CORPORA")
+    source = f"TAGGER_CORPORA={env}" if env else "TAGGER_CORPORA is unset, so the default was used"
+    where = f"looked for {marker.absolute()} ({source})"
+    if os.environ.get(REQUIRE_CORPORA_ENV, "").strip() == "1":
+        pytest.fail(
+            f"the real corpora are required ({REQUIRE_CORPORA_ENV}=1) but are missing: {where}. "
+            f"Point TAGGER_CORPORA at the directory holding conll2000/ and citations/.",
+            pytrace=False,
+        )
+    pytest.skip(
+        f"real corpora not found: {where}. Set TAGGER_CORPORA to the directory holding "
+        f"conll2000/ and citations/ to run this test."
+    )
