@@ -98,7 +98,7 @@ def _open_binary(source):
             yield getattr(sys.stdin, "buffer", sys.stdin)
             return
         try:
-            fh = open(source, "rb", buffering=CHUNK_SIZE)
+            fh = open(source, "rb", buffering=max(CHUNK_SIZE, 1 << 16))
         except FileNotFoundError:
             raise CorpusFormatError("no such file", _source_name(source)) from None
         except IsADirectoryError:
@@ -523,6 +523,10 @@ def read_conllu(source, label: str = "upos") -> Iterator[Sentence]:
     """
     if label not in _CONLLU_FIELDS:
         raise ValueError(f"label must be 'upos' or 'xpos', got {label!r}")
+    return _read_conllu(source, label)
+
+
+def _read_conllu(source, label: str) -> Iterator[Sentence]:
     pos = _CONLLU_FIELDS[label]
     name = _source_name(source)
     n_sent = 0
@@ -992,7 +996,9 @@ def _sniff(head: str, name: str = "") -> str:
     if _tag(items[0]) is not None and _tag(items[0])[0] == "open" and f"</{items[0][1:]}" in first:
         return "inline"
     body = [ln for ln in sniffed if not ln.startswith("#")]
-    if body and all(len(ln.split("\t")) == 10 for ln in body) and body[0].split("\t")[0].isdigit():
+    if body and all(len(ln.split("\t")) == 10 for ln in body) and (
+        body[0].split("\t")[0].isdigit() or _is_range_or_empty(body[0].split("\t")[0])
+    ):
         return "conllu"
     if body:
         first = body[0]
