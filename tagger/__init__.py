@@ -1,3 +1,29 @@
-"""tagger: sparse sequence tagging with L1-regularized max-margin Markov networks and CRFs."""
+"""tagger: sparse sequence tagging with L1-regularized max-margin Markov networks and CRFs.
+
+``import tagger`` stays light: the API objects are imported on first use.
+"""
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "Tagger": ("tagger.api", "Tagger"),
+    "Sentence": ("tagger.sentence", "Sentence"),
+    "FeatureSpec": ("tagger.features", "FeatureSpec"),
+    "read_corpus": ("tagger.corpus", "read_corpus"),
+    "write_corpus": ("tagger.corpus", "write_corpus"),
+    "evaluate": ("tagger.metrics", "evaluate"),
+    "LEARNERS": ("tagger.learners", "LEARNERS"),
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'tagger' has no attribute {name!r}")

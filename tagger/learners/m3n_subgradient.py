@@ -185,6 +185,9 @@ class SubgradientM3N(Learner):
         Param("decay", "sqrt", str, "step size schedule over epochs t: eta0/sqrt(1+t), "
               "eta0/(1+t) or constant", choices=("sqrt", "inverse", "constant")),
         Param("shuffle", True, bool, "visit the sentences in a new random order each epoch"),
+        Param("batch_growth", 1.0, float, "multiply the batch size by this after every epoch "
+              "(larger, less noisy batches late in training leave fewer spurious non-zeros)",
+              low=1.0),
         Param("average_from", 0, int, "average the iterates of the epochs from this one on "
               "(Polyak averaging; the average stays inside the ball); 0 = no averaging", low=0),
     )
@@ -221,16 +224,19 @@ class SubgradientM3N(Learner):
         clock = Stopwatch()
         order = np.arange(n, dtype=np.int64)
         average_from = settings.get("average_from", 0)
+        n = X.n_sentences
         average = None
         for epoch in range(1, settings["epochs"] + 1):
             if settings["shuffle"]:
                 order = rng.permutation(n).astype(np.int64)
             if average_from and epoch >= average_from and average is None:
                 average = [np.zeros(n_w), 0]
-            hinge = _epoch(problem, w, order, settings["batch_size"], step_of, penalty, scratch,
-                           average)
+            batch = settings["batch_size"]
+            if batch:
+                batch = min(n, int(round(batch * settings["batch_growth"] ** (epoch - 1))))
+            hinge = _epoch(problem, w, order, batch, step_of, penalty, scratch, average)
             current = w if average is None else average[0] / average[1]
-            row = {"epoch": epoch, "objective": self._objective(hinge, current, settings),
+            row = {"epoch": epoch, "batch": batch or n, "objective": self._objective(hinge, current, settings),
                    "hinge": hinge, "nonzero": int(np.count_nonzero(current)),
                    "below_1e-4": int(np.count_nonzero((current != 0) & (np.abs(current) < 1e-4))),
                    "l1": float(np.abs(current).sum())}
@@ -258,6 +264,8 @@ class SubgradientL2M3N(SubgradientM3N):
               low=0.0, low_open=True),
         Param("epochs", 30, int, "passes over the training data", low=1),
         Param("batch_size", 32, int, "sentences per update; 0 = full batch", low=0),
+        Param("batch_growth", 1.0, float, "multiply the batch size by this after every epoch",
+              low=1.0),
         Param("shuffle", True, bool, "visit the sentences in a new random order each epoch"),
     )
 

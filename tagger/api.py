@@ -1,0 +1,274 @@
+"""The Python API: ``Tagger`` fits, predicts, evaluates, saves and loads sequence taggers.
+
+    >>> from tagger import Tagger, read_corpus
+    >>> tg = Tagger(features="chunk", learner="m3n-subgradient", params={"radius": 1500})
+    >>> tg.fit(read_corpus("corpora/sample_chunk.txt"))            # doctest: +SKIP
+    >>> tg.predict([sentence])                                        # doctest: +SKIP
+    >>> tg.save("chunker.tgm"); Tagger.load("chunker.tgm")           # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+import tagger
+from tagger.errors import CorpusFormatError, ModelFileError, NotFittedError, TaggerError
+from tagger.features import Featurized, FeatureSpec, Featurizer
+from tagger.inference._chain import _viterbi_batch
+from tagger.labels import LabelIndex
+from tagger.learners import DEFAULT_LEARNER, TrainingProblem, get_learner
+from tagger.metrics import evaluate as evaluate_labels
+from tagger.model import ChainModel
+from tagger.sentence import Sentence
+from tagger.serialize import load_model_file, save_model_file
+
+#: sentences featurized and decoded together when tagging a stream
+TAG_BATCH = 4096
+
+
+class Tagger:
+    """A linear-chain sequence tagger with sparse weights.
+
+    Parameters are stored as given and validated by :meth:`fit` (scikit-learn's habit):
+
+    features
+        a preset name (``chunk``, ``pos``, ``citation``), a TOML file, or a :class:`FeatureSpec`
+    learner
+        a learner name (see ``tagger.learners.LEARNERS``)
+    params
+        the learner's parameters (its table: ``tagger train --learner NAME --help-params``)
+    seed
+        makes training deterministic
+    """
+
+    def __init__(self, features: str | Path | FeatureSpec = "chunk",
+                 learner: str = DEFAULT_LEARNER, params: dict | None = None, seed: int = 0):
+        self.features = features
+        self.learner = learner
+        self.params = dict(params or {})
+        self.seed = seed
+        # learned state
+        self.featurizer_: Featurizer | None = None
+        self.labels_: LabelIndex | None = None
+        self.model_: ChainModel | None = None
+        self.weights_: np.ndarray | None = None
+        self.info_: dict = {}
+
+    # ------------------------------------------------------------------ training
+    def fit(self, sentences: Iterable[Sentence], dev: Iterable[Sentence] | None = None,
+            progress: Callable[[dict], None] | None = None) -> "Tagger":
+        """Train on labeled sentences; ``dev`` sentences are scored after every epoch."""
+        learner_cls = get_learner(self.learner)
+        learner = learner_cls(**self.params)
+        learner.validated()  # fail on bad parameters before featurizing anything
+        if not isinstance(self.seed, (int, np.integer)) or isinstance(self.seed, bool):
+            raise TaggerError(f"seed must be an integer; got {self.seed!r}")
+        spec = self.features if isinstance(self.features, FeatureSpec) else FeatureSpec.load(self.features)
+        train = _labeled_list(sentences, "training data")
+        t0 = time.perf_counter()
+        featurizer = Featurizer(spec)
+        _check_columns(train, spec, "training data")
+        featurizer.fit(train)
+        X = featurizer.transform(train)
+        labels = LabelIndex.from_sentences(train)
+        y = labels.encode([lab for s in train for lab in s.labels])
+        model = ChainModel.from_data(X, y, len(labels), featurizer.n_attributes, spec.all_pairs)
+        dev_score = None
+        if dev is not None:
+            dev_list = _labeled_list(dev, "dev data")
+            _check_columns(dev_list, spec, "dev data")
+            dev_score = _dev_scorer(featurizer.transform(dev_list), model, labels,
+                                    [s.labels for s in dev_list])
+        t_feat = time.perf_counter() - t0
+        problem = TrainingProblem(model, X, y, dev_score=dev_score, progress=progress)
+        w = learner.fit(problem, seed=int(self.seed))
+        n_params = model.n_weights
+        model, w, keep_attr = model.compact(w)
+        featurizer.prune(keep_attr)
+        self.featurizer_, self.labels_, self.model_, self.weights_ = featurizer, labels, model, w
+        last = learner.trace_[-1] if learner.trace_ else {}
+        self.info_ = {
+            "learner": learner.name, "params": learner.validated(), "seed": int(self.seed),
+            "n_params": int(n_params), "n_nonzero": int(np.count_nonzero(w)),
+            "n_train_sentences": len(train), "n_train_tokens": int(X.n_tokens),
+            "featurize_seconds": round(t_feat, 3),
+            "train_seconds": round(time.perf_counter() - t0 - t_feat, 3),
+            "final": {k: v for k, v in last.items() if isinstance(v, (int, float, str))},
+        }
+        self.trace_ = list(learner.trace_)
+        return self
+
+    # ------------------------------------------------------------------ prediction
+    def _check_fitted(self) -> None:
+        if self.model_ is None:
+            raise NotFittedError("this Tagger has no model yet: call fit() or Tagger.load()")
+
+    def featurize(self, sentences: Sequence[Sentence]) -> Featurized:
+        self._check_fitted()
+        _check_columns(sentences, self.featurizer_.spec, "input")
+        return self.featurizer_.transform(sentences)
+
+    def decode(self, X: Featurized) -> np.ndarray:
+        """Label ids of featurized sentences (stacked), by Viterbi."""
+        model, w = self.model_, self.weights_
+        state = model.state_scores(X, w)
+        out = np.empty(X.n_tokens, dtype=np.int32)
+        scores = np.empty(X.n_sentences, dtype=np.float64)
+        _viterbi_batch(state, X.offsets, np.ascontiguousarray(model.transitions(w)), out, scores)
+        return out
+
+    def predict(self, sentences: Iterable[Sentence]) -> list[list[str]]:
+        """Predicted label sequences, one per sentence."""
+        out: list[list[str]] = []
+        for _, labels in self.tag_stream(sentences):
+            out.append(labels)
+        return out
+
+    def tag_stream(self, sentences: Iterable[Sentence], batch_size: int = TAG_BATCH
+                   ) -> Iterator[tuple[Sentence, list[str]]]:
+        """Yield ``(sentence, predicted labels)`` in input order, decoding in batches."""
+        self._check_fitted()
+        names = self.labels_.labels
+        it = iter(sentences)
+        while True:
+            batch = [s for s in itertools.islice(it, batch_size)]
+            if not batch:
+                return
+            nonempty = [s for s in batch if len(s)]
+            ids = self.decode(self.featurize(nonempty)) if nonempty else np.empty(0, np.int32)
+            flat = [names[i] for i in ids.tolist()]
+            pos = 0
+            for s in batch:
+                n = len(s)
+                yield s, flat[pos:pos + n]
+                pos += n
+
+    def evaluate(self, sentences: Iterable[Sentence]) -> dict:
+        """Token accuracy and conlleval chunk P/R/F1 against the sentences' gold labels."""
+        gold_sents = _labeled_list(sentences, "evaluation data")
+        pred = self.predict(gold_sents)
+        return evaluate_labels([s.labels for s in gold_sents], pred)
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | Path) -> int:
+        """Write the model atomically (no pickle); returns the file size in bytes."""
+        self._check_fitted()
+        feat_meta, arrays = self.featurizer_.to_arrays()
+        arrays.update(self.model_.to_arrays())
+        arrays["weights"] = self.weights_
+        meta = {"labels": self.labels_.labels, "features": feat_meta, "info": self.info_,
+                "trace": [_jsonable(r) for r in getattr(self, "trace_", [])]}
+        return save_model_file(path, meta, arrays)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Tagger":
+        meta, arrays = load_model_file(path)
+        try:
+            featurizer = Featurizer.from_arrays(meta["features"], arrays)
+            labels = LabelIndex(meta["labels"])
+            model = ChainModel.from_arrays(len(labels), arrays)
+            w = np.ascontiguousarray(arrays["weights"], dtype=np.float64)
+            if w.shape != (model.n_weights,) or model.n_attrs != featurizer.n_attributes:
+                raise ValueError("array sizes disagree")
+        except (KeyError, ValueError, TypeError, TaggerError) as exc:
+            raise ModelFileError(f"{path}: the model file is damaged or inconsistent ({exc})") from None
+        info = meta.get("info", {})
+        self = cls(features=featurizer.spec, learner=info.get("learner", DEFAULT_LEARNER),
+                   params=info.get("params", {}), seed=info.get("seed", 0))
+        self.featurizer_, self.labels_, self.model_, self.weights_ = featurizer, labels, model, w
+        self.info_ = info
+        self.trace_ = meta.get("trace", [])
+        return self
+
+    # ------------------------------------------------------------------ inspection
+    @property
+    def n_nonzero_(self) -> int:
+        self._check_fitted()
+        return int(np.count_nonzero(self.weights_))
+
+    def inspect(self, top: int = 10) -> dict:
+        """Parameter counts, the strongest state features per label, and transitions."""
+        self._check_fitted()
+        model, w, names = self.model_, self.weights_, self.labels_.labels
+        ws = w[:model.n_state]
+        pattr = model.state_param_attr()
+        per_label = {}
+        for li, lab in enumerate(names):
+            idx = np.flatnonzero((model.param_label == li) & (ws != 0))
+            order = idx[np.argsort(-np.abs(ws[idx]), kind="stable")[:top]]
+            per_label[lab] = [(self.featurizer_.attribute_name(int(pattr[p])), float(ws[p]))
+                              for p in order]
+        trans = model.transitions(w)
+        start, end = model.start_end(w)
+        return {
+            "n_params": int(self.info_.get("n_params", model.n_weights)),
+            "n_nonzero": self.n_nonzero_,
+            "n_attributes": int(model.n_attrs),
+            "labels": list(names),
+            "learner": self.info_.get("learner"),
+            "top_features": per_label,
+            "transitions": {a: {b: float(trans[i, j]) for j, b in enumerate(names)}
+                            for i, a in enumerate(names)},
+            "start": {a: float(start[i]) for i, a in enumerate(names)},
+            "end": {a: float(end[i]) for i, a in enumerate(names)},
+        }
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _labeled_list(sentences: Iterable[Sentence], what: str) -> list[Sentence]:
+    out = [s for s in sentences if len(s)]
+    if not out:
+        raise CorpusFormatError(f"the {what} contains no sentences")
+    for i, s in enumerate(out):
+        if s.labels is None:
+            raise CorpusFormatError(f"the {what} has no labels (sentence {i + 1}); give the "
+                                    f"label column or a labeled format")
+    return out
+
+
+def _check_columns(sentences: Sequence[Sentence], spec: FeatureSpec, what: str) -> None:
+    need = spec.n_columns
+    for i, s in enumerate(sentences):
+        if len(s.columns) < need:
+            raise CorpusFormatError(
+                f"the {what} has {len(s.columns)} input column(s) in sentence {i + 1} but the "
+                f"features '{spec.name}' read {need} ({', '.join(spec.columns)}); check --format "
+                f"and the label column")
+
+
+def _dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: list[list[str]]):
+    names = labels.labels
+    offsets = Xd.offsets.tolist()
+
+    def score(w: np.ndarray) -> dict:
+        state = model.state_scores(Xd, w)
+        out = np.empty(Xd.n_tokens, dtype=np.int32)
+        _viterbi_batch(state, Xd.offsets, np.ascontiguousarray(model.transitions(w)), out,
+                       np.empty(Xd.n_sentences))
+        flat = [names[i] for i in out.tolist()]
+        pred = [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+        m = evaluate_labels(gold, pred)
+        if m.get("chunk_level"):
+            return {"dev_f1": round(100 * m["f1"], 2), "dev_acc": round(100 * m["accuracy"], 2)}
+        return {"dev_acc": round(100 * m["accuracy"], 2)}
+
+    return score
+
+
+def _jsonable(row: dict) -> dict:
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, (np.integer,)):
+            v = int(v)
+        elif isinstance(v, (np.floating,)):
+            v = float(v)
+        if isinstance(v, (int, float, str, bool)) or v is None:
+            out[k] = v
+    return out
