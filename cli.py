@@ -1,0 +1,582 @@
+"""The ``tagger`` command line: thin shells over :class:`tagger.api.Tagger`.
+
+Each command parses its options, makes one API call and prints the result. Usage errors
+(unknown options, an unknown learner, a bad ``--set`` key or value) exit 2 through click's own
+handling; data errors (any :class:`tagger.errors.TaggerError`, a missing or unreadable file, text
+that is not UTF-8) exit 1 with one line ``error: <message>`` on stderr and no traceback.
+
+Heavy modules (numpy, numba, the API) are imported inside the commands so that
+``tagger --help`` answers at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+import click
+
+FORMAT_CHOICES = ("auto", "conll", "conllu", "inline", "tab", "text", "raw")
+
+#: sentences decoded and written together by ``tagger tag`` (Tagger.tag_stream's batch)
+TAG_BATCH = 4096
+
+
+# ------------------------------------------------------------------------------------------
+# error handling
+
+
+def _one_line(message: str) -> str:
+    """Fold a multi-line message (a feature file with several mistakes) into one line."""
+    lines = [ln.strip() for ln in str(message).splitlines() if ln.strip()]
+    if not lines:
+        return "unknown error"
+    if len(lines) == 1:
+        return lines[0]
+    head = lines[0]
+    sep = " " if head.endswith(":") else ": "
+    return head + sep + "; ".join(lines[1:])
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        where = exc.filename if exc.filename is not None else ""
+        if exc.filename2 is not None:
+            where = f"{where} -> {exc.filename2}"
+        return f"{where}: {exc.strerror}" if where else exc.strerror
+    if isinstance(exc, UnicodeDecodeError):
+        return (f"expected UTF-8 text, found the byte 0x{exc.object[exc.start]:02x} at byte "
+                f"offset {exc.start} that is not valid UTF-8; convert the file to UTF-8")
+    return str(exc)
+
+
+def _quiet_broken_pipe() -> None:
+    """The reader of stdout went away (``tagger tag ... | head``): stop without a word.
+
+    stdout is pointed at /dev/null so that the interpreter's final flush cannot fail again.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout without a descriptor (tests)
+        pass
+
+
+class TaggerGroup(click.Group):
+    """A click group that turns data errors into one line on stderr and exit status 1."""
+
+    def invoke(self, ctx: click.Context):
+        from tagger.errors import TaggerError
+
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            _quiet_broken_pipe()
+            ctx.exit(0)
+        except (TaggerError, OSError, UnicodeDecodeError) as exc:
+            click.echo(f"error: {_one_line(_describe(exc))}", err=True)
+            ctx.exit(1)
+        except KeyboardInterrupt:
+            click.echo("error: interrupted", err=True)
+            ctx.exit(130)
+
+
+@click.group(cls=TaggerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="tagger", prog_name="tagger")
+def cli() -> None:
+    """Sparse sequence tagging: L1-regularized max-margin Markov networks.
+
+    \b
+    tagger train corpora/sample_chunk.txt -o chunker.tgm --set epochs=10
+    tagger tag chunker.tgm input.txt > tagged.txt
+    tagger eval chunker.tgm test.txt
+    tagger inspect chunker.tgm --top 5
+    tagger learners
+    """
+
+
+def main() -> None:
+    """Entry point of the ``tagger`` console script."""
+    try:
+        cli.main(prog_name="tagger")
+    except SystemExit as exc:
+        code = exc.code
+    else:
+        code = 0
+    try:  # what is still buffered (short outputs such as `tagger learners | head -1`)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    except (OSError, ValueError):
+        pass
+    sys.exit(code)
+
+
+format_option = click.option(
+    "--format", "fmt", type=click.Choice(FORMAT_CHOICES), default="auto", show_default=True,
+    help="Corpus format; 'auto' guesses it from the file's first lines.")
+
+
+# ------------------------------------------------------------------------------------------
+# learners
+
+
+def _learner_table(name: str, cls) -> str:
+    rows = [(p.name, repr(p.default), p.describe_range(), p.help) for p in cls.params]
+    w0 = max([len("parameter")] + [len(r[0]) for r in rows])
+    w1 = max([len("default")] + [len(r[1]) for r in rows])
+    w2 = max([len("range")] + [len(r[2]) for r in rows])
+    doc = (cls.__doc__ or "").strip().splitlines()
+    lines = [f"{name}" + (f": {doc[0].strip()}" if doc else "")]
+    lines.append(f"  {'parameter':<{w0}}  {'default':<{w1}}  {'range':<{w2}}  help")
+    for r in rows:
+        lines.append(f"  {r[0]:<{w0}}  {r[1]:<{w1}}  {r[2]:<{w2}}  {r[3]}")
+    return "\n".join(lines)
+
+
+def _print_learners() -> None:
+    from tagger.learners import DEFAULT_LEARNER, LEARNERS
+
+    blocks = []
+    for name, cls in LEARNERS.items():
+        text = _learner_table(name, cls)
+        if name == DEFAULT_LEARNER:
+            first, rest = text.split("\n", 1)
+            text = f"{first} [default]\n{rest}"
+        blocks.append(text)
+    click.echo("\n\n".join(blocks))
+
+
+def _list_learners_callback(ctx: click.Context, param, value) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    _print_learners()
+    ctx.exit(0)
+
+
+@cli.command("learners")
+def learners_cmd() -> None:
+    """List every learner with its parameter table (name, default, range, help)."""
+    _print_learners()
+
+
+# ------------------------------------------------------------------------------------------
+# train
+
+
+def _learner_settings(learner: str, pairs: tuple[str, ...]) -> dict:
+    """Check the learner name and parse ``--set key=value`` with its parameter table.
+
+    Any mistake is a usage error (exit 2) whose message lists the learner's parameters.
+    """
+    from tagger.errors import ParameterError
+    from tagger.learners import get_learner
+
+    try:
+        cls = get_learner(learner)
+    except ParameterError as exc:
+        raise click.BadParameter(f"{exc}; see 'tagger learners'", param_hint="'--learner'")
+    try:
+        settings = cls.parse_settings(list(pairs))
+        cls(**settings).validated()  # ranges and choices, before any file is read
+    except ParameterError as exc:
+        table = "; ".join(f"{p.name} ({p.describe_range()}, default {p.default!r})"
+                          for p in cls.params)
+        message = str(exc).split("; its parameters are")[0].rstrip(".")
+        raise click.BadParameter(f"{message}. Parameters of {learner}: {table}.",
+                                 param_hint="'--set'")
+    return settings
+
+
+def _default_features(fmt: str, n_input_columns: int) -> str:
+    if fmt == "conll":
+        return "chunk" if n_input_columns >= 2 else "pos"
+    if fmt in ("inline", "tab"):
+        return "citation"
+    return "pos"
+
+
+def _labeled_format(path: str, fmt: str) -> str:
+    """The format of a labeled file (training, dev, test data).
+
+    Detection calls a file whose lines have unequal numbers of fields ``text``; but plain
+    text has no labels, so a labeled file that looks like text is a CoNLL file with a bad
+    line, and reading it as CoNLL reports that line (``file:line``) instead of "no labels".
+    """
+    if fmt != "auto" or path == "-":
+        return fmt
+    from tagger.corpus import detect_format
+
+    found = detect_format(path)
+    return "conll" if found in ("text", "raw") else found
+
+
+def _read_labeled(path: str, fmt: str, label_column: int | None) -> list:
+    from tagger.corpus import load_corpus
+
+    options = {} if label_column is None else {"label_column": label_column}
+    return load_corpus(path, _labeled_format(path, fmt), **options)
+
+
+class _TrainProgress:
+    """Shows the learners' per-epoch log lines (logger ``tagger.train``) on stderr."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+
+    def __enter__(self):
+        import logging
+
+        self.logger = logging.getLogger("tagger.train")
+        self.handler = None
+        if not self.quiet:
+            self.handler = logging.StreamHandler(sys.stderr)
+            self.handler.setFormatter(logging.Formatter("%(message)s"))
+            self.old_level = self.logger.level
+            self.logger.addHandler(self.handler)
+            self.logger.setLevel(logging.INFO)
+        return self
+
+    def __exit__(self, *exc):
+        if self.handler is not None:
+            self.logger.removeHandler(self.handler)
+            self.logger.setLevel(self.old_level)
+        return False
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+#: fields of Tagger.info_ and of the training trace that measure wall-clock time
+_WALL_CLOCK_KEYS = ("featurize_seconds", "train_seconds", "time")
+
+
+def _drop_wall_clock(tagger) -> None:
+    """Keep wall-clock times out of the model file, so that the same data, options and seed
+    give a byte-identical file (Tagger.save writes ``info_`` and ``trace_`` into its header).
+    The times are still printed in the summary."""
+    tagger.info_ = {k: v for k, v in tagger.info_.items() if k not in _WALL_CLOCK_KEYS}
+    if isinstance(tagger.info_.get("final"), dict):
+        tagger.info_["final"] = {k: v for k, v in tagger.info_["final"].items()
+                                 if k not in _WALL_CLOCK_KEYS}
+    if getattr(tagger, "trace_", None):
+        tagger.trace_ = [{k: v for k, v in row.items() if k not in _WALL_CLOCK_KEYS}
+                         for row in tagger.trace_]
+
+
+@cli.command("train")
+@click.argument("train_files", metavar="TRAIN...", nargs=-1, required=True,
+                type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "model_path", required=True, type=click.Path(dir_okay=False),
+              help="Model file to write (atomically).")
+@format_option
+@click.option("--label-column", type=int, default=None,
+              help="Label column of CoNLL files (negative counts from the end)  [default: -1]")
+@click.option("--features", default=None, metavar="PRESET|FILE",
+              help="Feature preset (chunk, pos, citation) or TOML file  [default: chunk for "
+                   "CoNLL files with two input columns, citation for inline/tab, pos otherwise]")
+@click.option("--learner", default=None, metavar="NAME",
+              help="Learner (see 'tagger learners')  [default: m3n-subgradient]")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+              help="A learner parameter, e.g. --set radius=500 --set epochs=10 (repeatable).")
+@click.option("--dev", "dev_file", default=None, type=click.Path(dir_okay=False),
+              help="Labeled dev file scored after every epoch.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines and no summary.")
+@click.option("--list-learners", is_flag=True, is_eager=True, expose_value=False,
+              callback=_list_learners_callback, help="List the learners and their parameters.")
+def train_cmd(train_files, model_path, fmt, label_column, features, learner, settings,
+              dev_file, seed, quiet) -> None:
+    """Train a tagger on the TRAIN files (concatenated) and save it to MODEL."""
+    from tagger.learners import DEFAULT_LEARNER
+
+    learner = learner or DEFAULT_LEARNER
+    params = _learner_settings(learner, settings)
+
+    from tagger.api import Tagger
+    from tagger.corpus import gc_paused
+
+    with gc_paused():
+        train = []
+        first_format = None
+        for path in train_files:
+            sents = _read_labeled(path, fmt, label_column)
+            if first_format is None and sents:
+                first_format = sents[0].meta.get("format", "conll")
+            train.extend(sents)
+        dev = _read_labeled(dev_file, fmt, label_column) if dev_file else None
+    if features is None:
+        n_cols = len(train[0].columns) if train else 0
+        features = _default_features(first_format or "conll", n_cols)
+
+    tagger = Tagger(features=features, learner=learner, params=params, seed=seed)
+    with _TrainProgress(quiet):
+        tagger.fit(train, dev=dev)
+    info = dict(tagger.info_)
+    _drop_wall_clock(tagger)
+    size = tagger.save(model_path)
+
+    if not quiet:
+        final = info.get("final", {})
+        dev_txt = ", ".join(f"{k} {final[k]}" for k in ("dev_f1", "dev_acc") if k in final)
+        seconds = info.get("featurize_seconds", 0) + info.get("train_seconds", 0)
+        click.echo(
+            f"trained {learner} (features {tagger.featurizer_.spec.name}) on "
+            f"{info['n_train_sentences']} sentences, {info['n_train_tokens']} tokens in "
+            f"{seconds:.1f} s (featurize {info.get('featurize_seconds', 0):.1f} s)\n"
+            f"parameters {info['n_params']}, non-zero weights {info['n_nonzero']}, "
+            f"labels {len(tagger.labels_)}\n"
+            + (f"final dev: {dev_txt}\n" if dev_txt else "")
+            + f"saved {model_path} ({_size(size)})",
+            err=True,
+        )
+
+
+# ------------------------------------------------------------------------------------------
+# tag
+
+
+def _conll_sep(head: bytes) -> str:
+    """A tab if the first token line separates its fields by tabs only, else a space."""
+    for line in head.split(b"\n")[:-1] or head.split(b"\n"):
+        line = line.rstrip(b"\r")
+        if line.strip():
+            return "\t" if b"\t" in line and b" " not in line else " "
+    return " "
+
+
+class _HeadReader:
+    """A binary stream whose first block was read (to look at it) and is given back."""
+
+    def __init__(self, stream, name: str, size: int = 65536):
+        self._stream = stream
+        self.name = name
+        self.head = stream.read(size) or b""
+        self._prefix = self.head
+
+    def read(self, n: int = -1):
+        if self._prefix:
+            out, self._prefix = self._prefix, b""
+            return out
+        return self._stream.read(n)
+
+
+def _without_gold(sentences, n_columns: int, column_names: str, name: str):
+    """CoNLL input read with every field as a column: one field more than the model reads
+    is a gold label (dropped, the prediction takes its place), exactly as many is no label."""
+    from tagger.errors import CorpusFormatError
+
+    drop = None
+    for s in sentences:
+        if drop is None:
+            if s.meta.get("format") != "conll":
+                drop = False
+            else:
+                nf = len(s.columns)
+                if nf == n_columns + 1:
+                    drop = True
+                elif nf == n_columns:
+                    drop = False
+                else:
+                    raise CorpusFormatError(
+                        f"expected {n_columns} field(s) per token ({column_names}), or "
+                        f"{n_columns + 1} with a label as the last field, found {nf}; check "
+                        "--format and the model", name)
+        if drop:
+            s.columns.pop()
+        yield s
+
+
+@cli.command("tag")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.argument("input_path", metavar="[INPUT]", default="-", required=False)
+@click.option("-o", "--output", "output_path", default="-", metavar="OUTPUT",
+              help="Output file  [default: standard output]")
+@format_option
+def tag_cmd(model_path, input_path, output_path, fmt) -> None:
+    """Tag INPUT (default: standard input) with MODEL, in the input's own format.
+
+    CoNLL input may carry a label column (one field more than the model reads): it is
+    replaced by the prediction; otherwise the prediction is appended as the last field.
+    """
+    from tagger.api import Tagger
+    from tagger.corpus import gc_paused, read_corpus, write_corpus
+
+    tagger = Tagger.load(model_path)
+    spec = tagger.featurizer_.spec
+
+    if input_path == "-":
+        stdin = getattr(sys.stdin, "buffer", sys.stdin)
+        source = _HeadReader(stdin, "<stdin>")
+        head = source.head if isinstance(source.head, bytes) else source.head.encode()
+    else:
+        source = input_path
+        with open(input_path, "rb") as fh:
+            head = fh.read(65536)
+    sentences = read_corpus(source, fmt, labeled=False)
+    sentences = _without_gold(sentences, spec.n_columns, ", ".join(spec.columns),
+                              "<stdin>" if input_path == "-" else input_path)
+    write_options = {"sep": _conll_sep(head)}
+
+    with _output(output_path) as out, gc_paused():
+        sents: list = []
+        labels: list = []
+        for s, labs in tagger.tag_stream(sentences, batch_size=TAG_BATCH):
+            sents.append(s)
+            labels.append(labs)
+            if len(sents) >= TAG_BATCH:
+                write_corpus(out, sents, labels, **write_options)
+                sents, labels = [], []
+        if sents:
+            write_corpus(out, sents, labels, **write_options)
+        out.flush()
+
+
+@contextlib.contextmanager
+def _output(path: str):
+    """Standard output for ``-``; otherwise a temporary file in the destination's directory
+    that replaces ``path`` only once everything was written (no half-tagged files)."""
+    if path == "-":
+        yield sys.stdout
+        return
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tagger-", suffix=".part", dir=directory)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would outlive the rename
+        with open(fd, "w", encoding="utf-8", newline="\n", buffering=1 << 20) as out:
+            yield out
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ------------------------------------------------------------------------------------------
+# eval
+
+
+def _jsonable(obj):
+    import math
+
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    return obj
+
+
+@cli.command("eval")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.argument("test_path", metavar="TEST", type=click.Path(dir_okay=False))
+@format_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def eval_cmd(model_path, test_path, fmt, as_json) -> None:
+    """Score MODEL on the labeled TEST file: accuracy, precision, recall, F1.
+
+    Chunk-level scores (conlleval) when the labels are B-/I- tags, per-label scores otherwise.
+    """
+    import json
+
+    from tagger.api import Tagger
+
+    tagger = Tagger.load(model_path)
+    metrics = tagger.evaluate(_read_labeled(test_path, fmt, None))
+    if as_json:
+        click.echo(json.dumps(_jsonable(metrics), ensure_ascii=False))
+    else:
+        from tagger.metrics import format_report
+
+        click.echo(format_report(metrics))
+
+
+# ------------------------------------------------------------------------------------------
+# inspect
+
+
+def _inspect_text(r: dict, top: int) -> str:
+    labels = r["labels"]
+    lines = [
+        f"learner: {r.get('learner')}",
+        f"parameters: {r['n_params']}   non-zero weights: {r['n_nonzero']}   "
+        f"attributes: {r.get('n_attributes')}   labels: {len(labels)}",
+        "labels: " + " ".join(labels),
+        "",
+        f"top {top} features per label (by |weight|):",
+    ]
+    for lab, feats in r["top_features"].items():
+        lines.append(f"  {lab}:")
+        if not feats:
+            lines.append("    (none)")
+        for name, w in feats:
+            lines.append(f"    {w:+10.4f}  {name}")
+    lines.append("")
+    lines.extend(_transition_matrix(r))
+    return "\n".join(lines)
+
+
+def _transition_matrix(r: dict) -> list[str]:
+    """Rows: previous label (and start/end weights); columns: next label, by number."""
+    labels = r["labels"]
+    rows = [(f"{i:>2} {a}", [r["transitions"][a][b] for b in labels])
+            for i, a in enumerate(labels)]
+    for key in ("start", "end"):
+        if key in r:
+            rows.append((f"   {key}", [r[key][b] for b in labels]))
+    cells = [[_cell(v) for v in vals] for _, vals in rows]
+    width = max([len(str(len(labels) - 1))] + [len(c) for row in cells for c in row])
+    head = max(len(name) for name, _ in rows)
+    out = ["transitions (row: previous label; column: next label, by number; '.' = 0):",
+           " " * head + " " + " ".join(f"{j:>{width}}" for j in range(len(labels)))]
+    for (name, _), row in zip(rows, cells):
+        out.append(f"{name:<{head}} " + " ".join(f"{c:>{width}}" for c in row))
+    return out
+
+
+def _cell(v: float) -> str:
+    return "." if v == 0 else f"{v:.2f}"
+
+
+@cli.command("inspect")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="Features shown per label.")
+@click.option("--json", "as_json", is_flag=True, help="Print Tagger.inspect() as JSON.")
+def inspect_cmd(model_path, top, as_json) -> None:
+    """Show MODEL's sizes, labels, strongest features per label and transition weights."""
+    import json
+
+    from tagger.api import Tagger
+
+    report = Tagger.load(model_path).inspect(top)
+    if as_json:
+        click.echo(json.dumps(_jsonable(report), ensure_ascii=False))
+    else:
+        click.echo(_inspect_text(report, top))
+
+
+if __name__ == "__main__":
+    main()
