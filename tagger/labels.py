@@ -2,8 +2,9 @@
 
 Chunk boundaries follow conlleval.pl (the CoNLL-2000 evaluation script) exactly for IOB1 and
 IOB2 data; for IOBES (``E-``/``S-``) they follow seqeval's default mode, which extends the
-same rules. A label is split into a tag and a type at its first ``-``: ``B-NP`` is tag ``B``,
-type ``NP``; ``O`` is tag ``O``; a label without ``-`` is a tag with the empty type.
+same rules. A label splits into a tag and a type at its first ``-``: ``B-NP`` is tag ``B``,
+type ``NP``. ``O``, and any label that is not ``B-``/``I-``/``E-``/``S-`` plus a type (a
+stray ``NP`` among predictions, say), is outside every chunk.
 """
 
 from __future__ import annotations
