@@ -254,20 +254,6 @@ def _size(n: int) -> str:
 
 
 #: fields of Tagger.info_ and of the training trace that measure wall-clock time
-_WALL_CLOCK_KEYS = ("featurize_seconds", "train_seconds", "time")
-
-
-def _drop_wall_clock(tagger) -> None:
-    """Keep wall-clock times out of the model file, so that the same data, options and seed
-    give a byte-identical file (Tagger.save writes ``info_`` and ``trace_`` into its header).
-    The times are still printed in the summary."""
-    tagger.info_ = {k: v for k, v in tagger.info_.items() if k not in _WALL_CLOCK_KEYS}
-    if isinstance(tagger.info_.get("final"), dict):
-        tagger.info_["final"] = {k: v for k, v in tagger.info_["final"].items()
-                                 if k not in _WALL_CLOCK_KEYS}
-    if getattr(tagger, "trace_", None):
-        tagger.trace_ = [{k: v for k, v in row.items() if k not in _WALL_CLOCK_KEYS}
-                         for row in tagger.trace_]
 
 
 @cli.command("train")
@@ -319,7 +305,6 @@ def train_cmd(train_files, model_path, fmt, label_column, features, learner, set
     with _TrainProgress(quiet):
         tagger.fit(train, dev=dev)
     info = dict(tagger.info_)
-    _drop_wall_clock(tagger)
     size = tagger.save(model_path)
 
     if not quiet:

@@ -41,7 +41,7 @@ class Tagger:
     learner
         a learner name (see ``tagger.learners.LEARNERS``)
     params
-        the learner's parameters (its table: ``tagger train --learner NAME --help-params``)
+        the learner's parameters (its table: ``tagger learners``)
     seed
         makes training deterministic
     """
@@ -133,7 +133,7 @@ class Tagger:
                    ) -> Iterator[tuple[Sentence, list[str]]]:
         """Yield ``(sentence, predicted labels)`` in input order, decoding in batches."""
         self._check_fitted()
-        names = self.labels_.labels
+        names_arr = np.array(self.labels_.labels, dtype=object)
         it = iter(sentences)
         while True:
             batch = [s for s in itertools.islice(it, batch_size)]
@@ -141,7 +141,7 @@ class Tagger:
                 return
             nonempty = [s for s in batch if len(s)]
             ids = self.decode(self.featurize(nonempty)) if nonempty else np.empty(0, np.int32)
-            flat = [names[i] for i in ids.tolist()]
+            flat = names_arr[ids].tolist()
             pos = 0
             for s in batch:
                 n = len(s)
@@ -161,8 +161,12 @@ class Tagger:
         feat_meta, arrays = self.featurizer_.to_arrays()
         arrays.update(self.model_.to_arrays())
         arrays["weights"] = self.weights_
-        meta = {"labels": self.labels_.labels, "features": feat_meta, "info": self.info_,
-                "trace": [_jsonable(r) for r in getattr(self, "trace_", [])]}
+        # wall-clock times stay out of the file: same data, options and seed give the same bytes
+        info = _without_clock(self.info_)
+        if isinstance(info.get("final"), dict):
+            info["final"] = _without_clock(info["final"])
+        meta = {"labels": self.labels_.labels, "features": feat_meta, "info": info,
+                "trace": [_without_clock(_jsonable(r)) for r in getattr(self, "trace_", [])]}
         return save_model_file(path, meta, arrays)
 
     @classmethod
@@ -260,6 +264,13 @@ def _dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: lis
         return {"dev_acc": round(100 * m["accuracy"], 2)}
 
     return score
+
+
+_CLOCK_KEYS = ("time", "featurize_seconds", "train_seconds")
+
+
+def _without_clock(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k not in _CLOCK_KEYS}
 
 
 def _jsonable(row: dict) -> dict:
