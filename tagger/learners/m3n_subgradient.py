@@ -198,18 +198,18 @@ class SubgradientM3N(Learner):
     name = "m3n-subgradient"
     penalty = "l1"
     params = (
-        Param("radius", 300.0, float, "radius lambda of the L1 ball ||w||_1 <= lambda",
+        Param("radius", 3000.0, float, "radius lambda of the L1 ball ||w||_1 <= lambda",
               low=0.0, low_open=True),
-        Param("epochs", 30, int, "passes over the training data", low=1),
+        Param("epochs", 40, int, "passes over the training data", low=1),
         Param("batch_size", 32, int, "sentences per update; 0 = full batch", low=0),
-        Param("eta0", 0.05, float, "initial step size", low=0.0, low_open=True),
+        Param("eta0", 2.0, float, "initial step size", low=0.0, low_open=True),
         Param("decay", "sqrt", str, "step size schedule over epochs t: eta0/sqrt(1+t), "
               "eta0/(1+t) or constant", choices=("sqrt", "inverse", "constant")),
         Param("shuffle", True, bool, "visit the sentences in a new random order each epoch"),
-        Param("batch_growth", 1.0, float, "multiply the batch size by this after every epoch "
+        Param("batch_growth", 1.25, float, "multiply the batch size by this after every epoch "
               "(larger, less noisy batches late in training leave fewer spurious non-zeros)",
               low=1.0),
-        Param("momentum", 0.0, float, "heavy-ball momentum beta: step along the running "
+        Param("momentum", 0.9, float, "heavy-ball momentum beta: step along the running "
               "average of subgradients (damps the hinge's subgradient flicker, so fewer "
               "spurious non-zeros); 0 = plain subgradient", low=0.0, high=0.999),
         Param("average_from", 0, int, "average the iterates of the epochs from this one on "
