@@ -209,7 +209,7 @@ class SubgradientM3N(Learner):
         Param("batch_growth", 1.25, float, "multiply the batch size by this after every epoch "
               "(larger, less noisy batches late in training leave fewer spurious non-zeros)",
               low=1.0),
-        Param("momentum", 0.9, float, "heavy-ball momentum beta: step along the running "
+        Param("momentum", 0.97, float, "heavy-ball momentum beta: step along the running "
               "average of subgradients (damps the hinge's subgradient flicker, so fewer "
               "spurious non-zeros); 0 = plain subgradient", low=0.0, high=0.999),
         Param("average_from", 0, int, "average the iterates of the epochs from this one on "
