@@ -279,7 +279,9 @@ class SubgradientM3N(Learner):
 class SubgradientL2M3N(SubgradientM3N):
     """L2 M3N by stochastic subgradient with Pegasos steps (the baseline of the L1-M3N).
 
-    Objective: min_w (lambda/2)||w||^2 + (1/N) sum_i R_i(w).
+    Objective: min_w (lambda/2)||w||^2 + (1/N) sum_i R_i(w). Steps eta_t = 1/(lambda (t0 + t)),
+    t counting updates, t0 = 1/(lambda eta0) so that the first step is eta0 rather than the
+    1/lambda of plain Pegasos (which throws the first iterates far off on large data).
     """
 
     name = "m3n-l2-subgradient"
@@ -288,8 +290,9 @@ class SubgradientL2M3N(SubgradientM3N):
         Param("lambda", 1e-4, float, "L2 regularization strength lambda",
               low=0.0, low_open=True),
         Param("epochs", 30, int, "passes over the training data", low=1),
+        Param("eta0", 1.0, float, "first step size", low=0.0, low_open=True),
         Param("batch_size", 32, int, "sentences per update; 0 = full batch", low=0),
-        Param("batch_growth", 1.0, float, "multiply the batch size by this after every epoch",
+        Param("batch_growth", 1.25, float, "multiply the batch size by this after every epoch",
               low=1.0),
         Param("shuffle", True, bool, "visit the sentences in a new random order each epoch"),
     )
@@ -299,11 +302,13 @@ class SubgradientL2M3N(SubgradientM3N):
 
     def _step_rule(self, settings, n_sentences):
         lam = settings["lambda"]
+        t0 = 1.0 / (lam * settings["eta0"])
         updates = [0]
 
         def step_of(batch: int) -> float:
+            step = 1.0 / (lam * (t0 + updates[0]))
             updates[0] += 1
-            return 1.0 / (lam * (updates[0] + 1))
+            return step
 
         return step_of
 
