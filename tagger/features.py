@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 import sys
+from itertools import chain
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -458,8 +459,7 @@ class Featurizer:
         self.attr_keys_: np.ndarray | None = None           # int64[n_attrs], sorted
         self.t_mult_: np.ndarray | None = None
         self._table: tuple[np.ndarray, np.ndarray] | None = None
-        self._type_cache: list[dict[str, int]] = []
-        self._type_views: list[list[list[int]]] = []
+        self._type_cache: list[_TypeCache | None] = []
 
     # ---- template layout
     def _template_arrays(self):
@@ -501,53 +501,33 @@ class Featurizer:
         n_views = len(self.spec.views)
         n_tok = int(offsets[-1])
         out = np.empty((n_views, n_tok), dtype=np.int64)
-        by_col = self._views_by_column()
         n_cols = self.spec.n_columns
-        for c, view_list in enumerate(by_col):
-            if not view_list:
+        for c, cache in enumerate(self._type_cache):
+            if cache is None:
                 continue
-            cache = self._type_cache[c]
-            table = self._type_views[c]  # per view in view_list: list type id -> view id
+            cache.grow = grow
             try:
-                column = [tok for s in sentences for tok in s.columns[c]]
+                # one C-level dict lookup per token; token functions run only for new strings
+                tids = np.fromiter(map(cache.__getitem__, chain.from_iterable(
+                    [s.columns[c] for s in sentences])), dtype=np.int64, count=n_tok)
             except IndexError:
                 raise FeatureSpecError(
                     f"the feature specification reads {n_cols} input column(s) "
                     f"({', '.join(self.spec.columns)}) but a sentence has only "
                     f"{min(len(s.columns) for s in sentences)}") from None
-            if len(column) != n_tok:
-                raise FeatureSpecError("a sentence has columns of different lengths")
-            get = cache.get
-            type_ids = [get(tok, -1) for tok in column]
-            if -1 in type_ids:
-                # first sight of some strings: run the token functions once per new type
-                for j, tok in enumerate(column):
-                    if type_ids[j] == -1:
-                        tid = cache.get(tok)
-                        if tid is None:
-                            tid = len(cache)
-                            cache[tok] = tid
-                            for slot, vi in enumerate(view_list):
-                                val = self.spec.views[vi].fn(tok)
-                                vocab = self.vocabs_[vi]
-                                vid = vocab.get(val)
-                                if vid is None:
-                                    if grow:
-                                        vid = len(vocab) + N_SPECIAL
-                                        vocab[val] = vid
-                                    else:
-                                        vid = UNKNOWN
-                                table[slot].append(vid)
-                        type_ids[j] = tid
-            tids = np.fromiter(type_ids, dtype=np.int64, count=n_tok)
-            for slot, vi in enumerate(view_list):
-                out[vi] = np.asarray(table[slot], dtype=np.int64)[tids]
+            except ValueError:
+                raise FeatureSpecError("a sentence has columns of different lengths") from None
+            table = cache.table()
+            for slot, vi in enumerate(cache.views):
+                np.take(table[slot], tids, out=out[vi])
         return out
 
     def _reset_type_cache(self):
         by_col = self._views_by_column()
-        self._type_cache = [dict() for _ in self.spec.columns]
-        self._type_views = [[[] for _ in by_col[c]] for c in range(self.spec.n_columns)]
+        self._type_cache = [
+            _TypeCache([self.spec.views[vi] for vi in views],
+                       [self.vocabs_[vi] for vi in views], views) if views else None
+            for views in by_col]
 
     # ---- fitting
     def fit(self, sentences: Sequence) -> "Featurizer":
@@ -684,6 +664,45 @@ class Featurizer:
         self._table = _table_for(self.attr_keys_)
         self._reset_type_cache()
         return self
+
+
+class _TypeCache(dict):
+    """Distinct strings of one input column -> type id, with the view ids of every type.
+
+    A missing string is registered on first lookup (``__missing__``): the column's token
+    functions run once per distinct string. View values never seen in training map to
+    UNKNOWN unless the cache is growing the vocabularies (while fitting).
+    """
+
+    def __init__(self, views: list, vocabs: list[dict[str, int]], view_index: list[int]):
+        super().__init__()
+        self.fns = [v.fn for v in views]
+        self.vocabs = vocabs
+        self.views = view_index
+        self.grow = False
+        self._cols: list[list[int]] = [[] for _ in views]
+        self._arrays: list[np.ndarray] | None = None
+
+    def __missing__(self, token: str) -> int:
+        tid = len(self)
+        self[token] = tid
+        for fn, vocab, col in zip(self.fns, self.vocabs, self._cols):
+            val = fn(token)
+            vid = vocab.get(val)
+            if vid is None:
+                if self.grow:
+                    vid = len(vocab) + N_SPECIAL
+                    vocab[val] = vid
+                else:
+                    vid = UNKNOWN
+            col.append(vid)
+        self._arrays = None
+        return tid
+
+    def table(self) -> list[np.ndarray]:
+        if self._arrays is None:
+            self._arrays = [np.asarray(col, dtype=np.int64) for col in self._cols]
+        return self._arrays
 
 
 def _offsets(sentences: Sequence) -> np.ndarray:
