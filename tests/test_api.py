@@ -301,11 +301,13 @@ def test_inspect(tagger, train):
     # a determiner opens a noun phrase: among the strongest B-NP features is 'DT' or 'the'
     bnp = dict(tagger.inspect(top=50)["top_features"]["B-NP"])
     assert any(bnp.get(name, 0) > 0 for name in ("pos[0]=DT", "word[0]=the", "word[0]=The"))
-    # transitions: an L x L table; I-NP never follows O in IOB2 training data, so it scores
-    # below O -> B-NP
+    # transitions: the L x L table of the model's transition weights, by label name
     trans = report["transitions"]
     assert set(trans) == set(labels) and all(set(row) == set(labels) for row in trans.values())
-    assert trans["O"]["I-NP"] < trans["O"]["B-NP"]
+    matrix = tagger.model_.transitions(tagger.weights_)
+    for i, a in enumerate(tagger.labels_.labels):
+        for j, b in enumerate(tagger.labels_.labels):
+            assert trans[a][b] == matrix[i, j]
     assert set(report["start"]) == set(report["end"]) == set(labels)
 
 

@@ -293,7 +293,8 @@ def test_progress_reports_chunk_f1_for_bio_labels(name):
 
 @pytest.mark.parametrize("name", ["m3n-subgradient", "m3n-l2-subgradient"])
 def test_full_batch_rows_measure_the_hinge_and_the_final_weights(name, train):
-    tg = Tagger(features=SPEC, learner=name, params={"epochs": 5, "batch_size": 0}, seed=0)
+    # a batch of at least N sentences is the full batch
+    tg = Tagger(features=SPEC, learner=name, params={"epochs": 5, "batch_size": 10**6}, seed=0)
     tg.fit(train)
     rows = tg.trace_
     assert [r["batch"] for r in rows] == [len(train)] * 5
@@ -440,13 +441,25 @@ def _project_l1_sorted(v, z):
     return np.sign(v) * np.maximum(np.abs(v) - theta, 0.0)
 
 
+def _width(problem):
+    """Mean number of active attributes per token, plus one: the learners divide eta0 by it."""
+    X = problem.X
+    return 1.0 + sum(int(X.indptr[i + 1] - X.indptr[i]) for i in range(X.n_tokens)) / X.n_tokens
+
+
+def _batch(n, batch):
+    """batch_size 0 means ceil(N / 256) sentences; anything above N is the full batch."""
+    return min(n, batch if batch else -(-n // 256))
+
+
 def _reference_l1(problem, w0, radius, epochs, batch, eta0, momentum, average_from):
     n = problem.X.n_sentences
+    eta0 = eta0 / _width(problem)
     w = _project_l1_sorted(w0, radius)
     velocity = np.zeros_like(w)
     seen, hinges, total, count = 0, [], np.zeros_like(w), 0
     for epoch in range(1, epochs + 1):
-        B = n if batch == 0 else batch
+        B = _batch(n, batch)
         pass_hinge = []
         for lo in range(0, n, B):
             members = list(range(lo, min(lo + B, n)))
@@ -468,19 +481,19 @@ def _reference_l1(problem, w0, radius, epochs, batch, eta0, momentum, average_fr
 
 def _reference_l2(problem, w0, lam, epochs, batch, eta0):
     n = problem.X.n_sentences
-    t0 = 1.0 / (lam * eta0)
+    t0 = _width(problem) / (lam * eta0)
     bound = 1 / np.sqrt(lam)
     w = w0 * min(1.0, bound / np.linalg.norm(w0))
     updates, hinges = 0, []
     for _ in range(epochs):
-        B = n if batch == 0 else batch
+        B = _batch(n, batch)
         pass_hinge = []
         for lo in range(0, n, B):
             members = list(range(lo, min(lo + B, n)))
             g, h = _brute_force_subgradient(problem, w, members)
             pass_hinge += [h] * len(members)
             # Pegasos step 1/(lambda t) shifted to 1/(lambda (t0 + t)), t = updates done, so
-            # that the first step is eta0
+            # that the first step is eta0 / width
             eta = 1.0 / (lam * (t0 + updates))
             updates += 1
             w = (1 - eta * lam) * w - eta * g
@@ -490,6 +503,7 @@ def _reference_l2(problem, w0, lam, epochs, batch, eta0):
 
 
 @pytest.mark.parametrize("params", [
+    {"batch_size": 10**6, "momentum": 0.0},
     {"batch_size": 0, "momentum": 0.0},
     {"batch_size": 2, "momentum": 0.0, "radius": 4.0},
     {"batch_size": 1, "momentum": 0.9},
@@ -509,7 +523,8 @@ def test_l1_learner_follows_its_update(params):
     assert np.abs(w).sum() <= settings["radius"] + 1e-9
 
 
-@pytest.mark.parametrize("params", [{"batch_size": 0, "lambda": 0.05, "eta0": 0.3},
+@pytest.mark.parametrize("params", [{"batch_size": 10**6, "lambda": 0.05, "eta0": 0.3},
+                                    {"batch_size": 0, "lambda": 0.05, "eta0": 0.3},
                                     {"batch_size": 2, "lambda": 0.5, "eta0": 1.0}])
 def test_l2_learner_follows_its_update(params):
     problem, w0 = _tiny_problem(seed=2)

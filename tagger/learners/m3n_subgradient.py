@@ -10,18 +10,21 @@ Markov Networks* (KDD 2009), Algorithm 2 (ALGORITHMS.md 1a)::
 
     w <- Proj_{||w||_1 <= lambda}( w - eta_t g ),  g = (1/|B|) sum_{i in B} f(x_i, y*_i) - f(x_i, y_i)
 
-with y*_i the loss-augmented Viterbi labeling and B a mini-batch (``batch_size``; 0 means the
-whole training set, the batch form of the algorithm). The projection is Duchi et al. (ICML
-2008) and yields exact zeros. The step size is eta_t = eta0 / sqrt(1 + t) (``decay="sqrt"``),
-eta0 / (1 + t) or eta0, with t the number of epochs done (fractional).
+with y*_i the loss-augmented Viterbi labeling and B a mini-batch (``batch_size``; a size of
+at least N is the batch form of the algorithm). The projection is Duchi et al. (ICML 2008)
+and yields exact zeros. The step size is eta_t = (eta0 / a) / sqrt(1 + t) (``decay="sqrt"``),
+(eta0 / a) / (1 + t) or eta0 / a, with t the number of epochs done (fractional) and a the mean
+number of active attributes per token plus one: a sentence's subgradient grows with its number
+of active features, so dividing by a makes one eta0 serve feature sets of any width.
 
 ``m3n-l2-subgradient``: the L2 M3N baseline, the same loop with the Pegasos step
 (Shalev-Shwartz et al. 2007)::
 
     min_w  (lambda/2) ||w||_2^2 + (1/N) sum_i R_i(w)
-    w <- Proj_{||w||_2 <= 1/sqrt(lambda)}( (1 - eta_t lambda) w - eta_t g ),  eta_t = 1/(lambda t)
+    w <- Proj_{||w||_2 <= 1/sqrt(lambda)}( (1 - eta_t lambda) w - eta_t g ),
+    eta_t = 1/(lambda (t0 + t)),  t0 = a/(lambda eta0)
 
-with t counting updates. Both are deterministic for a given seed (the seed orders the
+with t counting updates (the offset t0 makes the first step eta0 / a instead of 1/lambda). Both are deterministic for a given seed (the seed orders the
 examples; the parallel part only decodes, and gradients are summed in a fixed order).
 """
 
@@ -55,7 +58,8 @@ def _decode_batch(indptr, attrs, offsets, attr_ptr, param_label, w, n_state, n_l
         g = state[0, gold[a]]
         for t in range(a + 1, b):
             g += state[t - a, gold[t]] + trans[gold[t - 1], gold[t]]
-        hinge[k] = aug - g
+        # R_i >= 0 exactly (the gold labeling is a candidate); the sums differ only by rounding
+        hinge[k] = max(aug - g, 0.0)
 
 
 @numba.njit(**NUMBA_OPTS)
@@ -140,7 +144,7 @@ def _epoch(problem, w, order, batch_size, step_of, apply_penalty, scratch, avera
     model, X = problem.model, problem.X
     grad, mark, touched, pred, hinge = scratch
     n = len(order)
-    B = n if batch_size == 0 else batch_size
+    B = batch_size
     for lo in range(0, n, B):
         hi = min(lo + B, n)
         _decode_batch(X.indptr, X.attrs, X.offsets, model.attr_ptr, model.param_label, w,
@@ -201,8 +205,10 @@ class SubgradientM3N(Learner):
         Param("radius", 3000.0, float, "radius lambda of the L1 ball ||w||_1 <= lambda",
               low=0.0, low_open=True),
         Param("epochs", 40, int, "passes over the training data", low=1),
-        Param("batch_size", 32, int, "sentences per update; 0 = full batch", low=0),
-        Param("eta0", 2.0, float, "initial step size", low=0.0, low_open=True),
+        Param("batch_size", 0, int, "sentences per update at the start; 0 = N/256 (about 256 "
+              "updates in the first epoch); N or more = full batch", low=0),
+        Param("eta0", 40.0, float, "initial step size, divided by the mean number of active "
+              "attributes per token (plus one)", low=0.0, low_open=True),
         Param("decay", "sqrt", str, "step size schedule over epochs t: eta0/sqrt(1+t), "
               "eta0/(1+t) or constant", choices=("sqrt", "inverse", "constant")),
         Param("shuffle", True, bool, "visit the sentences in a new random order each epoch"),
@@ -219,8 +225,8 @@ class SubgradientM3N(Learner):
     def _penalty(self, settings, n_weights):
         return _L1Ball(settings["radius"], n_weights)
 
-    def _step_rule(self, settings, n_sentences):
-        eta0, decay = settings["eta0"], settings["decay"]
+    def _step_rule(self, settings, n_sentences, width):
+        eta0, decay = settings["eta0"] / width, settings["decay"]
         seen = [0]
 
         def step_of(batch: int) -> float:
@@ -244,7 +250,8 @@ class SubgradientM3N(Learner):
                    np.empty(X.n_tokens, dtype=np.int32), np.empty(n))
         penalty = self._penalty(settings, n_w)
         penalty.project(w)
-        step_of = self._step_rule(settings, n)
+        width = 1.0 + len(X.attrs) / max(X.n_tokens, 1)
+        step_of = self._step_rule(settings, n, width)
         clock = Stopwatch()
         order = np.arange(n, dtype=np.int64)
         average_from = settings.get("average_from", 0)
@@ -255,13 +262,12 @@ class SubgradientM3N(Learner):
                 order = rng.permutation(n).astype(np.int64)
             if average_from and epoch >= average_from and average is None:
                 average = [np.zeros(n_w), 0]
-            batch = settings["batch_size"]
-            if batch:
-                batch = min(n, int(round(batch * settings["batch_growth"] ** (epoch - 1))))
+            batch = settings["batch_size"] or -(-n // 256)
+            batch = min(n, int(round(batch * settings["batch_growth"] ** (epoch - 1))))
             hinge = _epoch(problem, w, order, batch, step_of, penalty, scratch, average,
                            settings.get("momentum", 0.0), velocity)
             current = w if average is None else average[0] / average[1]
-            row = {"epoch": epoch, "batch": batch or n, "objective": self._objective(hinge, current, settings),
+            row = {"epoch": epoch, "batch": batch, "objective": self._objective(hinge, current, settings),
                    "hinge": hinge, "nonzero": int(np.count_nonzero(current)),
                    "below_1e-4": int(np.count_nonzero((current != 0) & (np.abs(current) < 1e-4))),
                    "l1": float(np.abs(current).sum())}
@@ -290,8 +296,10 @@ class SubgradientL2M3N(SubgradientM3N):
         Param("lambda", 1e-4, float, "L2 regularization strength lambda",
               low=0.0, low_open=True),
         Param("epochs", 30, int, "passes over the training data", low=1),
-        Param("eta0", 1.0, float, "first step size", low=0.0, low_open=True),
-        Param("batch_size", 32, int, "sentences per update; 0 = full batch", low=0),
+        Param("eta0", 20.0, float, "first step size, divided by the mean number of active "
+              "attributes per token (plus one)", low=0.0, low_open=True),
+        Param("batch_size", 0, int, "sentences per update at the start; 0 = N/256; N or more "
+              "= full batch", low=0),
         Param("batch_growth", 1.25, float, "multiply the batch size by this after every epoch",
               low=1.0),
         Param("shuffle", True, bool, "visit the sentences in a new random order each epoch"),
@@ -300,9 +308,9 @@ class SubgradientL2M3N(SubgradientM3N):
     def _penalty(self, settings, n_weights):
         return _L2Shrink(settings["lambda"])
 
-    def _step_rule(self, settings, n_sentences):
+    def _step_rule(self, settings, n_sentences, width):
         lam = settings["lambda"]
-        t0 = 1.0 / (lam * settings["eta0"])
+        t0 = width / (lam * settings["eta0"])
         updates = [0]
 
         def step_of(batch: int) -> float:
