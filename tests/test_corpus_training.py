@@ -228,14 +228,6 @@ def test_cora_inline_split(corpora):
     assert acc >= majority_acc + 0.3
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "m3n-l2-subgradient with its defaults (lambda=1e-4, eta0=1, 30 epochs, batches of 32 "
-    "growing by 1.25) does not learn the CPF 300 citations: it labels every token alike "
-    "(seed 1: 'journal' everywhere, test accuracy 0.038, training accuracy 0.047; seeds 0, 2: "
-    "0.261, 0.238) against a majority baseline of 0.279, and its mean hinge stays in the "
-    "thousands (5396 in epoch 1, 4155 in epoch 28). With t0 = 1/(lambda eta0) = 10^4 the step "
-    "stays about 1 for all ~300 updates, too long for the large unnormalized subgradients of "
-    "41 templates on 36-token citations; eta0=0.1 reaches 0.63"))
 def test_cpf300_citation_l2_m3n_learns(cpf):
     train, _, test = cpf
     majority_acc = token_accuracy(test, majority_by(train, lambda s, t: None, test))

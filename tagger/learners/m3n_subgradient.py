@@ -302,6 +302,8 @@ class SubgradientL2M3N(SubgradientM3N):
               "= full batch", low=0),
         Param("batch_growth", 1.25, float, "multiply the batch size by this after every epoch",
               low=1.0),
+        Param("momentum", 0.97, float, "heavy-ball momentum beta on the subgradient; "
+              "0 = plain Pegasos", low=0.0, high=0.999),
         Param("shuffle", True, bool, "visit the sentences in a new random order each epoch"),
     )
 
