@@ -479,12 +479,13 @@ def _reference_l1(problem, w0, radius, epochs, batch, eta0, momentum, average_fr
     return (total / count if count else w), hinges
 
 
-def _reference_l2(problem, w0, lam, epochs, batch, eta0):
+def _reference_l2(problem, w0, lam, epochs, batch, eta0, momentum=0.0):
     n = problem.X.n_sentences
     t0 = _width(problem) / (lam * eta0)
     bound = 1 / np.sqrt(lam)
     w = w0 * min(1.0, bound / np.linalg.norm(w0))
     updates, hinges = 0, []
+    velocity = np.zeros_like(w)
     for _ in range(epochs):
         B = _batch(n, batch)
         pass_hinge = []
@@ -496,7 +497,12 @@ def _reference_l2(problem, w0, lam, epochs, batch, eta0):
             # that the first step is eta0 / width
             eta = 1.0 / (lam * (t0 + updates))
             updates += 1
-            w = (1 - eta * lam) * w - eta * g
+            w = (1 - eta * lam) * w
+            if momentum > 0:
+                velocity = momentum * velocity + (1 - momentum) * g
+                w = w - eta * velocity
+            else:
+                w = w - eta * g
             w = w * min(1.0, bound / np.linalg.norm(w))
         hinges.append(float(np.mean(pass_hinge)))
     return w, hinges
@@ -525,14 +531,16 @@ def test_l1_learner_follows_its_update(params):
 
 @pytest.mark.parametrize("params", [{"batch_size": 10**6, "lambda": 0.05, "eta0": 0.3},
                                     {"batch_size": 0, "lambda": 0.05, "eta0": 0.3},
+                                    {"batch_size": 1, "lambda": 0.05, "eta0": 0.3,
+                                     "momentum": 0.8},
                                     {"batch_size": 2, "lambda": 0.5, "eta0": 1.0}])
 def test_l2_learner_follows_its_update(params):
     problem, w0 = _tiny_problem(seed=2)
-    settings = {"epochs": 4, "shuffle": False, "batch_growth": 1.0, **params}
+    settings = {"epochs": 4, "shuffle": False, "batch_growth": 1.0, "momentum": 0.0, **params}
     learner = LEARNERS["m3n-l2-subgradient"](**settings)
     w = learner.fit(problem, seed=0, w0=w0)
     ref, hinges = _reference_l2(problem, w0, settings["lambda"], settings["epochs"],
-                                settings["batch_size"], settings["eta0"])
+                                settings["batch_size"], settings["eta0"], settings["momentum"])
     np.testing.assert_allclose(w, ref, rtol=1e-9, atol=1e-12)
     rows = learner.trace_
     np.testing.assert_allclose([r["hinge"] for r in rows], hinges, rtol=1e-9, atol=1e-12)
