@@ -115,11 +115,19 @@ class Tagger:
 
     def decode(self, X: Featurized) -> np.ndarray:
         """Label ids of featurized sentences (stacked), by Viterbi."""
-        model, w = self.model_, self.weights_
-        state = model.state_scores(X, w)
-        out = np.empty(X.n_tokens, dtype=np.int32)
-        scores = np.empty(X.n_sentences, dtype=np.float64)
-        _viterbi_batch(state, X.offsets, np.ascontiguousarray(model.transitions(w)), out, scores)
+        return self._viterbi(self.model_.state_scores(X, self.weights_), X.offsets)
+
+    def _decode_sentences(self, sentences: Sequence[Sentence]) -> np.ndarray:
+        """Label ids of sentences (stacked): attribute lookup fused with scoring, then Viterbi."""
+        _check_columns(sentences, self.featurizer_.spec, "input")
+        E = self.featurizer_.encode(sentences)
+        return self._viterbi(self.model_.state_scores_from_views(E, self.weights_), E.offsets)
+
+    def _viterbi(self, state: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        out = np.empty(int(offsets[-1]), dtype=np.int32)
+        scores = np.empty(len(offsets) - 1, dtype=np.float64)
+        trans = np.ascontiguousarray(self.model_.transitions(self.weights_))
+        _viterbi_batch(state, offsets, trans, out, scores)
         return out
 
     def predict(self, sentences: Iterable[Sentence]) -> list[list[str]]:
@@ -140,7 +148,7 @@ class Tagger:
             if not batch:
                 return
             nonempty = [s for s in batch if len(s)]
-            ids = self.decode(self.featurize(nonempty)) if nonempty else np.empty(0, np.int32)
+            ids = self._decode_sentences(nonempty) if nonempty else np.empty(0, np.int32)
             flat = names_arr[ids].tolist()
             pos = 0
             for s in batch:

@@ -327,6 +327,35 @@ def _lookup(key, table_keys, table_vals, mask):
         s = (s + 1) & mask
 
 
+@numba.njit(**NUMBA_OPTS)
+def _template_key(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult):
+    """Exact key of template k at token i of the sentence on tokens a..b-1; -1 if a component
+    value is unknown (such an attribute cannot have been seen in training)."""
+    key = np.int64(k)
+    for c in range(t_ptr[k], t_ptr[k + 1]):
+        p = i + t_off[c]
+        if p < a:
+            v = 1
+        elif p >= b:
+            v = 2
+        else:
+            v = view_ids[t_view[c], p]
+            if v == 0:
+                return np.int64(-1)
+        key += t_mult[c] * v
+    return key
+
+
+@numba.njit(**NUMBA_OPTS)
+def _attribute_id(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult, table_keys, table_vals,
+                  mask):
+    """Attribute id of template k at token i, or -1 when it is not a known attribute."""
+    key = _template_key(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult)
+    if key < 0:
+        return -1
+    return _lookup(key, table_keys, table_vals, mask)
+
+
 @numba.njit(**NUMBA_PARALLEL_OPTS)
 def _template_keys(view_ids, offsets, t_ptr, t_view, t_off, t_mult, out):
     """out[i, k] = exact key of template k at token i, or -1 when a component is unknown."""
@@ -337,21 +366,7 @@ def _template_keys(view_ids, offsets, t_ptr, t_view, t_off, t_mult, out):
         b = offsets[s + 1]
         for i in range(a, b):
             for k in range(n_tmpl):
-                key = np.int64(k)
-                ok = True
-                for c in range(t_ptr[k], t_ptr[k + 1]):
-                    p = i + t_off[c]
-                    if p < a:
-                        v = 1
-                    elif p >= b:
-                        v = 2
-                    else:
-                        v = view_ids[t_view[c], p]
-                        if v == 0:
-                            ok = False
-                            break
-                    key += t_mult[c] * v
-                out[i, k] = key if ok else -1
+                out[i, k] = _template_key(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult)
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
@@ -366,21 +381,8 @@ def _attributes(view_ids, offsets, t_ptr, t_view, t_off, t_mult, table_keys, tab
         b = offsets[s + 1]
         for i in range(a, b):
             for k in range(n_tmpl):
-                key = np.int64(k)
-                ok = True
-                for c in range(t_ptr[k], t_ptr[k + 1]):
-                    p = i + t_off[c]
-                    if p < a:
-                        v = 1
-                    elif p >= b:
-                        v = 2
-                    else:
-                        v = view_ids[t_view[c], p]
-                        if v == 0:
-                            ok = False
-                            break
-                    key += t_mult[c] * v
-                slots[i, k] = _lookup(key, table_keys, table_vals, mask) if ok else -1
+                slots[i, k] = _attribute_id(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult,
+                                            table_keys, table_vals, mask)
 
 
 @numba.njit(**NUMBA_OPTS)
@@ -443,6 +445,28 @@ class Featurized:
 
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
+
+
+@dataclass
+class EncodedViews:
+    """Sentences as view ids, with the template layout and the attribute hash table."""
+
+    view_ids: np.ndarray   # (n_views, N) int64
+    offsets: np.ndarray    # int64[n+1]
+    t_ptr: np.ndarray
+    t_view: np.ndarray
+    t_off: np.ndarray
+    t_mult: np.ndarray
+    table_keys: np.ndarray
+    table_vals: np.ndarray
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def n_sentences(self) -> int:
+        return len(self.offsets) - 1
 
 
 # --------------------------------------------------------------------------------------
@@ -553,6 +577,17 @@ class Featurizer:
     @property
     def n_attributes(self) -> int:
         return 0 if self.attr_keys_ is None else len(self.attr_keys_)
+
+    def encode(self, sentences: Sequence) -> "EncodedViews":
+        """View ids of the sentences plus everything a kernel needs to find their attributes
+        without materialising them (for scoring fused with attribute lookup)."""
+        if self.attr_keys_ is None:
+            raise RuntimeError("Featurizer.encode called before fit")
+        offsets = _offsets(sentences)
+        view_ids = self._view_ids(sentences, offsets, grow=False)
+        t_ptr, t_view, t_off = self._template_arrays()
+        tk, tv = self._table
+        return EncodedViews(view_ids, offsets, t_ptr, t_view, t_off, self.t_mult_, tk, tv)
 
     def transform(self, sentences: Sequence) -> Featurized:
         if self.attr_keys_ is None:

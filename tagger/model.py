@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.features import Featurized
+from tagger.features import EncodedViews, Featurized, _attribute_id
 
 
 @numba.njit(**NUMBA_OPTS)
@@ -54,6 +54,34 @@ def _state_scores(indptr, attrs, offsets, attr_ptr, param_label, w, n_state, n_l
         b = offsets[s + 1]
         _sentence_state_scores(indptr, attrs, attr_ptr, param_label, w, a, b, n_state,
                                n_labels, out[a:b])
+
+
+@numba.njit(**NUMBA_PARALLEL_OPTS)
+def _state_scores_from_views(view_ids, offsets, t_ptr, t_view, t_off, t_mult, table_keys,
+                             table_vals, attr_ptr, param_label, w, n_state, n_labels, out):
+    """State scores straight from view ids: attribute lookup fused with the gather-add, so
+    tagging never materialises the attribute lists."""
+    n_sent = offsets.shape[0] - 1
+    n_tmpl = t_ptr.shape[0] - 1
+    mask = table_keys.shape[0] - 1
+    start_off = n_state + n_labels * n_labels
+    end_off = start_off + n_labels
+    for s in numba.prange(n_sent):
+        a = offsets[s]
+        b = offsets[s + 1]
+        for i in range(a, b):
+            for l in range(n_labels):
+                out[i, l] = 0.0
+            for k in range(n_tmpl):
+                at = _attribute_id(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult,
+                                   table_keys, table_vals, mask)
+                if at >= 0:
+                    for p in range(attr_ptr[at], attr_ptr[at + 1]):
+                        out[i, param_label[p]] += w[p]
+        if b > a:
+            for l in range(n_labels):
+                out[a, l] += w[start_off + l]
+                out[b - 1, l] += w[end_off + l]
 
 
 @numba.njit(**NUMBA_OPTS)
@@ -144,6 +172,14 @@ class ChainModel:
             out = np.empty((X.n_tokens, self.n_labels), dtype=np.float64)
         _state_scores(X.indptr, X.attrs, X.offsets, self.attr_ptr, self.param_label, w,
                       self.n_state, self.n_labels, out)
+        return out
+
+    def state_scores_from_views(self, E: EncodedViews, w: np.ndarray) -> np.ndarray:
+        """Same as :meth:`state_scores` on ``Featurizer.encode`` output (no attribute lists)."""
+        out = np.empty((E.n_tokens, self.n_labels), dtype=np.float64)
+        _state_scores_from_views(E.view_ids, E.offsets, E.t_ptr, E.t_view, E.t_off, E.t_mult,
+                                 E.table_keys, E.table_vals, self.attr_ptr, self.param_label, w,
+                                 self.n_state, self.n_labels, out)
         return out
 
     def joint_features(self, X: Featurized, sentence: int, y: np.ndarray,
