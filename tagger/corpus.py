@@ -975,8 +975,10 @@ def _sniff(head: str, name: str = "") -> str:
     if name.endswith(".conllu"):
         return "conllu"
     lines = head.split("\n")
-    if not head.endswith("\n") and len(lines) > 1:
-        lines.pop()  # probably cut in the middle
+    if len(lines) > 1:
+        # after a final newline split() leaves "", which is no blank line; without one, the
+        # last line was probably cut in the middle
+        lines.pop()
     sniffed: list[str] = []
     blank_between = False
     for line in lines:

@@ -604,3 +604,13 @@ def test_sample_conllu_and_text():
     assert xpos <= PTB_TAGS
     text = list(read_corpus(SAMPLES / "sample_text.txt", format="raw"))
     assert len(text) >= 3
+
+
+def test_one_line_of_text_is_text_not_conll(tmp_path):
+    from tagger.corpus import detect_format
+
+    path = tmp_path / "one.txt"
+    path.write_text("the cat sat\n", encoding="utf-8")
+    assert detect_format(path) == "text"
+    path.write_text("The DT B-NP\ncat NN I-NP\n\n", encoding="utf-8")
+    assert detect_format(path) == "conll"
