@@ -344,3 +344,16 @@ if __name__ == "__main__":
     if len(sys.argv) >= 4 and sys.argv[1] == "--spawn" and sys.argv[3] == "--":
         sys.exit(_spawn_main(sys.argv[2:]))
     sys.exit("usage: _common.py --spawn RESULT.json -- COMMAND...")
+
+
+def begin(argv: list[str], parse_args) -> tuple:
+    """Common start of a benchmark script: serve a worker job if asked to, otherwise parse the
+    arguments and print the reproducing command and the machine. Returns (args, machine)."""
+    maybe_worker(argv)
+    args = parse_args(argv)
+    print(f"$ {command_line()}")
+    mach = machine()
+    for line in machine_lines(mach):
+        print(line)
+    print(flush=True)
+    return args, mach

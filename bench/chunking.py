@@ -200,13 +200,7 @@ def tag_command(system: str, model: str, inp: Path, out: Path, attributes: str) 
 
 
 def main(argv) -> int:
-    C.maybe_worker(argv)
-    args = parse_args(argv)
-    print(f"$ {C.command_line()}")
-    mach = C.machine()
-    for line in C.machine_lines(mach):
-        print(line)
-    print(flush=True)
+    args, mach = C.begin(argv, parse_args)
 
     d = C.corpora()
     train_spec = {"path": str(d / "conll2000" / "train.txt"), "format": "conll",

@@ -202,13 +202,7 @@ def print_task(task: str, res: dict) -> None:
 
 
 def main(argv) -> int:
-    C.maybe_worker(argv)
-    args = parse_args(argv)
-    print(f"$ {C.command_line()}")
-    mach = C.machine()
-    for line in C.machine_lines(mach):
-        print(line)
-    print(flush=True)
+    args, mach = C.begin(argv, parse_args)
     d = C.corpora()
     out = {}
     with tempfile.TemporaryDirectory(prefix="bench-tasks-") as tmp:
