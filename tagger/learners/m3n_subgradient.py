@@ -24,8 +24,23 @@ of active features, so dividing by a makes one eta0 serve feature sets of any wi
     w <- Proj_{||w||_2 <= 1/sqrt(lambda)}( (1 - eta_t lambda) w - eta_t g ),
     eta_t = 1/(lambda (t0 + t)),  t0 = a/(lambda eta0)
 
-with t counting updates (the offset t0 makes the first step eta0 / a instead of 1/lambda). Both are deterministic for a given seed (the seed orders the
-examples; the parallel part only decodes, and gradients are summed in a fixed order).
+with t counting updates (the offset t0 makes the first step eta0 / a instead of 1/lambda).
+
+Two departures from the plain algorithm, both about the path, not the objective:
+
+- *Growing mini-batches* (``batch_growth``): the batch starts at ``batch_size`` (by default
+  N/256 sentences) and is multiplied by ``batch_growth`` after every epoch until it is the
+  whole training set, so the last epochs are the batch form of Algorithm 2.
+- *Heavy-ball momentum* (``momentum`` = beta): the step follows
+  v <- beta v + (1 - beta) g instead of g. The hinge's subgradient flickers between labelings
+  from one step to the next; each flicker pushes new coordinates just past the projection's
+  threshold, and the raw iterates keep tens of thousands of tiny weights that carry no
+  accuracy. Averaging the subgradient removes most of them (CoNLL-2000: 83k -> 36k non-zero
+  weights at radius 3000, same F1). ``momentum=0`` and ``batch_growth=1`` give the paper's
+  update exactly.
+
+Both learners are deterministic for a given seed (the seed orders the examples; the parallel
+part only decodes, and gradients are summed in a fixed order).
 """
 
 from __future__ import annotations
