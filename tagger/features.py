@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 import sys
+import itertools
 from itertools import chain
 from dataclasses import dataclass, field
 from importlib import resources
@@ -45,6 +46,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 UNKNOWN, BEFORE, AFTER = 0, 1, 2
+#: new strings remembered per column while tagging before the cache is trimmed back
+TYPE_CACHE_LIMIT = 1_000_000
 N_SPECIAL = 3
 PRESETS = ("chunk", "pos", "citation")
 TEMPLATE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[\s*([+-]?\d+)\s*\]\s*$")
@@ -529,6 +532,8 @@ class Featurizer:
         for c, cache in enumerate(self._type_cache):
             if cache is None:
                 continue
+            if not grow and len(cache) > self._base_types[c] + TYPE_CACHE_LIMIT:
+                cache.trim(self._base_types[c])
             cache.grow = grow
             try:
                 # one C-level dict lookup per token; token functions run only for new strings
@@ -548,6 +553,7 @@ class Featurizer:
 
     def _reset_type_cache(self):
         by_col = self._views_by_column()
+        self._base_types = [0] * len(by_col)
         self._type_cache = [
             _TypeCache([self.spec.views[vi] for vi in views],
                        [self.vocabs_[vi] for vi in views], views) if views else None
@@ -571,7 +577,9 @@ class Featurizer:
             uniq = uniq[counts >= self.spec.min_count]
         self.attr_keys_ = uniq
         self._table = _table_for(uniq)
-        # tag-time cache starts from the training types (their view ids are final)
+        # the tag-time cache starts from the training types (their view ids are final) and
+        # never forgets them
+        self._base_types = [0 if c is None else len(c) for c in self._type_cache]
         return self
 
     @property
@@ -733,6 +741,16 @@ class _TypeCache(dict):
             col.append(vid)
         self._arrays = None
         return tid
+
+    def trim(self, keep: int) -> None:
+        """Forget every type registered after the first ``keep`` (bounds memory when tagging
+        an endless stream of new strings)."""
+        kept = list(itertools.islice(self.items(), keep))
+        self.clear()
+        self.update(kept)
+        for col in self._cols:
+            del col[keep:]
+        self._arrays = None
 
     def table(self) -> list[np.ndarray]:
         if self._arrays is None:

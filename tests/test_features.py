@@ -387,3 +387,27 @@ def test_array_round_trip_transforms_identically():
     a, b = fz.transform(sentences[20:]), fz2.transform(sentences[20:])
     for name in ("indptr", "attrs", "offsets"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+def test_type_cache_is_bounded_and_trimming_changes_nothing(monkeypatch):
+    """Tagging an endless stream of new strings must not grow the per-column cache without
+    bound; after a trim the attributes are the same as before."""
+    import tagger.features as features
+    from tagger.sentence import Sentence
+
+    spec = FeatureSpec.from_dict({
+        "featurizer": {"columns": ["word"], "templates": ["word[0]", "suf2[0]", "word[-1]|word[0]"]},
+        "views": {"suf2": {"column": "word", "function": "suffix", "length": 2}},
+    })
+    train = [Sentence([["the", "cat", "sat"]], ["D", "N", "V"]),
+             Sentence([["a", "dog", "ran"]], ["D", "N", "V"])]
+    fz = Featurizer(spec).fit(train)
+    monkeypatch.setattr(features, "TYPE_CACHE_LIMIT", 5)
+    probe = [Sentence([["the", "bat", "sat"]])]
+    before = fz.transform(probe)
+    for k in range(20):
+        fz.transform([Sentence([[f"new{k}a", f"new{k}b", "cat"]])])
+        assert len(fz._type_cache[0]) <= 6 + 5 + 3
+    after = fz.transform(probe)
+    assert before.attrs.tolist() == after.attrs.tolist()
+    assert before.indptr.tolist() == after.indptr.tolist()
