@@ -496,6 +496,9 @@ def eval_cmd(model_path, test_path, fmt, as_json) -> None:
         from tagger.metrics import format_report
 
         click.echo(format_report(metrics))
+        if metrics.get("unknown_labels"):
+            click.echo("labels the model never saw in training (always wrong): "
+                       + ", ".join(metrics["unknown_labels"]))
 
 
 # ------------------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 import tagger
-from tagger.errors import CorpusFormatError, ModelFileError, NotFittedError, TaggerError
+from tagger.errors import (CorpusFormatError, ModelFileError, NotFittedError, TaggerError,
+                           UnknownLabelError)
 from tagger.features import Featurized, FeatureSpec, Featurizer
 from tagger.inference._chain import _viterbi_batch
 from tagger.labels import LabelIndex
@@ -159,8 +160,19 @@ class Tagger:
     def evaluate(self, sentences: Iterable[Sentence]) -> dict:
         """Token accuracy and conlleval chunk P/R/F1 against the sentences' gold labels."""
         gold_sents = _labeled_list(sentences, "evaluation data")
+        gold_labels = {lab for s in gold_sents for lab in s.labels}
+        known = set(self.labels_.labels)
+        if not gold_labels & known:
+            raise UnknownLabelError(
+                f"none of the evaluation data's labels ({', '.join(sorted(gold_labels)[:8])}"
+                f"{', ...' if len(gold_labels) > 8 else ''}) is a label of this model "
+                f"({', '.join(self.labels_.labels[:8])}{', ...' if len(known) > 8 else ''}); "
+                f"is it the right model, format and label column?")
         pred = self.predict(gold_sents)
-        return evaluate_labels([s.labels for s in gold_sents], pred)
+        result = evaluate_labels([s.labels for s in gold_sents], pred)
+        # gold labels the model never saw in training: always counted as errors
+        result["unknown_labels"] = sorted(gold_labels - known)
+        return result
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> int:

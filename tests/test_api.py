@@ -325,3 +325,19 @@ def test_top_feature_weights_are_the_model_weights(tagger):
             scores = model.state_scores(X, w)
             start, end = model.start_end(w)
             assert scores[0, li] - start[li] - end[li] == pytest.approx(value, abs=1e-12)
+
+
+def test_evaluate_on_data_with_none_of_the_model_labels_is_an_error(tagger):
+    from tagger.errors import UnknownLabelError
+
+    other = [Sentence([["Smith", ","], ["NNP", ","]], ["author", "author"])]
+    with pytest.raises(UnknownLabelError, match="none of the evaluation data's labels"):
+        tagger.evaluate(other)
+
+
+def test_evaluate_lists_gold_labels_the_model_never_saw(tagger, train):
+    sent = train[0]
+    odd = Sentence(sent.columns, ["B-XYZ"] + list(sent.labels[1:]))
+    result = tagger.evaluate([odd])
+    assert result["unknown_labels"] == ["B-XYZ"]
+    assert tagger.evaluate(train[:3])["unknown_labels"] == []
