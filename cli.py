@@ -384,11 +384,16 @@ def _without_gold(sentences, n_columns: int, column_names: str, name: str):
 @click.option("-o", "--output", "output_path", default="-", metavar="OUTPUT",
               help="Output file  [default: standard output]")
 @format_option
-def tag_cmd(model_path, input_path, output_path, fmt) -> None:
+@click.option("--label-column", type=int, default=None, metavar="N",
+              help="CoNLL column holding (gold) labels to replace by the predictions  "
+                   "[default: the last field when a line has one field more than the model "
+                   "reads]")
+def tag_cmd(model_path, input_path, output_path, fmt, label_column) -> None:
     """Tag INPUT (default: standard input) with MODEL, in the input's own format.
 
-    CoNLL input may carry a label column (one field more than the model reads): it is
-    replaced by the prediction; otherwise the prediction is appended as the last field.
+    CoNLL input may carry a label column (one field more than the model reads, or the one
+    --label-column names): it is replaced by the prediction; otherwise the prediction is
+    appended as the last field.
     """
     from tagger.api import Tagger
     from tagger.corpus import gc_paused, read_corpus, write_corpus
@@ -404,9 +409,12 @@ def tag_cmd(model_path, input_path, output_path, fmt) -> None:
         source = input_path
         with open(input_path, "rb") as fh:
             head = fh.read(65536)
-    sentences = read_corpus(source, fmt, labeled=False)
-    sentences = _without_gold(sentences, spec.n_columns, ", ".join(spec.columns),
-                              "<stdin>" if input_path == "-" else input_path)
+    if label_column is None:
+        sentences = read_corpus(source, fmt, labeled=False)
+        sentences = _without_gold(sentences, spec.n_columns, ", ".join(spec.columns),
+                                  "<stdin>" if input_path == "-" else input_path)
+    else:
+        sentences = read_corpus(source, fmt, label_column=label_column)
     write_options = {"sep": _conll_sep(head)}
 
     with _output(output_path) as out, gc_paused():
@@ -478,8 +486,10 @@ def _jsonable(obj):
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
 @click.argument("test_path", metavar="TEST", type=click.Path(dir_okay=False))
 @format_option
+@click.option("--label-column", type=int, default=None, metavar="N",
+              help="Label column of CoNLL files (negative counts from the end)  [default: -1]")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def eval_cmd(model_path, test_path, fmt, as_json) -> None:
+def eval_cmd(model_path, test_path, fmt, label_column, as_json) -> None:
     """Score MODEL on the labeled TEST file: accuracy, precision, recall, F1.
 
     Chunk-level scores (conlleval) when the labels are B-/I- tags, per-label scores otherwise.
@@ -489,7 +499,7 @@ def eval_cmd(model_path, test_path, fmt, as_json) -> None:
     from tagger.api import Tagger
 
     tagger = Tagger.load(model_path)
-    metrics = tagger.evaluate(_read_labeled(test_path, fmt, None))
+    metrics = tagger.evaluate(_read_labeled(test_path, fmt, label_column))
     if as_json:
         click.echo(json.dumps(_jsonable(metrics), ensure_ascii=False))
     else:

@@ -323,3 +323,29 @@ def _feed(pipe, data: bytes) -> None:
             pipe.close()
         except BrokenPipeError:
             pass
+
+
+def test_pos_model_on_three_column_conll_with_label_column(tmp_path):
+    """A POS model trained on column 1 of word/POS/chunk files tags and scores such files
+    when --label-column names the label column: the prediction replaces that column."""
+    sample = SAMPLE
+    model = tmp_path / "pos.tgm"
+    result = _run("train", sample, "--label-column", "1", "--features", "pos",
+                  "--set", "epochs=3", "-o", model, "-q")
+    assert result.exit_code == 0, result.output
+    tagged = _run("tag", model, sample, "--label-column", "1")
+    assert tagged.exit_code == 0, tagged.output
+    lines_in = sample.read_text(encoding="utf-8").splitlines()
+    lines_out = tagged.output.splitlines()
+    assert len(lines_out) == len(lines_in)
+    tags = {line.split()[1] for line in lines_in if line.strip()}
+    for a, b in zip(lines_in, lines_out):
+        if not a.strip():
+            assert not b.strip()
+            continue
+        fa, fb = a.split(), b.split()
+        assert (fb[0], fb[2]) == (fa[0], fa[2])      # word and chunk columns untouched
+        assert fb[1] in tags                         # the POS column holds a prediction
+    scored = _run("eval", model, sample, "--label-column", "1", "--json")
+    assert scored.exit_code == 0, scored.output
+    assert json.loads(scored.output)["n_tokens"] == sum(1 for line in lines_in if line.strip())
