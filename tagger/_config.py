@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
+
+# Processes forked after a parallel kernel ran (spaCy's nlp.pipe(n_process=N), datasets'
+# Dataset.map(num_proc=N), `tagger tag --jobs N`) abort under GNU OpenMP ("fork() called from a
+# process already using GNU OpenMP"); numba's own workqueue layer survives fork. A threading
+# layer the user chose (NUMBA_THREADING_LAYER) still wins.
+if "NUMBA_THREADING_LAYER" not in os.environ:
+    os.environ["NUMBA_THREADING_LAYER"] = "workqueue"
+    if "numba" in sys.modules:  # imported before us: its config was read already
+        sys.modules["numba"].config.THREADING_LAYER = "workqueue"
 
 # One place for numba options. ``fastmath`` is limited to contraction/reassociation-free
 # flags: we must keep ``nnan``/``ninf`` off because ``-inf`` marks forbidden labels and

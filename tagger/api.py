@@ -17,6 +17,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 import tagger
+from tagger import hf as _hf
 from tagger.errors import (CorpusFormatError, ModelFileError, NotFittedError, TaggerError,
                            UnknownLabelError)
 from tagger.features import Featurized, FeatureSpec, Featurizer
@@ -63,7 +64,12 @@ class Tagger:
     # ------------------------------------------------------------------ training
     def fit(self, sentences: Iterable[Sentence], dev: Iterable[Sentence] | None = None,
             progress: Callable[[dict], None] | None = None) -> "Tagger":
-        """Train on labeled sentences; ``dev`` sentences are scored after every epoch."""
+        """Train on labeled sentences; ``dev`` sentences are scored after every epoch.
+
+        Either may also be a Hugging Face dataset or source string (``tagger.hf``).
+        """
+        sentences = _hf.as_sentences(sentences)
+        dev = None if dev is None else _hf.as_sentences(dev)
         learner_cls = get_learner(self.learner)
         learner = learner_cls(**self.params)
         learner.validated()  # fail on bad parameters before featurizing anything
@@ -124,6 +130,25 @@ class Tagger:
         E = self.featurizer_.encode(sentences)
         return self._viterbi(self.model_.state_scores_from_views(E, self.weights_), E.offsets)
 
+    def decode_batch(self, sentences: Sequence[Sentence], marginals: bool = False
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Label ids (stacked), sentence offsets and, with ``marginals``, each chosen label's
+        marginal probability under the model's Gibbs distribution (forward-backward over the
+        same scores); the whole batch is scored and decoded by one kernel call each."""
+        self._check_fitted()
+        from tagger.inference import forward_backward_batch
+
+        _check_columns(sentences, self.featurizer_.spec, "input")
+        E = self.featurizer_.encode(sentences)
+        state = self.model_.state_scores_from_views(E, self.weights_)
+        ids = self._viterbi(state, E.offsets)
+        probs = None
+        if marginals:
+            trans = np.ascontiguousarray(self.model_.transitions(self.weights_))
+            _, node, _ = forward_backward_batch(state, E.offsets, trans)
+            probs = node[np.arange(len(ids)), ids]
+        return ids, np.asarray(E.offsets, dtype=np.int64), probs
+
     def _viterbi(self, state: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         out = np.empty(int(offsets[-1]), dtype=np.int32)
         scores = np.empty(len(offsets) - 1, dtype=np.float64)
@@ -159,7 +184,7 @@ class Tagger:
 
     def evaluate(self, sentences: Iterable[Sentence]) -> dict:
         """Token accuracy and conlleval chunk P/R/F1 against the sentences' gold labels."""
-        gold_sents = _labeled_list(sentences, "evaluation data")
+        gold_sents = _labeled_list(_hf.as_sentences(sentences), "evaluation data")
         gold_labels = {lab for s in gold_sents for lab in s.labels}
         known = set(self.labels_.labels)
         if not gold_labels & known:
@@ -188,6 +213,30 @@ class Tagger:
         meta = {"labels": self.labels_.labels, "features": feat_meta, "info": info,
                 "trace": [_without_clock(_jsonable(r)) for r in getattr(self, "trace_", [])]}
         return save_model_file(path, meta, arrays)
+
+    def to_bytes(self) -> bytes:
+        """The model file's bytes (what :meth:`save` writes)."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="tagger-") as tmp:
+            path = Path(tmp) / "model.tgm"
+            self.save(path)
+            return path.read_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Tagger":
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="tagger-") as tmp:
+            path = Path(tmp) / "model.tgm"
+            path.write_bytes(data)
+            return cls.load(path)
+
+    def tag_dataset(self, ds, fields=None, output: str = "predicted", num_proc: int | None = None,
+                    batch_size: int = 1000):
+        """``ds`` (a Hugging Face Dataset) with a column of predictions: ``Dataset.map``, batched,
+        in ``num_proc`` processes; see :func:`tagger.hf.tag_dataset`."""
+        return _hf.tag_dataset(self, ds, fields, output, num_proc, batch_size)
 
     @classmethod
     def load(cls, path: str | Path) -> "Tagger":
