@@ -117,6 +117,13 @@ format_option = click.option(
     "--format", "fmt", type=click.Choice(FORMAT_CHOICES), default="auto", show_default=True,
     help="Corpus format; 'auto' guesses it from the file's first lines.")
 
+fields_option = click.option(
+    "--fields", default=None, metavar="F1,F2,...,LABEL",
+    help="For datasets (hf:NAME, *.parquet, *.jsonl, hf:conll:FILE) and spaCy DocBin (.spacy) "
+         "input: the columns the features read, then the label column, e.g. "
+         "tokens,pos_tags,chunk_tags or words,tag,spans:chunks  [default: tokens and every "
+         "other list column; the label last]")
+
 
 # ------------------------------------------------------------------------------------------
 # learners
@@ -212,9 +219,19 @@ def _labeled_format(path: str, fmt: str) -> str:
     return "conll" if found in ("text", "raw") else found
 
 
-def _read_labeled(path: str, fmt: str, label_column: int | None) -> list:
+def _read_labeled(path: str, fmt: str, label_column: int | None, fields: str | None = None
+                  ) -> list:
     from tagger.corpus import load_corpus
+    from tagger.hf import is_dataset_source
 
+    if path.endswith(".spacy"):  # a spaCy DocBin
+        from tagger.spacy_docs import read_docbin
+
+        return list(read_docbin(path, fields))
+    if is_dataset_source(path):  # hf:NAME, hf:BUILDER:PATH, *.parquet, *.jsonl, ...
+        from tagger.hf import read_dataset
+
+        return list(read_dataset(path, fields))
     options = {} if label_column is None else {"label_column": label_column}
     return load_corpus(path, _labeled_format(path, fmt), **options)
 
@@ -274,12 +291,18 @@ def _size(n: int) -> str:
 @click.option("--dev", "dev_file", default=None, type=click.Path(dir_okay=False),
               help="Labeled dev file scored after every epoch.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@fields_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines and no summary.")
 @click.option("--list-learners", is_flag=True, is_eager=True, expose_value=False,
               callback=_list_learners_callback, help="List the learners and their parameters.")
 def train_cmd(train_files, model_path, fmt, label_column, features, learner, settings,
-              dev_file, seed, quiet) -> None:
-    """Train a tagger on the TRAIN files (concatenated) and save it to MODEL."""
+              dev_file, seed, quiet, fields) -> None:
+    """Train a tagger on the TRAIN files (concatenated) and save it to MODEL.
+
+    TRAIN may also be a Hugging Face dataset (hf:eriktks/conll2000, with ?split=...&revision=
+    ...&config=...), local files read by datasets' loaders (*.parquet, *.jsonl, *.arrow,
+    hf:conll:FILE) or a spaCy DocBin (*.spacy); see --fields.
+    """
     from tagger.learners import DEFAULT_LEARNER
 
     learner = learner or DEFAULT_LEARNER
@@ -292,11 +315,11 @@ def train_cmd(train_files, model_path, fmt, label_column, features, learner, set
         train = []
         first_format = None
         for path in train_files:
-            sents = _read_labeled(path, fmt, label_column)
+            sents = _read_labeled(path, fmt, label_column, fields)
             if first_format is None and sents:
                 first_format = sents[0].meta.get("format", "conll")
             train.extend(sents)
-        dev = _read_labeled(dev_file, fmt, label_column) if dev_file else None
+        dev = _read_labeled(dev_file, fmt, label_column, fields) if dev_file else None
     if features is None:
         n_cols = len(train[0].columns) if train else 0
         features = _default_features(first_format or "conll", n_cols)
@@ -352,32 +375,6 @@ class _HeadReader:
         return self._stream.read(n)
 
 
-def _without_gold(sentences, n_columns: int, column_names: str, name: str):
-    """CoNLL input read with every field as a column: one field more than the model reads
-    is a gold label (dropped, the prediction takes its place), exactly as many is no label."""
-    from tagger.errors import CorpusFormatError
-
-    drop = None
-    for s in sentences:
-        if drop is None:
-            if s.meta.get("format") != "conll":
-                drop = False
-            else:
-                nf = len(s.columns)
-                if nf == n_columns + 1:
-                    drop = True
-                elif nf == n_columns:
-                    drop = False
-                else:
-                    raise CorpusFormatError(
-                        f"expected {n_columns} field(s) per token ({column_names}), or "
-                        f"{n_columns + 1} with a label as the last field, found {nf}; check "
-                        "--format and the model", name)
-        if drop:
-            s.columns.pop()
-        yield s
-
-
 @cli.command("tag")
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
 @click.argument("input_path", metavar="[INPUT]", default="-", required=False)
@@ -388,7 +385,10 @@ def _without_gold(sentences, n_columns: int, column_names: str, name: str):
               help="CoNLL column holding (gold) labels to replace by the predictions  "
                    "[default: the last field when a line has one field more than the model "
                    "reads]")
-def tag_cmd(model_path, input_path, output_path, fmt, label_column) -> None:
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Worker processes; with more than one the input is streamed through them in "
+                   "blocks (constant memory) and the output keeps the input's order.")
+def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs) -> None:
     """Tag INPUT (default: standard input) with MODEL, in the input's own format.
 
     CoNLL input may carry a label column (one field more than the model reads, or the one
@@ -397,6 +397,7 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column) -> None:
     """
     from tagger.api import Tagger
     from tagger.corpus import gc_paused, read_corpus, write_corpus
+    from tagger.parallel import without_gold
 
     tagger = Tagger.load(model_path)
     spec = tagger.featurizer_.spec
@@ -409,10 +410,14 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column) -> None:
         source = input_path
         with open(input_path, "rb") as fh:
             head = fh.read(65536)
+    if jobs > 1 and _tag_in_parallel(tagger, model_path, input_path, source, head,
+                                     output_path, fmt, label_column, jobs,
+                                     {"sep": _conll_sep(head)}):
+        return
     if label_column is None:
         sentences = read_corpus(source, fmt, labeled=False)
-        sentences = _without_gold(sentences, spec.n_columns, ", ".join(spec.columns),
-                                  "<stdin>" if input_path == "-" else input_path)
+        sentences = without_gold(sentences, spec.n_columns, ", ".join(spec.columns),
+                                 "<stdin>" if input_path == "-" else input_path)
     else:
         sentences = read_corpus(source, fmt, label_column=label_column)
     write_options = {"sep": _conll_sep(head)}
@@ -429,6 +434,25 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column) -> None:
         if sents:
             write_corpus(out, sents, labels, **write_options)
         out.flush()
+
+
+def _tag_in_parallel(tagger, model_path, input_path, source, head, output_path, fmt,
+                     label_column, jobs, write_options) -> bool:
+    """``tagger tag --jobs N``; False for a format that cannot be cut into blocks (inline)."""
+    from tagger.corpus import _sniff
+    from tagger.parallel import PARALLEL_FORMATS, tag_parallel
+
+    name = "<stdin>" if input_path == "-" else input_path
+    if fmt == "auto":
+        fmt = _sniff(head.decode("utf-8", errors="replace"), name)
+    if fmt not in PARALLEL_FORMATS:
+        return False
+    with _output(output_path) as out, contextlib.ExitStack() as stack:
+        stream = source if input_path == "-" else stack.enter_context(open(input_path, "rb"))
+        tag_parallel(model_path, stream, out, fmt, jobs, name, label_column, write_options,
+                     tagger=tagger)
+        out.flush()
+    return True
 
 
 @contextlib.contextmanager
@@ -489,7 +513,8 @@ def _jsonable(obj):
 @click.option("--label-column", type=int, default=None, metavar="N",
               help="Label column of CoNLL files (negative counts from the end)  [default: -1]")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def eval_cmd(model_path, test_path, fmt, label_column, as_json) -> None:
+@fields_option
+def eval_cmd(model_path, test_path, fmt, label_column, as_json, fields) -> None:
     """Score MODEL on the labeled TEST file: accuracy, precision, recall, F1.
 
     Chunk-level scores (conlleval) when the labels are B-/I- tags, per-label scores otherwise.
@@ -499,7 +524,7 @@ def eval_cmd(model_path, test_path, fmt, label_column, as_json) -> None:
     from tagger.api import Tagger
 
     tagger = Tagger.load(model_path)
-    metrics = tagger.evaluate(_read_labeled(test_path, fmt, label_column))
+    metrics = tagger.evaluate(_read_labeled(test_path, fmt, label_column, fields))
     if as_json:
         click.echo(json.dumps(_jsonable(metrics), ensure_ascii=False))
     else:

@@ -1,0 +1,189 @@
+"""Tagging a large input with several processes, in constant memory, output in input order.
+
+The main process only cuts the input's bytes into blocks of whole sentences (at blank lines,
+or at line ends for one-sentence-per-line formats) and writes finished text; the worker
+processes each load the model once and do everything else on a block: parse, featurize,
+decode (numba, one thread each), format. At most ``2 * jobs`` blocks are in flight, so memory
+does not grow with the input, and results are written in the order the blocks were read.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections import deque
+from typing import Iterator
+
+from tagger.corpus import read_corpus, write_corpus
+from tagger.errors import CorpusFormatError
+
+#: bytes of input per block: about 2,000 CoNLL-2000 sentences
+BLOCK_BYTES = 1 << 20
+#: formats whose sentences are separated by blank lines / that hold one sentence per line
+BLANK_LINE_FORMATS = ("conll", "conllu", "tab")
+LINE_FORMATS = ("text", "raw")
+PARALLEL_FORMATS = BLANK_LINE_FORMATS + LINE_FORMATS
+
+
+def without_gold(sentences, n_columns: int, column_names: str, name: str):
+    """CoNLL input read with every field as a column: one field more than the model reads
+    is a gold label (dropped, the prediction takes its place), exactly as many is no label."""
+    drop = None
+    for s in sentences:
+        if drop is None:
+            if s.meta.get("format") != "conll":
+                drop = False
+            else:
+                nf = len(s.columns)
+                if nf == n_columns + 1:
+                    drop = True
+                elif nf == n_columns:
+                    drop = False
+                else:
+                    raise CorpusFormatError(
+                        f"expected {n_columns} field(s) per token ({column_names}), or "
+                        f"{n_columns + 1} with a label as the last field, found {nf}; check "
+                        "--format and the model", name)
+        if drop:
+            s.columns.pop()
+        yield s
+
+
+def iter_blocks(stream, fmt: str, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
+    """``(block, first line number)`` of whole sentences read from a binary stream."""
+    buf = b""
+    line = 1
+    while True:
+        data = stream.read(block_bytes)
+        if data:
+            buf += data
+            if len(buf) < block_bytes:
+                continue
+            if fmt in BLANK_LINE_FORMATS:
+                cut = max(buf.rfind(b"\n\n"), buf.rfind(b"\n\r\n"))
+                cut = -1 if cut < 0 else buf.index(b"\n", cut + 1) + 1
+            else:
+                cut = buf.rfind(b"\n") + 1 or -1
+            if cut <= 0:
+                continue  # one sentence longer than a block: read on
+            block, buf = buf[:cut], buf[cut:]
+        else:
+            block, buf = buf, b""
+        if block:
+            yield block, line
+            line += block.count(b"\n")
+        if not data:
+            return
+
+
+# ------------------------------------------------------------------------------------------
+# worker side
+
+_WORKER: dict = {}
+
+
+def _init_worker(model_path: str, options: dict) -> None:
+    import numba
+
+    numba.set_num_threads(1)  # the processes share the cores, not the threads of one kernel
+    if "tagger" not in _WORKER:  # not inherited through fork
+        from tagger.api import Tagger
+
+        _WORKER["tagger"] = Tagger.load(model_path)
+    _WORKER["options"] = options
+
+
+def _warm_up(tagger) -> None:
+    """Load the compiled kernels once in the parent, so that forked workers inherit them
+    instead of each loading them from numba's cache."""
+    from tagger.sentence import Sentence
+
+    n = tagger.featurizer_.spec.n_columns
+    tagger.predict([Sentence([["warm", "up"] for _ in range(n)])])
+
+
+def _tag_block(block: bytes, first_line: int):
+    """Tag one block; returns ``("ok", text, n_fields)`` or ``("error", message)``."""
+    tagger, o = _WORKER["tagger"], _WORKER["options"]
+    spec = tagger.featurizer_.spec
+    fh = io.BytesIO(block)
+    fh.name = o["name"]
+    try:
+        if o["label_column"] is None:
+            sents = read_corpus(fh, o["format"], labeled=False)
+            sents = without_gold(sents, spec.n_columns, ", ".join(spec.columns), o["name"])
+        else:
+            sents = read_corpus(fh, o["format"], label_column=o["label_column"])
+        sents = list(sents)
+        n_fields = len(sents[0].columns) if sents else None
+        out = io.StringIO()
+        labels = [labs for _, labs in tagger.tag_stream(sents)]
+        write_corpus(out, sents, labels, **o["write_options"])
+        return "ok", out.getvalue(), n_fields
+    except CorpusFormatError as exc:
+        msg = str(exc)
+        if exc.path is not None and exc.line is not None:
+            msg = msg[len(f"{exc.path}:{exc.line}: "):]
+            return "error", f"{o['name']}:{exc.line + first_line - 1}: {msg}"
+        return "error", msg
+    except Exception as exc:  # anything else is reported by the main process, not lost
+        return "error", f"{o['name']}: {type(exc).__name__}: {exc}"
+
+
+# ------------------------------------------------------------------------------------------
+# main side
+
+
+def tag_parallel(model_path: str, stream, out, fmt: str, jobs: int, name: str,
+                 label_column: int | None = None, write_options: dict | None = None,
+                 block_bytes: int = BLOCK_BYTES, tagger=None) -> None:
+    """Tag the binary ``stream`` (format ``fmt``, already detected) into the text file ``out``
+    with ``jobs`` worker processes. ``tagger``, the model already loaded, is handed to forked
+    workers as it is."""
+    import multiprocessing as mp
+
+    if fmt not in PARALLEL_FORMATS:
+        raise ValueError(f"parallel tagging reads {', '.join(PARALLEL_FORMATS)}; got {fmt}")
+    options = {"format": fmt, "label_column": label_column, "name": name,
+               "write_options": dict(write_options or {})}
+    fork = "fork" in mp.get_all_start_methods()
+    ctx = mp.get_context("fork") if fork else mp.get_context()
+    if fork:
+        if tagger is None:
+            from tagger.api import Tagger
+
+            tagger = Tagger.load(model_path)
+        _warm_up(tagger)
+        _WORKER["tagger"] = tagger
+    pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(os.fspath(model_path), options))
+    pending: deque = deque()
+    n_fields = None
+
+    def finish():
+        nonlocal n_fields
+        res, line = pending.popleft()
+        result = res.get()
+        if result[0] == "error":
+            raise CorpusFormatError(result[1])
+        _, text, nf = result
+        if nf is not None and fmt == "conll":
+            if n_fields is None:
+                n_fields = nf
+            elif nf != n_fields:
+                raise CorpusFormatError(f"the token lines from here on have {nf} fields, those "
+                                        f"above {n_fields}; every line needs the same fields",
+                                        name, line)
+        out.write(text)
+
+    try:
+        for block, line in iter_blocks(stream, fmt, block_bytes):
+            pending.append((pool.apply_async(_tag_block, (block, line)), line))
+            if len(pending) >= 2 * jobs:
+                finish()
+        while pending:
+            finish()
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()
+        _WORKER.clear()
