@@ -197,7 +197,8 @@ class SparseTagger(Pipe):
 
     @property
     def labels(self) -> tuple:
-        return tuple(self._require_model().labels_.labels)
+        """The model's labels; empty until a model is loaded (spaCy asks while loading)."""
+        return () if self.tagger is None else tuple(self.tagger.labels_.labels)
 
     # ------------------------------------------------------------------ prediction
     def _sentences(self, docs: list[Doc]):
