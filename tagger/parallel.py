@@ -136,7 +136,7 @@ def _tag_block(block: bytes, first_line: int):
 
 def tag_parallel(model_path: str, stream, out, fmt: str, jobs: int, name: str,
                  label_column: int | None = None, write_options: dict | None = None,
-                 block_bytes: int = BLOCK_BYTES, tagger=None) -> None:
+                 block_bytes: int | None = None, tagger=None) -> None:
     """Tag the binary ``stream`` (format ``fmt``, already detected) into the text file ``out``
     with ``jobs`` worker processes. ``tagger``, the model already loaded, is handed to forked
     workers as it is."""
@@ -176,7 +176,7 @@ def tag_parallel(model_path: str, stream, out, fmt: str, jobs: int, name: str,
         out.write(text)
 
     try:
-        for block, line in iter_blocks(stream, fmt, block_bytes):
+        for block, line in iter_blocks(stream, fmt, block_bytes or BLOCK_BYTES):
             pending.append((pool.apply_async(_tag_block, (block, line)), line))
             if len(pending) >= 2 * jobs:
                 finish()

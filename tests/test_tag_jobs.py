@@ -1,0 +1,86 @@
+"""``tagger tag --jobs N``: the same output as one process, in order, errors at the right line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import tagger.parallel as parallel
+from cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "corpora" / "sample_chunk.txt"
+DEV = ROOT / "corpora" / "sample_chunk_dev.txt"
+
+
+def _run(*args, input=None):
+    return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("jobs") / "chunk.tgm"
+    r = _run("train", SAMPLE, "-o", path, "--set", "epochs=3", "-q")
+    assert r.exit_code == 0, r.output
+    return path
+
+
+@pytest.fixture()
+def small_blocks(monkeypatch):
+    monkeypatch.setattr(parallel, "BLOCK_BYTES", 2048)  # many blocks from a small file
+
+
+def test_iter_blocks_cuts_at_sentence_ends():
+    import io
+
+    data = SAMPLE.read_bytes() * 3
+    blocks = list(parallel.iter_blocks(io.BytesIO(data), "conll", 1000))
+    assert len(blocks) > 5
+    assert b"".join(b for b, _ in blocks) == data
+    line = 1
+    for b, first in blocks[:-1]:
+        assert b.endswith(b"\n\n") and first == line
+        line += b.count(b"\n")
+    lines = list(parallel.iter_blocks(io.BytesIO(b"a b\nc d\n" * 300), "text", 100))
+    assert all(b.endswith(b"\n") for b, _ in lines)
+
+
+@pytest.mark.parametrize("text_input", [False, True])
+def test_jobs_2_output_equals_jobs_1(model, tmp_path, small_blocks, text_input):
+    src = tmp_path / "in.txt"
+    if text_input:
+        from tagger.corpus import load_corpus
+
+        src.write_text("".join(" ".join(s.tokens) + "\n" for s in load_corpus(SAMPLE)) * 4)
+        # a word-only model for plain text
+        m = tmp_path / "pos.tgm"
+        assert _run("train", SAMPLE, "--label-column", 1, "--features", "pos", "-o", m,
+                    "--set", "epochs=2", "-q").exit_code == 0
+    else:
+        src.write_bytes((SAMPLE.read_bytes() + DEV.read_bytes()) * 4)
+        m = model
+    one = _run("tag", m, src, "-o", tmp_path / "one.txt")
+    two = _run("tag", m, src, "-o", tmp_path / "two.txt", "--jobs", 2)
+    assert one.exit_code == 0 and two.exit_code == 0, two.output
+    assert (tmp_path / "two.txt").read_bytes() == (tmp_path / "one.txt").read_bytes()
+    piped = _run("tag", m, "-", "--jobs", 2, input=src.read_bytes())
+    assert piped.exit_code == 0
+    assert piped.stdout_bytes == (tmp_path / "one.txt").read_bytes()
+
+
+def test_jobs_error_names_the_absolute_line(model, tmp_path, small_blocks):
+    lines = (SAMPLE.read_text() * 3).split("\n")
+    bad_line = len(lines) - 20
+    while not lines[bad_line - 1].strip():
+        bad_line += 1
+    lines[bad_line - 1] = "only_one_field"
+    src = tmp_path / "bad.txt"
+    src.write_text("\n".join(lines))
+    one = _run("tag", model, src)
+    two = _run("tag", model, src, "--jobs", 2)
+    assert one.exit_code == two.exit_code == 1
+    assert f"{src}:{bad_line}:" in one.stderr
+    assert f"{src}:{bad_line}:" in two.stderr
+    assert two.stderr.count("\n") == 1
