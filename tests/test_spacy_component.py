@@ -23,6 +23,7 @@ from click.testing import CliRunner  # noqa: E402
 from spacy.tokens import Doc, DocBin, Span  # noqa: E402
 from spacy.training import Example  # noqa: E402
 
+from _entry_points import entry_point_site  # noqa: E402
 from cli import cli  # noqa: E402
 from tagger import Tagger  # noqa: E402
 from tagger.corpus import load_corpus  # noqa: E402
@@ -242,27 +243,8 @@ def test_config_errors(models):
         missing(Doc(nlp.vocab, words=["a"]))
 
 
-def _entry_point_site(tmp_path: Path) -> Path:
-    """A dist-info whose entry points are pyproject.toml's, so the test sees this checkout's
-    declaration whatever is installed (a clean install has the same one)."""
-    import tomllib
-
-    eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
-    site = tmp_path / "site"
-    info = site / "tagger_entry_points-0.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tagger-entry-points\n"
-                                   "Version: 0.0\n")
-    lines = []
-    for group, entries in eps.items():
-        lines.append(f"[{group}]")
-        lines += [f"{k} = {v}" for k, v in entries.items()]
-    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
-    return site
-
-
 def test_entry_point_needs_no_import_of_tagger(models, tmp_path):
-    site = _entry_point_site(tmp_path)
+    site = entry_point_site(tmp_path)
     code = textwrap.dedent(f"""
         import sys
         import spacy

@@ -1,0 +1,256 @@
+"""The tagger inside spaCy, and `tagger tag --jobs N`, on CoNLL-2000 chunking.
+
+    python bench/ecosystem.py [--model chunker.tgm] [--repeat 10] [--crfsuite-iterations 30]
+
+Table 1 tags CoNLL-2000's test set (pre-tokenized Docs with their POS tags, blank English + our
+chunker writing ``doc.spans``) through ``nlp.pipe`` and compares its throughput and labels with
+``tagger tag`` on the same file: end to end as a command (start-up included) and warm (the
+command's own read -> tag -> write path in this process, after a first run).
+
+Table 2 runs ``tagger tag --jobs 1`` and ``--jobs 2`` on the test file and on it repeated
+``--repeat`` times: wall time, speed-up, identical output, and memory (the largest single
+process, from wait4, and the sum over the process tree sampled every 20 ms from /proc), so
+that memory independent of input size shows as equal figures at 1x and 10x. python-crfsuite
+tags the same files with the script a user would write (bench/crfsuite_tag.py) as the peer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", help="a chunker to reuse (default: train one on train.txt)")
+    p.add_argument("--repeat", type=int, default=10, help="copies of test.txt in the big input")
+    p.add_argument("--crfsuite-iterations", type=int, default=30,
+                   help="L-BFGS iterations of the python-crfsuite peer (tagging speed only)")
+    p.add_argument("--no-crfsuite", action="store_true")
+    return p.parse_args(argv)
+
+
+# ------------------------------------------------------------------ memory of a process tree
+
+
+def _tree_rss_kb(pid: int) -> int:
+    """Sum of VmRSS over ``pid`` and its descendants, from /proc."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for line in open(f"/proc/{p}/status"):
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+                    break
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as fh:
+                    todo.extend(int(c) for c in fh.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def run_sampled(cmd: list[str]) -> dict:
+    """Wall seconds, peak RSS of the largest process (wait4) and peak summed RSS of the tree."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=C.REPO)
+    peak = [0]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
+            done.wait(0.02)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    done.set()
+    th.join()
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"failed: {' '.join(cmd)}")
+    return {"wall": wall, "max_process_mb": usage.ru_maxrss / 1024, "tree_mb": peak[0] / 1024,
+            "cpu": usage.ru_utime + usage.ru_stime}
+
+
+# ------------------------------------------------------------------ table 1: nlp.pipe
+
+
+def spacy_table(model: str, test: Path, work: Path) -> tuple[list, dict]:
+    import spacy
+    from spacy.tokens import Doc
+
+    from tagger import Tagger
+    from tagger.corpus import gc_paused, load_corpus, read_corpus, write_corpus
+    from tagger.labels import bio_spans
+    from tagger.parallel import without_gold
+
+    sents = load_corpus(test)
+    n_tok = sum(len(s) for s in sents)
+    tg = Tagger.load(model)
+    spec = tg.featurizer_.spec
+
+    # tagger tag as a command, end to end
+    cli_out = work / "cli.txt"
+    m = run_sampled([sys.executable, "-c", "import cli; cli.main()", "tag", model, str(test),
+                     "-o", str(cli_out)])
+    cli_tps = n_tok / m["wall"]
+
+    # the command's read -> tag -> write path in this process, warm
+    def tag_file():
+        buf = io.StringIO()
+        with gc_paused():
+            ss = without_gold(read_corpus(str(test), "auto", labeled=False), spec.n_columns,
+                              ", ".join(spec.columns), str(test))
+            out_s, out_l = [], []
+            for s, labs in tg.tag_stream(ss):
+                out_s.append(s)
+                out_l.append(labs)
+            write_corpus(buf, out_s, out_l, sep=" ")
+        return buf
+
+    tag_file()
+    warm_tps, _ = C.rate(tag_file, n_tok, min_seconds=3.0)
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sparse_tagger", config={"model": model, "target": "spans",
+                                          "spans_key": "chunks", "preannotated": True})
+
+    def make_docs():
+        return [Doc(nlp.vocab, words=s.columns[0], tags=s.columns[1]) for s in sents]
+
+    def run_pipe(docs):
+        return list(nlp.pipe(docs, batch_size=1024))
+
+    run_pipe(make_docs())
+    best = 0.0
+    t_end = time.perf_counter() + 3.0
+    while True:  # Docs are rebuilt outside the timed part: the pipe writes into them
+        docs = make_docs()
+        t0 = time.perf_counter()
+        out = run_pipe(docs)
+        best = max(best, n_tok / (time.perf_counter() - t0))
+        if time.perf_counter() > t_end:
+            break
+    pipe_tps = best
+    t0 = time.perf_counter()
+    out = run_pipe(make_docs())
+    with_docs_tps = n_tok / (time.perf_counter() - t0)
+
+    # identical labels: the spans against the chunks of the command's output
+    cli_sents = load_corpus(cli_out)
+    same = [[(sp.label_, sp.start, sp.end) for sp in d.spans["chunks"]] for d in out] == \
+        [bio_spans(s.labels) for s in cli_sents]
+    rows = [
+        ["`tagger tag` command, end to end (start-up included)", C.fmt_int(cli_tps), "", ""],
+        ["`tagger tag` path in process, warm (read, tag, write)", C.fmt_int(warm_tps), "100 %",
+         "reference"],
+        ["spaCy `nlp.pipe`, blank English + sparse_tagger, pre-built Docs", C.fmt_int(pipe_tps),
+         f"{100 * pipe_tps / warm_tps:.0f} %", "identical" if same else "DIFFERENT"],
+        ["spaCy `nlp.pipe` including building the Docs", C.fmt_int(with_docs_tps),
+         f"{100 * with_docs_tps / warm_tps:.0f} %", ""],
+    ]
+    return rows, {"tokens": n_tok, "cli_tps": cli_tps, "warm_tps": warm_tps,
+                  "pipe_tps": pipe_tps, "pipe_with_docs_tps": with_docs_tps, "same": same}
+
+
+# ------------------------------------------------------------------ table 2: --jobs
+
+
+def jobs_table(model: str, test: Path, work: Path, repeat: int, crf_model: str | None):
+    big = work / f"test_x{repeat}.txt"
+    data = test.read_bytes()
+    big.write_bytes(data * repeat)
+    n1 = sum(1 for line in data.decode().splitlines() if line.strip())
+    rows, raw = [], {}
+    for name, path, n_tok in [("1x", test, n1), (f"{repeat}x", big, n1 * repeat)]:
+        outs = {}
+        for jobs in (1, 2):
+            out = work / f"out_{name}_j{jobs}.txt"
+            m = run_sampled([sys.executable, "-c", "import cli; cli.main()", "tag", model,
+                             str(path), "-o", str(out), "--jobs", str(jobs)])
+            outs[jobs] = (out, m)
+            raw[f"{name}_j{jobs}"] = m
+        same = outs[1][0].read_bytes() == outs[2][0].read_bytes()
+        for jobs in (1, 2):
+            m = outs[jobs][1]
+            speed = "" if jobs == 1 else f"{outs[1][1]['wall'] / m['wall']:.2f}x"
+            rows.append([f"tagger tag --jobs {jobs}", name, C.fmt_int(n_tok),
+                         f"{m['wall']:.2f}", C.fmt_int(n_tok / m["wall"]), speed,
+                         "" if jobs == 1 else ("identical" if same else "DIFFERENT"),
+                         f"{m['max_process_mb']:.0f}", f"{m['tree_mb']:.0f}"])
+        if crf_model:
+            out = work / f"out_{name}_crf.txt"
+            m = run_sampled([sys.executable, str(C.BENCH / "crfsuite_tag.py"), crf_model,
+                             str(path), str(out)])
+            raw[f"{name}_crf"] = m
+            rows.append(["python-crfsuite (bench/crfsuite_tag.py)", name, C.fmt_int(n_tok),
+                         f"{m['wall']:.2f}", C.fmt_int(n_tok / m["wall"]), "", "",
+                         f"{m['max_process_mb']:.0f}", f"{m['tree_mb']:.0f}"])
+    return rows, raw
+
+
+def train_crfsuite(train: Path, work: Path, iterations: int) -> str:
+    import pycrfsuite
+
+    from crfsuite_tag import chunk_attributes
+    from tagger.corpus import load_corpus
+
+    tr = pycrfsuite.Trainer(verbose=False)
+    for s in load_corpus(train):
+        tr.append(chunk_attributes(s.columns[0], s.columns[1]), s.labels)
+    tr.set_params({**C.CRFSUITE_L2, "max_iterations": iterations})
+    path = str(work / "crf.model")
+    tr.train(path)
+    return path
+
+
+def main(argv=None) -> int:
+    args, mach = C.begin(sys.argv[1:] if argv is None else argv, parse_args)
+    corp = C.corpora()
+    train, test = corp / "conll2000" / "train.txt", corp / "conll2000" / "test.txt"
+    work = C.OUT / "ecosystem"
+    work.mkdir(parents=True, exist_ok=True)
+    model = args.model
+    if model is None:
+        model = str(work / "chunker.tgm")
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import cli; cli.main()", "train", str(train),
+                        "-o", model, "-q"], cwd=C.REPO, check=True)
+        print(f"trained {model} (defaults) in {time.perf_counter() - t0:.1f} s", flush=True)
+    crf = None
+    if not args.no_crfsuite:
+        t0 = time.perf_counter()
+        crf = train_crfsuite(train, work, args.crfsuite_iterations)
+        print(f"trained the python-crfsuite peer ({args.crfsuite_iterations} L-BFGS "
+              f"iterations) in {time.perf_counter() - t0:.1f} s", flush=True)
+    print(f"load average before: {C.load_average()}", flush=True)
+
+    rows1, raw1 = spacy_table(model, test, work)
+    print("\nTagging CoNLL-2000 test.txt (2,012 sentences, 47,377 tokens), tokens per second:\n")
+    print(C.markdown_table(["path", "tokens/s", "of `tagger tag` warm", "labels"], rows1))
+    rows2, raw2 = jobs_table(model, test, work, args.repeat, crf)
+    print(f"\n`tagger tag --jobs N` on test.txt and on it repeated {args.repeat} times:\n")
+    print(C.markdown_table(["system", "input", "tokens", "wall s", "tokens/s",
+                            "speed-up vs --jobs 1", "output", "largest process MB",
+                            "process tree MB"], rows2))
+    print(f"\nload average after: {C.load_average()}")
+    C.write_json(work / "result.json", {"machine": mach, "spacy": raw1, "jobs": raw2,
+                                        "command": C.command_line()})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
