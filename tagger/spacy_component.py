@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, List, Optional
 
 import numpy as np
+from spacy import attrs as spacy_attrs
 from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.scorer import Scorer
@@ -45,7 +46,7 @@ from spacy.util import minibatch
 
 from tagger.api import Tagger
 from tagger.errors import TaggerError
-from tagger.labels import bio_spans
+from tagger.labels import chunk_starts_ends, label_tag_type
 from tagger.spacy_docs import ANNOTATION, check_field, describe, doc_field, has_field
 
 FACTORY = "sparse_tagger"
@@ -204,9 +205,14 @@ class SparseTagger(Pipe):
     def _sentences(self, docs: list[Doc]):
         from tagger.sentence import Sentence
 
+        # Token attributes come out of each Doc as one array of string hashes
+        # (Doc.to_array), turned into strings through a cache: making a Token object per
+        # token and attribute would cost more than featurizing and decoding together.
+        attrs = [_ARRAY_ATTR.get(f) for f in self.fields]
+        ids = [spacy_attrs.IDS[a] for a in attrs if a is not None]
+        strings = _StringCache(self.vocab.strings)
         out = []
         for k, doc in enumerate(docs):
-            cols = []
             for i, field in enumerate(self.fields):
                 if i and not has_field(doc, field):
                     col = self.tagger.featurizer_.spec.columns[i]
@@ -215,7 +221,14 @@ class SparseTagger(Pipe):
                         f"which the model reads as its column {i + 1} ({col!r}); put a "
                         f"component that sets it before '{self.name}', or give Docs that "
                         f"carry it")
-                cols.append(doc_field(doc, field))
+            arr = doc.to_array(ids).reshape(len(doc), len(ids)).T.tolist() if ids else []
+            cols, j = [], 0
+            for field, attr in zip(self.fields, attrs):
+                if attr is None:
+                    cols.append(doc_field(doc, field))
+                else:
+                    cols.append([strings[h] for h in arr[j]])
+                    j += 1
             out.append(Sentence(cols))
         return out
 
@@ -236,24 +249,34 @@ class SparseTagger(Pipe):
     def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
         ids, offsets, probs = predictions
         names = self.tagger.labels_.labels
-        labels = [names[i] for i in ids.tolist()]
-        probs = None if probs is None else probs.tolist()
         target, ext = self.cfg["target"], self.cfg["scores"]
+        probs = None if probs is None else probs.tolist()
+        offs = offsets.tolist()
+        if target in ("tag", "pos"):
+            labels = [names[i] for i in ids.tolist()]
+        else:  # every chunk of the batch at once, by conlleval's rules
+            tag_of, type_of, type_names = self._chunk_tables()
+            starts, ends, types = chunk_starts_ends(ids, offsets, tag_of, type_of)
+            starts, ends, types = starts.tolist(), ends.tolist(), types.tolist()
+            c = 0
         s = 0
         for doc in docs:
             if not len(doc):
                 continue
-            a, b = int(offsets[s]), int(offsets[s + 1])
+            a, b = offs[s], offs[s + 1]
             s += 1
-            labs = labels[a:b]
             if target == "tag":
-                for tok, lab in zip(doc, labs):
+                for tok, lab in zip(doc, labels[a:b]):
                     tok.tag_ = lab
             elif target == "pos":
-                for tok, lab in zip(doc, labs):
+                for tok, lab in zip(doc, labels[a:b]):
                     tok.pos_ = lab
             else:
-                spans = [Span(doc, i, j, label=typ) for typ, i, j in bio_spans(labs)]
+                spans = []
+                while c < len(starts) and starts[c] < b:
+                    spans.append(Span(doc, starts[c] - a, ends[c] - a,
+                                      label=type_names[types[c]]))
+                    c += 1
                 if target == "ents":
                     doc.ents = spans
                 else:
@@ -261,6 +284,11 @@ class SparseTagger(Pipe):
             if ext:
                 for tok, p in zip(doc, probs[a:b]):
                     tok._.set(ext, p)
+
+    def _chunk_tables(self):
+        if getattr(self, "_tables", None) is None or self._tables[0] is not self.tagger:
+            self._tables = (self.tagger, *label_tag_type(self.tagger.labels_.labels))
+        return self._tables[1:]
 
     def __call__(self, doc: Doc) -> Doc:
         self.set_annotations([doc], self.predict([doc]))
@@ -306,6 +334,23 @@ class SparseTagger(Pipe):
     def __reduce__(self):
         return (_rebuild, (self.vocab, self.name, dict(self.cfg),
                            None if self.tagger is None else self.tagger.to_bytes()))
+
+
+#: Doc fields read with Doc.to_array (string hashes); the others go through Token objects
+_ARRAY_ATTR = {"words": "ORTH", "text": "ORTH", "orth": "ORTH", "tag": "TAG", "pos": "POS",
+               "lemma": "LEMMA", "norm": "NORM", "dep": "DEP"}
+
+
+class _StringCache(dict):
+    """hash -> string of a StringStore, remembered for the batch."""
+
+    def __init__(self, store):
+        super().__init__()
+        self.store = store
+
+    def __missing__(self, key):
+        value = self[key] = self.store[key]
+        return value
 
 
 def _rebuild(vocab, name, cfg, model_bytes):
