@@ -14,7 +14,7 @@ import os
 from collections import deque
 from typing import Iterator
 
-from tagger.corpus import read_corpus, write_corpus
+from tagger.corpus import gc_paused, read_corpus, write_corpus
 from tagger.errors import CorpusFormatError
 
 #: bytes of input per block: about 2,000 CoNLL-2000 sentences
@@ -109,17 +109,8 @@ def _tag_block(block: bytes, first_line: int):
     fh = io.BytesIO(block)
     fh.name = o["name"]
     try:
-        if o["label_column"] is None:
-            sents = read_corpus(fh, o["format"], labeled=False)
-            sents = without_gold(sents, spec.n_columns, ", ".join(spec.columns), o["name"])
-        else:
-            sents = read_corpus(fh, o["format"], label_column=o["label_column"])
-        sents = list(sents)
-        n_fields = len(sents[0].columns) if sents else None
-        out = io.StringIO()
-        labels = [labs for _, labs in tagger.tag_stream(sents)]
-        write_corpus(out, sents, labels, **o["write_options"])
-        return "ok", out.getvalue(), n_fields
+        with gc_paused():
+            return _tag_sentences(tagger, spec, fh, o)
     except CorpusFormatError as exc:
         msg = str(exc)
         if exc.path is not None and exc.line is not None:
@@ -128,6 +119,20 @@ def _tag_block(block: bytes, first_line: int):
         return "error", msg
     except Exception as exc:  # anything else is reported by the main process, not lost
         return "error", f"{o['name']}: {type(exc).__name__}: {exc}"
+
+
+def _tag_sentences(tagger, spec, fh, o):
+    if o["label_column"] is None:
+        sents = read_corpus(fh, o["format"], labeled=False)
+        sents = without_gold(sents, spec.n_columns, ", ".join(spec.columns), o["name"])
+    else:
+        sents = read_corpus(fh, o["format"], label_column=o["label_column"])
+    sents = list(sents)
+    n_fields = len(sents[0].columns) if sents else None
+    out = io.StringIO()
+    labels = [labs for _, labs in tagger.tag_stream(sents)]
+    write_corpus(out, sents, labels, **o["write_options"])
+    return "ok", out.getvalue(), n_fields
 
 
 # ------------------------------------------------------------------------------------------
@@ -155,6 +160,9 @@ def tag_parallel(model_path: str, stream, out, fmt: str, jobs: int, name: str,
             tagger = Tagger.load(model_path)
         _warm_up(tagger)
         _WORKER["tagger"] = tagger
+    import gc
+
+    gc.freeze()  # objects made so far stay out of the collector: fork shares their pages
     pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(os.fspath(model_path), options))
     pending: deque = deque()
     n_fields = None
@@ -187,3 +195,4 @@ def tag_parallel(model_path: str, stream, out, fmt: str, jobs: int, name: str,
         pool.terminate()
         pool.join()
         _WORKER.clear()
+        gc.unfreeze()
