@@ -39,6 +39,7 @@ def parse_args(argv):
     p.add_argument("--crfsuite-iterations", type=int, default=30,
                    help="L-BFGS iterations of the python-crfsuite peer (tagging speed only)")
     p.add_argument("--no-crfsuite", action="store_true")
+    p.add_argument("--tables", default="spacy,jobs", help="which tables: spacy, jobs or both")
     return p.parse_args(argv)
 
 
@@ -265,6 +266,8 @@ def main(argv=None) -> int:
                         "-o", model, "-q"], cwd=C.REPO, check=True)
         print(f"trained {model} (defaults) in {time.perf_counter() - t0:.1f} s", flush=True)
     crf = None
+    if "jobs" not in args.tables:
+        args.no_crfsuite = True
     if not args.no_crfsuite and (work / f"crf_l2_it{args.crfsuite_iterations}.model").exists():
         crf = str(work / f"crf_l2_it{args.crfsuite_iterations}.model")
         print(f"reusing {crf}", flush=True)
@@ -275,14 +278,19 @@ def main(argv=None) -> int:
               f"iterations) in {time.perf_counter() - t0:.1f} s", flush=True)
     print(f"load average before: {C.load_average()}", flush=True)
 
-    rows1, raw1 = spacy_table(model, test, work)
-    print("\nTagging CoNLL-2000 test.txt (2,012 sentences, 47,377 tokens), tokens per second:\n")
-    print(C.markdown_table(["path", "tokens/s", "of `tagger tag` warm", "labels"], rows1))
-    rows2, raw2 = jobs_table(model, test, work, args.repeat, crf)
-    print(f"\n`tagger tag --jobs N` on test.txt repeated {args.repeat} times:\n")
-    print(C.markdown_table(["system", "input", "tokens", "wall s", "tokens/s",
-                            "speed-up vs --jobs 1", "same without start-up", "output",
-                            "largest process MB", "process tree MB"], rows2))
+    tables = set(args.tables.split(","))
+    raw1 = raw2 = None
+    if "spacy" in tables:
+        rows1, raw1 = spacy_table(model, test, work)
+        print("\nTagging CoNLL-2000 test.txt (2,012 sentences, 47,377 tokens), tokens per "
+              "second:\n")
+        print(C.markdown_table(["path", "tokens/s", "of `tagger tag` warm", "labels"], rows1))
+    if "jobs" in tables:
+        rows2, raw2 = jobs_table(model, test, work, args.repeat, crf)
+        print(f"\n`tagger tag --jobs N` on test.txt repeated {args.repeat} times:\n")
+        print(C.markdown_table(["system", "input", "tokens", "wall s", "tokens/s",
+                                "speed-up vs --jobs 1", "same without start-up", "output",
+                                "largest process MB", "process tree MB"], rows2))
     print(f"\nload average after: {C.load_average()}")
     C.write_json(work / "result.json", {"machine": mach, "spacy": raw1, "jobs": raw2,
                                         "command": C.command_line()})

@@ -14,7 +14,8 @@ a ``Dataset`` object       (or ``IterableDataset``, or a ``DatasetDict`` with a 
 
 ``fields`` names the dataset's columns in the order of a CoNLL line: the input columns the
 features read (tokens first), then the label column, e.g. ``tokens,pos_tags,chunk_tags`` for
-CoNLL-2000 chunking. The default is ``tokens`` (or the first list-of-strings column) followed
+CoNLL-2000 chunking; for ``hf:conll:FILE`` they also name the file's columns for datasets'
+CoNLL builder, so they cover every column (the label last). The default is ``tokens`` (or the first list-of-strings column) followed
 by every other list column in the dataset's order, so the last one is the label, as in a
 CoNLL file. Columns stored as ``ClassLabel`` ids are mapped to their names.
 
