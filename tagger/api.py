@@ -126,9 +126,7 @@ class Tagger:
 
     def _decode_sentences(self, sentences: Sequence[Sentence]) -> np.ndarray:
         """Label ids of sentences (stacked): attribute lookup fused with scoring, then Viterbi."""
-        _check_columns(sentences, self.featurizer_.spec, "input")
-        E = self.featurizer_.encode(sentences)
-        return self._viterbi(self.model_.state_scores_from_views(E, self.weights_), E.offsets)
+        return self.decode_batch(sentences)[0]
 
     def decode_batch(self, sentences: Sequence[Sentence], marginals: bool = False
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:

@@ -362,13 +362,11 @@ class _MapTagger:
         self.output = output
 
     def __getstate__(self):
-        return {"model": self.tagger.to_bytes(), "fields": self.fields, "names": self.names,
-                "output": self.output}
+        return {"cls": type(self.tagger), "model": self.tagger.to_bytes(), "fields": self.fields,
+                "names": self.names, "output": self.output}
 
     def __setstate__(self, state):
-        from tagger.api import Tagger
-
-        self.tagger = Tagger.from_bytes(state["model"])
+        self.tagger = state["cls"].from_bytes(state["model"])
         self.fields, self.names, self.output = state["fields"], state["names"], state["output"]
 
     def __call__(self, batch: dict) -> dict:
