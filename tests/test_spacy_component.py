@@ -290,3 +290,23 @@ def test_train_on_a_docbin_equals_training_on_the_conll_file(tmp_path):
                     "--fields", "words,ents", "-q"])
     assert bad.exit_code == 1
     assert "Doc 1 has no doc.ents" in bad.output
+
+
+@pytest.mark.slow
+def test_nlp_pipe_on_conll2000_test_equals_tagger_tag(corpora, tmp_path):
+    """The whole CoNLL-2000 test set: spans from nlp.pipe are the chunks `tagger tag` writes."""
+    train = load_corpus(corpora / "conll2000" / "train.txt")[:1500]
+    tg = Tagger(features="chunk", params={"epochs": 5}).fit(train)
+    tg.save(tmp_path / "chunk.tgm")
+    test = corpora / "conll2000" / "test.txt"
+    r = CliRunner().invoke(cli, ["tag", str(tmp_path / "chunk.tgm"), str(test), "-o",
+                                 str(tmp_path / "out.txt")])
+    assert r.exit_code == 0, r.output
+    want = [bio_spans(s.labels) for s in load_corpus(tmp_path / "out.txt")]
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sparse_tagger", config={"model": str(tmp_path / "chunk.tgm"),
+                                          "target": "spans", "spans_key": "chunks",
+                                          "preannotated": True})
+    sents = load_corpus(test)
+    docs = [Doc(nlp.vocab, words=s.tokens, tags=s.columns[1]) for s in sents]
+    assert [_spans(d) for d in nlp.pipe(docs, batch_size=1000)] == want

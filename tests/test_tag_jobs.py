@@ -84,3 +84,13 @@ def test_jobs_error_names_the_absolute_line(model, tmp_path, small_blocks):
     assert f"{src}:{bad_line}:" in one.stderr
     assert f"{src}:{bad_line}:" in two.stderr
     assert two.stderr.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_jobs_2_on_conll2000_test_x3(corpora, model, tmp_path):
+    src = tmp_path / "test_x3.txt"
+    src.write_bytes((corpora / "conll2000" / "test.txt").read_bytes() * 3)  # 3 blocks or more
+    one = _run("tag", model, src, "-o", tmp_path / "one.txt")
+    two = _run("tag", model, src, "-o", tmp_path / "two.txt", "--jobs", 2)
+    assert one.exit_code == 0 and two.exit_code == 0
+    assert (tmp_path / "two.txt").read_bytes() == (tmp_path / "one.txt").read_bytes()
