@@ -17,7 +17,6 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 import tagger
-from tagger import hf as _hf
 from tagger.errors import (CorpusFormatError, ModelFileError, NotFittedError, TaggerError,
                            UnknownLabelError)
 from tagger.features import Featurized, FeatureSpec, Featurizer
@@ -68,8 +67,8 @@ class Tagger:
 
         Either may also be a Hugging Face dataset or source string (``tagger.hf``).
         """
-        sentences = _hf.as_sentences(sentences)
-        dev = None if dev is None else _hf.as_sentences(dev)
+        sentences = _from_datasets(sentences)
+        dev = None if dev is None else _from_datasets(dev)
         learner_cls = get_learner(self.learner)
         learner = learner_cls(**self.params)
         learner.validated()  # fail on bad parameters before featurizing anything
@@ -182,7 +181,7 @@ class Tagger:
 
     def evaluate(self, sentences: Iterable[Sentence]) -> dict:
         """Token accuracy and conlleval chunk P/R/F1 against the sentences' gold labels."""
-        gold_sents = _labeled_list(_hf.as_sentences(sentences), "evaluation data")
+        gold_sents = _labeled_list(_from_datasets(sentences), "evaluation data")
         gold_labels = {lab for s in gold_sents for lab in s.labels}
         known = set(self.labels_.labels)
         if not gold_labels & known:
@@ -234,7 +233,9 @@ class Tagger:
                     batch_size: int = 1000):
         """``ds`` (a Hugging Face Dataset) with a column of predictions: ``Dataset.map``, batched,
         in ``num_proc`` processes; see :func:`tagger.hf.tag_dataset`."""
-        return _hf.tag_dataset(self, ds, fields, output, num_proc, batch_size)
+        from tagger import hf
+
+        return hf.tag_dataset(self, ds, fields, output, num_proc, batch_size)
 
     @classmethod
     def load(cls, path: str | Path) -> "Tagger":
@@ -291,6 +292,16 @@ class Tagger:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _from_datasets(data):
+    """Hugging Face sources (a Dataset, ``hf:NAME``, ``*.parquet``...) as sentences; the
+    module that reads them is imported only when one is given."""
+    if isinstance(data, (str, Path)) or (type(data).__module__ or "").startswith("datasets"):
+        from tagger import hf
+
+        return hf.as_sentences(data)
+    return data
 
 
 def _labeled_list(sentences: Iterable[Sentence], what: str) -> list[Sentence]:
