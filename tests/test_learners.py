@@ -25,9 +25,12 @@ import pytest
 from tagger.api import Tagger
 from tagger.corpus import read_corpus
 from tagger.errors import ParameterError
-from tagger.features import FeatureSpec
+from tagger.features import FeatureSpec, Featurized, Featurizer
+from tagger.labels import LabelIndex
+from tagger.inference import viterbi_batch
 from tagger.learners import LEARNERS, get_learner
-from tagger.learners.base import Learner
+from tagger.learners.base import Learner, TrainingProblem
+from tagger.model import ChainModel
 from tagger.sentence import Sentence
 
 NAMES = sorted(LEARNERS)
@@ -84,6 +87,28 @@ def test_fits_separable_chain_to_zero_error(name, fitted, train):
 
 
 # ------------------------------------------------------------------------------ 2. save / load
+
+
+def real_valued_problem(n: int, seed: int):
+    """Each token carries one real-valued attribute whose sign is its label (0 or 1); a
+    learner that ignored the values could not tell the labels apart."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 7, size=n)
+    n_tok = int(lengths.sum())
+    values = rng.uniform(0.5, 2.0, size=n_tok) * rng.choice([-1.0, 1.0], size=n_tok)
+    X = Featurized(np.arange(n_tok + 1, dtype=np.int64), np.zeros(n_tok, dtype=np.int32),
+                   np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), values)
+    y = (values > 0).astype(np.int32)
+    return X, y
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_real_valued_attributes_are_learned(name):
+    X, y = real_valued_problem(150, seed=1)
+    model = ChainModel.from_data(X, y, n_labels=2, n_attrs=1)
+    w = get_learner(name)().fit(TrainingProblem(model, X, y), seed=0)
+    pred, _ = viterbi_batch(model.state_scores(X, w), X.offsets, model.transitions(w))
+    assert np.array_equal(pred, y)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -336,6 +361,43 @@ def test_smaller_radius_fewer_nonzero_weights_inside_the_ball(chunk_sample):
             assert l1 == pytest.approx(radius, rel=1e-9)
         nonzero.append(tg.n_nonzero_)
     assert nonzero == sorted(nonzero) and len(set(nonzero)) == len(nonzero), nonzero
+
+
+def _chunk_problem(sentences):
+    featurizer = Featurizer(FeatureSpec.load("chunk"))
+    featurizer.fit(sentences)
+    X = featurizer.transform(sentences)
+    labels = LabelIndex.from_sentences(sentences)
+    y = labels.encode([lab for s in sentences for lab in s.labels])
+    return TrainingProblem(ChainModel.from_data(X, y, len(labels), featurizer.n_attributes), X, y)
+
+
+def test_max_nonzero_without_refit_is_the_top_k_truncation(chunk_sample):
+    problem = _chunk_problem(chunk_sample)
+    n_state = problem.model.n_state
+    base = {"radius": 50.0, "epochs": 4}
+    full = get_learner("m3n-subgradient")(**base).fit(problem, seed=5)
+    k = np.count_nonzero(full[:n_state]) // 3
+    cut = get_learner("m3n-subgradient")(**base, max_nonzero=k, refit_epochs=0).fit(problem, seed=5)
+    expected = full.copy()
+    order = np.argsort(-np.abs(full[:n_state]), kind="stable")
+    expected[order[k:]] = 0.0
+    np.testing.assert_array_equal(cut, expected)
+
+
+def test_refit_stays_on_the_kept_weights_inside_the_ball(chunk_sample):
+    problem = _chunk_problem(chunk_sample)
+    n_state = problem.model.n_state
+    base = {"radius": 50.0, "epochs": 4}
+    full = get_learner("m3n-subgradient")(**base).fit(problem, seed=5)
+    k = np.count_nonzero(full[:n_state]) // 3
+    learner = get_learner("m3n-subgradient")(**base, max_nonzero=k, refit_epochs=3)
+    w = learner.fit(problem, seed=5)
+    strongest = set(np.argsort(-np.abs(full[:n_state]), kind="stable")[:k].tolist())
+    assert set(np.flatnonzero(w[:n_state]).tolist()) <= strongest
+    assert float(np.abs(w).sum()) <= 50.0 + 1e-9
+    assert [r["epoch"] for r in learner.trace_] == list(range(1, 8))
+    assert not np.array_equal(w[n_state:], full[n_state:])  # the refit moved the weights
 
 
 @pytest.mark.parametrize("params", [

@@ -39,6 +39,14 @@ Two departures from the plain algorithm, both about the path, not the objective:
   weights at radius 3000, same F1). ``momentum=0`` and ``batch_growth=1`` give the paper's
   update exactly.
 
+One optional second stage (``max_nonzero`` = K, off by default): after the epochs, keep the K
+largest state weights in magnitude and zero the rest, then (``refit_epochs``) go on with the
+same steps on that support only, still inside the ball. Subgradient iterates end with a long
+tail of small weights (the paper's Table 1 counts them); on the CoNLL-2000 dev split (the last
+10 % of train) the tail carries no accuracy: at radius 8000, 106k non-zero weights give F1
+94.15 and the largest 45k alone 94.23. A larger ball with the tail cut is both more accurate
+and sparser than a small ball (radius 3000: 31k weights, F1 93.85).
+
 Both learners are deterministic for a given seed (the seed orders the examples; the parallel
 part only decodes, and gradients are summed in a fixed order).
 """
@@ -54,11 +62,11 @@ from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.inference._chain import _loss_augmented_viterbi
 from tagger.learners._l1ball import _project_l1_ball
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.model import _param_index, _sentence_state_scores
+from tagger.model import ChainModel, _param_index, _sentence_state_scores
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
-def _decode_batch(indptr, attrs, offsets, attr_ptr, param_label, w, n_state, n_labels, gold,
+def _decode_batch(indptr, attrs, vals, offsets, attr_ptr, param_label, w, n_state, n_labels, gold,
                   order, lo, hi, pred, hinge):
     """Loss-augmented Viterbi for sentences order[lo:hi]; hinge[k] = R_i at the current w."""
     L = n_labels
@@ -68,7 +76,7 @@ def _decode_batch(indptr, attrs, offsets, attr_ptr, param_label, w, n_state, n_l
         a = offsets[s]
         b = offsets[s + 1]
         state = np.empty((b - a, L))
-        _sentence_state_scores(indptr, attrs, attr_ptr, param_label, w, a, b, n_state, L, state)
+        _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, state)
         aug = _loss_augmented_viterbi(state, trans, gold[a:b], 1.0, pred[a:b])
         g = state[0, gold[a]]
         for t in range(a + 1, b):
@@ -88,11 +96,12 @@ def _touch(k, v, grad, mark, touched, n):
 
 
 @numba.njit(**NUMBA_OPTS)
-def _accumulate_difference(indptr, attrs, offsets, attr_ptr, param_label, n_state, n_labels,
+def _accumulate_difference(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, n_labels,
                            gold, pred, order, lo, hi, grad, mark, touched):
     """grad += sum_k f(x, pred) - f(x, gold) over sentences order[lo:hi]; only where they differ."""
     L = n_labels
     n = 0
+    valued = vals.shape[0] > 0
     t0 = n_state
     s0 = n_state + L * L
     e0 = s0 + L
@@ -106,12 +115,13 @@ def _accumulate_difference(indptr, attrs, offsets, attr_ptr, param_label, n_stat
             if yp != yg:
                 for j in range(indptr[i], indptr[i + 1]):
                     at = attrs[j]
+                    v = vals[j] if valued else 1.0
                     p = _param_index(attr_ptr, param_label, at, yp)
                     if p >= 0:
-                        n = _touch(p, 1.0, grad, mark, touched, n)
+                        n = _touch(p, v, grad, mark, touched, n)
                     p = _param_index(attr_ptr, param_label, at, yg)
                     if p >= 0:
-                        n = _touch(p, -1.0, grad, mark, touched, n)
+                        n = _touch(p, -v, grad, mark, touched, n)
             if i > a:
                 if yp != yg or pred[i - 1] != gold[i - 1]:
                     n = _touch(t0 + pred[i - 1] * L + yp, 1.0, grad, mark, touched, n)
@@ -162,9 +172,9 @@ def _epoch(problem, w, order, batch_size, step_of, apply_penalty, scratch, avera
     B = batch_size
     for lo in range(0, n, B):
         hi = min(lo + B, n)
-        _decode_batch(X.indptr, X.attrs, X.offsets, model.attr_ptr, model.param_label, w,
+        _decode_batch(X.indptr, X.attrs, X.vals, X.offsets, model.attr_ptr, model.param_label, w,
                       model.n_state, model.n_labels, problem.y, order, lo, hi, pred, hinge)
-        m = _accumulate_difference(X.indptr, X.attrs, X.offsets, model.attr_ptr,
+        m = _accumulate_difference(X.indptr, X.attrs, X.vals, X.offsets, model.attr_ptr,
                                    model.param_label, model.n_state, model.n_labels,
                                    problem.y, pred, order, lo, hi, grad, mark, touched)
         eta = step_of(hi - lo)
@@ -235,6 +245,11 @@ class SubgradientM3N(Learner):
               "spurious non-zeros); 0 = plain subgradient", low=0.0, high=0.999),
         Param("average_from", 0, int, "average the iterates of the epochs from this one on "
               "(Polyak averaging; the average stays inside the ball); 0 = no averaging", low=0),
+        Param("max_nonzero", 0, int, "after the epochs, keep only this many state weights (the "
+              "largest in magnitude) and refit them for refit_epochs more epochs inside the "
+              "same ball; 0 = keep every non-zero", low=0),
+        Param("refit_epochs", 0, int, "epochs of the refit on the kept weights "
+              "(with max_nonzero)", low=0),
     )
 
     def _penalty(self, settings, n_weights):
@@ -257,22 +272,63 @@ class SubgradientM3N(Learner):
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
         model, X = problem.model, problem.X
-        n_w = model.n_weights
-        w = np.zeros(n_w) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
+        w = np.zeros(model.n_weights) if w0 is None else np.array(w0, dtype=np.float64, copy=True)
         rng = np.random.default_rng(seed)
+        # mean squared norm of a token's attribute vector (its number of attributes when
+        # they are indicators)
+        sq = float(np.dot(X.values, X.values)) if X.values is not None else float(len(X.attrs))
+        width = 1.0 + sq / max(X.n_tokens, 1)
+        step_of = self._step_rule(settings, X.n_sentences, width)
+        clock = Stopwatch()
+        last = settings["epochs"]
+        w = self._epochs(problem, w, settings, rng, step_of, clock, 1, last, None)
+        keep = settings.get("max_nonzero", 0)
+        n_state = model.n_state
+        if keep and np.count_nonzero(w[:n_state]) > keep:
+            w = self._refit_on_strongest(problem, w, settings, rng, step_of, clock, keep, last)
+        return w
+
+    def _refit_on_strongest(self, problem, w, settings, rng, step_of, clock, keep, last):
+        """Keep the ``keep`` largest state weights and go on with the same steps on that
+        support only: the L1 ball has chosen the features; the refit lets the survivors take
+        up the score of the small weights that were dropped (a relaxed-lasso style second
+        stage, still inside the same ball)."""
+        model = problem.model
+        n_state = model.n_state
+        kept = np.sort(np.argpartition(-np.abs(w[:n_state]), keep - 1)[:keep])
+        counts = np.bincount(model.state_param_attr()[kept], minlength=model.n_attrs)
+        attr_ptr = np.zeros(model.n_attrs + 1, dtype=np.int64)
+        np.cumsum(counts, out=attr_ptr[1:])
+        support = ChainModel(model.n_labels, attr_ptr, model.param_label[kept])
+
+        def widen(w_support):
+            full = np.zeros(model.n_weights)
+            full[kept] = w_support[:keep]
+            full[n_state:] = w_support[keep:]
+            return full
+
+        dev = problem.dev_score
+        sub = TrainingProblem(support, problem.X, problem.y,
+                              dev_score=None if dev is None else (lambda ws: dev(widen(ws))),
+                              progress=problem.progress)
+        w_support = np.concatenate([w[kept], w[n_state:]])
+        w_support = self._epochs(sub, w_support, settings, rng, step_of, clock, last + 1,
+                                 last + settings["refit_epochs"], keep)
+        return widen(w_support)
+
+    def _epochs(self, problem, w, settings, rng, step_of, clock, first, last, support):
+        model, X = problem.model, problem.X
+        n_w = model.n_weights
         n = X.n_sentences
         scratch = (np.zeros(n_w), np.zeros(n_w, dtype=np.bool_), np.empty(n_w, dtype=np.int64),
                    np.empty(X.n_tokens, dtype=np.int32), np.empty(n))
         penalty = self._penalty(settings, n_w)
         penalty.project(w)
-        width = 1.0 + len(X.attrs) / max(X.n_tokens, 1)
-        step_of = self._step_rule(settings, n, width)
-        clock = Stopwatch()
         order = np.arange(n, dtype=np.int64)
         average_from = settings.get("average_from", 0)
         velocity = np.zeros(n_w)
         average = None
-        for epoch in range(1, settings["epochs"] + 1):
+        for epoch in range(first, last + 1):
             if settings["shuffle"]:
                 order = rng.permutation(n).astype(np.int64)
             if average_from and epoch >= average_from and average is None:
@@ -286,6 +342,8 @@ class SubgradientM3N(Learner):
                    "hinge": hinge, "nonzero": int(np.count_nonzero(current)),
                    "below_1e-4": int(np.count_nonzero((current != 0) & (np.abs(current) < 1e-4))),
                    "l1": float(np.abs(current).sum())}
+            if support is not None:
+                row["support"] = support
             if problem.dev_score is not None:
                 row.update(problem.dev_score(current))
             row["time"] = round(clock(), 2)
