@@ -122,33 +122,43 @@ def _spectral_norm(Hp, Hc, Hv, Tp, Tc, Tv, rsent, tw, txi, sv, iters):
 
 
 @numba.njit(**NUMBA_OPTS)
-def _bounds(Hp, Hc, Hv, Tp, Tc, Tv, rsent, rhs, C, w, xi_tmp, v, Aw, Tw, Txi):
-    """(primal upper bound, dual lower bound) of the LP at (w, v): feasible versions of both."""
-    N = xi_tmp.shape[0]
+def _primal_bound(Hp, Hc, Hv, rsent, rhs, C, w, xi_tmp, Aw):
+    """LP objective at w with the smallest feasible slacks: an upper bound on the optimum."""
     _csr_matvec(Hp, Hc, Hv, w, Aw)
     xi_tmp[:] = 0.0
     for r in range(rsent.shape[0]):
         slack = rhs[r] - Aw[r]
         if slack > xi_tmp[rsent[r]]:
             xi_tmp[rsent[r]] = slack
-    primal = w.sum() + C * xi_tmp.sum()
+    return w.sum() + C * xi_tmp.sum()
+
+
+@numba.njit(**NUMBA_OPTS)
+def _dual_bound(Tp, Tc, Tv, rsent, rhs, C, v, Tw, Txi):
+    """Dual objective of v scaled into H^T v <= 1, M^T v <= C: a lower bound on the optimum."""
     _apply_at(Tp, Tc, Tv, rsent, v, Tw, Txi)
     scale = 1.0
     for k in range(Tw.shape[0]):
         if Tw[k] > scale:
             scale = Tw[k]
-    for i in range(N):
+    for i in range(Txi.shape[0]):
         if Txi[i] / C > scale:
             scale = Txi[i] / C
-    dual = (rhs * v).sum() / scale
-    return primal, dual
+    return (rhs * v).sum() / scale
 
 
 @numba.njit(**NUMBA_OPTS)
 def _extragradient(Hp, Hc, Hv, Tp, Tc, Tv, rsent, rhs, C, w, xi, v, aw, axi, av, max_iter,
-                   check_every, gap_tol):
-    """Extragradient iterations in place on (w, xi, v) with per-coordinate steps (aw, axi, av);
-    returns (iterations, primal bound, dual bound)."""
+                   check_every, gap_tol, restart):
+    """Extragradient iterations on (w, xi, v) with per-coordinate steps (aw, axi, av).
+
+    Every ``check_every`` iterations the current point and the average of the predictor points
+    since the last restart are bounded (feasible primal and dual objectives); the best primal
+    w and dual v met so far certify the gap. With ``restart``, the iteration restarts from the
+    better of the two points whenever its gap has fallen to a fifth of the gap at the last
+    restart (the adaptive restarts of PDLP; they make primal-dual methods converge linearly
+    on LPs). On return (w, v) hold the best points; returns (iterations, primal, dual).
+    """
     K = w.shape[0]
     N = xi.shape[0]
     R = v.shape[0]
@@ -159,10 +169,18 @@ def _extragradient(Hp, Hc, Hv, Tp, Tc, Tv, rsent, rhs, C, w, xi, v, aw, axi, av,
     xib = np.empty(N)
     vb = np.empty(R)
     xi_tmp = np.empty(N)
-    primal, dual = _bounds(Hp, Hc, Hv, Tp, Tc, Tv, rsent, rhs, C, w, xi_tmp, v, Aw, Tw, Txi)
+    sw = np.zeros(K)
+    sxi = np.zeros(N)
+    sv = np.zeros(R)
+    n_avg = 0
+    best_w = w.copy()
+    best_v = v.copy()
+    best_p = _primal_bound(Hp, Hc, Hv, rsent, rhs, C, w, xi_tmp, Aw)
+    best_d = _dual_bound(Tp, Tc, Tv, rsent, rhs, C, v, Tw, Txi)
+    gap_restart = best_p - best_d
     it = 0
     while it < max_iter:
-        if (primal - dual) <= gap_tol * max(1.0, abs(primal)):
+        if (best_p - best_d) <= gap_tol * max(1.0, abs(best_p)):
             break
         for _ in range(check_every):
             # predictor at (w, xi, v)
@@ -183,9 +201,43 @@ def _extragradient(Hp, Hc, Hv, Tp, Tc, Tv, rsent, rhs, C, w, xi, v, aw, axi, av,
             _apply_a(Hp, Hc, Hv, rsent, wb, xib, Aw)
             for r in range(R):
                 v[r] = max(0.0, v[r] + av[r] * (rhs[r] - Aw[r]))
+            sw += wb
+            sxi += xib
+            sv += vb
+            n_avg += 1
             it += 1
-        primal, dual = _bounds(Hp, Hc, Hv, Tp, Tc, Tv, rsent, rhs, C, w, xi_tmp, v, Aw, Tw, Txi)
-    return it, primal, dual
+        pc = _primal_bound(Hp, Hc, Hv, rsent, rhs, C, w, xi_tmp, Aw)
+        dc = _dual_bound(Tp, Tc, Tv, rsent, rhs, C, v, Tw, Txi)
+        pa = _primal_bound(Hp, Hc, Hv, rsent, rhs, C, sw / n_avg, xi_tmp, Aw)
+        da = _dual_bound(Tp, Tc, Tv, rsent, rhs, C, sv / n_avg, Tw, Txi)
+        if pc < best_p:
+            best_p = pc
+            best_w[:] = w
+        if pa < best_p:
+            best_p = pa
+            best_w[:] = sw / n_avg
+        if dc > best_d:
+            best_d = dc
+            best_v[:] = v
+        if da > best_d:
+            best_d = da
+            best_v[:] = sv / n_avg
+        if restart:
+            gc = pc - dc
+            ga = pa - da
+            if min(gc, ga) <= 0.2 * gap_restart:
+                if ga < gc:
+                    w[:] = sw / n_avg
+                    xi[:] = sxi / n_avg
+                    v[:] = sv / n_avg
+                gap_restart = min(gc, ga)
+                sw[:] = 0.0
+                sxi[:] = 0.0
+                sv[:] = 0.0
+                n_avg = 0
+    w[:] = best_w
+    v[:] = best_v
+    return it, best_p, best_d
 
 
 # ------------------------------------------------------------------------------- LP back ends
@@ -234,7 +286,7 @@ class _ExtragradientLP:
         a = st["step_scale"] / (1.02 * norm)
         its, primal, dual = _extragradient(Hp, Hc, Hv, Tp, Tc, Tv, rsent, rhs, self.C, w,
                                            self.xi, v, a * tw, a * txi, a * sv, st["max_iter"],
-                                           st["check_every"], st["gap_tol"])
+                                           st["check_every"], st["gap_tol"], st["restart"])
         self.w, self.v = w, v
         self.last = {"lp_iterations": int(its), "lp_gap": float((primal - dual) / max(1.0, abs(primal)))}
         full = np.zeros(ws.n_weights)
@@ -473,6 +525,8 @@ class ExtragradientLP(_WorkingSetLearner):
         Param("check_every", 50, int, "iterations between duality-gap checks", low=1),
         Param("precondition", True, bool, "diagonal step sizes from the row and column sums "
               "of |[H M]| (Pock & Chambolle); off = one scalar step as in the paper"),
+        Param("restart", True, bool, "restart from the averaged iterate when its duality gap "
+              "has shrunk five-fold (adaptive restarts); off = plain extragradient"),
         Param("step_scale", 0.9, float, "step a = step_scale / ||[H M]||_2 (must stay below 1)",
               low=0.0, high=0.999, low_open=True),
     )
