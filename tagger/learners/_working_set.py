@@ -131,8 +131,7 @@ class WorkingSets:
         self.problem = problem
         model, X = problem.model, problem.X
         self.n_weights = model.n_weights
-        self.vals = X.values if getattr(X, "values", None) is not None else np.empty(0)
-        self.vals = np.ascontiguousarray(self.vals, dtype=np.float64)
+        self.vals = np.ascontiguousarray(X.vals, dtype=np.float64)
         self.gold = np.ascontiguousarray(problem.y, dtype=np.int32)
         self.seen: list[set[bytes]] = [set() for _ in range(X.n_sentences)]
         self.col_of = np.full(self.n_weights, -1, dtype=np.int64)
