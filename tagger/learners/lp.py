@@ -148,8 +148,8 @@ def _dual_bound(Tp, Tc, Tv, rsent, rhs, C, v, Tw, Txi):
 
 
 @numba.njit(**NUMBA_OPTS)
-def _extragradient(Hp, Hc, Hv, Tp, Tc, Tv, rsent, rhs, C, w, xi, v, aw, axi, av, max_iter,
-                   check_every, gap_tol, restart):
+def _extragradient(Hp, Hc, Hv, Tp, Tc, Tv, rsent, rhs, C, w, xi, v, aw0, axi0, av0, omega,
+                   max_iter, check_every, gap_tol, restart):
     """Extragradient iterations on (w, xi, v) with per-coordinate steps (aw, axi, av).
 
     Every ``check_every`` iterations the current point and the average of the predictor points
@@ -157,7 +157,10 @@ def _extragradient(Hp, Hc, Hv, Tp, Tc, Tv, rsent, rhs, C, w, xi, v, aw, axi, av,
     w and dual v met so far certify the gap. With ``restart``, the iteration restarts from the
     better of the two points whenever its gap has fallen to a fifth of the gap at the last
     restart (the adaptive restarts of PDLP; they make primal-dual methods converge linearly
-    on LPs). On return (w, v) hold the best points; returns (iterations, primal, dual).
+    on LPs). The primal steps are divided and the dual steps multiplied by the primal weight
+    ``omega`` (their product, hence stability, unchanged), re-balanced at each restart from how
+    far the primal and dual points moved, as PDLP does. On return (w, v) hold the best points;
+    returns (iterations, primal, dual, omega).
     """
     K = w.shape[0]
     N = xi.shape[0]
@@ -178,6 +181,12 @@ def _extragradient(Hp, Hc, Hv, Tp, Tc, Tv, rsent, rhs, C, w, xi, v, aw, axi, av,
     best_p = _primal_bound(Hp, Hc, Hv, rsent, rhs, C, w, xi_tmp, Aw)
     best_d = _dual_bound(Tp, Tc, Tv, rsent, rhs, C, v, Tw, Txi)
     gap_restart = best_p - best_d
+    aw = aw0 / omega
+    axi = axi0 / omega
+    av = av0 * omega
+    rw = w.copy()
+    rxi = xi.copy()
+    rv = v.copy()
     it = 0
     while it < max_iter:
         if (best_p - best_d) <= gap_tol * max(1.0, abs(best_p)):
@@ -231,13 +240,23 @@ def _extragradient(Hp, Hc, Hv, Tp, Tc, Tv, rsent, rhs, C, w, xi, v, aw, axi, av,
                     xi[:] = sxi / n_avg
                     v[:] = sv / n_avg
                 gap_restart = min(gc, ga)
+                dx = math.sqrt(((w - rw) ** 2).sum() + ((xi - rxi) ** 2).sum())
+                dy = math.sqrt(((v - rv) ** 2).sum())
+                if dx > 1e-10 and dy > 1e-10:
+                    omega = math.exp(0.5 * math.log(dy / dx) + 0.5 * math.log(omega))
+                    aw = aw0 / omega
+                    axi = axi0 / omega
+                    av = av0 * omega
+                rw[:] = w
+                rxi[:] = xi
+                rv[:] = v
                 sw[:] = 0.0
                 sxi[:] = 0.0
                 sv[:] = 0.0
                 n_avg = 0
     w[:] = best_w
     v[:] = best_v
-    return it, best_p, best_d
+    return it, best_p, best_d, omega
 
 
 # ------------------------------------------------------------------------------- LP back ends
@@ -252,6 +271,9 @@ class _ExtragradientLP:
         self.xi = np.zeros(ws.problem.X.n_sentences)
         self.v = np.zeros(0)
         self.last = {}
+        # rounds far from the end only steer the next separation: solve them loosely
+        self.loose = settings["early_gap_tol"] > settings["gap_tol"]
+        self.omega = None
 
     def warm_start(self, w_full: np.ndarray) -> None:
         self._w0 = np.maximum(w_full, 0.0)
@@ -281,12 +303,16 @@ class _ExtragradientLP:
                                     minlength=R) + 1.0)
         else:
             tw, txi, sv = np.ones(K), np.ones(N), np.ones(R)
+        tol = max(st["gap_tol"], st["early_gap_tol"]) if self.loose else st["gap_tol"]
         norm = _spectral_norm(Hp, Hc, Hv, Tp, Tc, Tv, rsent, tw, txi, sv, 60)
         # power iteration approaches the norm from below: a 2 % margin keeps a * ||B|| < 1
         a = st["step_scale"] / (1.02 * norm)
-        its, primal, dual = _extragradient(Hp, Hc, Hv, Tp, Tc, Tv, rsent, rhs, self.C, w,
-                                           self.xi, v, a * tw, a * txi, a * sv, st["max_iter"],
-                                           st["check_every"], st["gap_tol"], st["restart"])
+        if self.omega is None:
+            # PDLP's first primal weight: ||c|| / ||b||
+            self.omega = math.sqrt(K + self.C ** 2 * N) / math.sqrt(R) if st["restart"] else 1.0
+        its, primal, dual, self.omega = _extragradient(
+            Hp, Hc, Hv, Tp, Tc, Tv, rsent, rhs, self.C, w, self.xi, v, a * tw, a * txi, a * sv,
+            self.omega, st["max_iter"], st["check_every"], tol, st["restart"])
         self.w, self.v = w, v
         self.last = {"lp_iterations": int(its), "lp_gap": float((primal - dual) / max(1.0, abs(primal)))}
         full = np.zeros(ws.n_weights)
@@ -311,6 +337,7 @@ class _HighsLP:
         self.h.setOptionValue("threads", 1)
         if time_limit > 0:
             self.h.setOptionValue("time_limit", float(time_limit))
+        self.loose = False
         self.inf = highspy.kHighsInf
         self.optimal = highspy.HighsModelStatus.kOptimal
         N = ws.problem.X.n_sentences
@@ -424,7 +451,10 @@ class _WorkingSetLearner(Learner):
                 added += r
                 if r:
                     w, lp_obj = solver.solve()
-            if epoch > 1 and added == 0:
+            if added == 0 and solver.loose and epoch > 1:
+                solver.loose = False      # converged at the loose tolerance: solve tightly
+                w, lp_obj = solver.solve()
+            elif added == 0 and epoch > 1:
                 break
             xi = self._slacks(ws, w)
             viol = self._violations(ws.separate(w, self.mode).copy())
@@ -435,7 +465,7 @@ class _WorkingSetLearner(Learner):
                    "columns": ws.n_cols, "violated": int(np.count_nonzero(nonempty & (viol > xi + eps))),
                    "nonzero": int(np.count_nonzero(w))}
             row.update(solver.last)
-            row["converged"] = row["violated"] == 0
+            row["converged"] = row["violated"] == 0 and not solver.loose
             if problem.dev_score is not None:
                 row.update(problem.dev_score(w))
             row["time"] = round(clock(), 2)
@@ -520,6 +550,9 @@ class ExtragradientLP(_WorkingSetLearner):
     params = _COMMON + (
         Param("gap_tol", 1e-6, float, "relative duality gap (feasible primal and dual bounds) "
               "at which an LP round stops", low=0.0, low_open=True),
+        Param("early_gap_tol", 1e-3, float, "relative duality gap of the rounds before the "
+              "separation finds nothing new (then one more round at gap_tol decides)",
+              low=0.0, low_open=True),
         Param("max_iter", 200000, int, "at most this many extragradient iterations per round",
               low=1),
         Param("check_every", 50, int, "iterations between duality-gap checks", low=1),
