@@ -168,7 +168,7 @@ def test_lp_learners_agree_with_highs_on_synthetic_data(synthetic_problem):
 def test_cutting_plane_is_sparse_on_synthetic_data(synthetic_problem):
     data = generate(n_sequences=60, seed=5)
     problem = TrainingProblem(data.model, data.X, data.y)
-    learner = LEARNERS["m3n-cutting-plane"](C=0.05)
+    learner = LEARNERS["m3n-cutting-plane"](C=0.02)
     w = learner.fit(problem)
     assert learner.trace_[-1]["converged"]
     state = w[:data.model.n_state]
