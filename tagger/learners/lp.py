@@ -472,6 +472,8 @@ class _WorkingSetLearner(Learner):
             self._report(problem, row)
             if row["converged"]:
                 break
+            if settings["max_seconds"] and clock() > settings["max_seconds"]:
+                break
         return w
 
     def _slacks(self, ws: WorkingSets, w: np.ndarray) -> np.ndarray:
@@ -494,6 +496,9 @@ _COMMON = (
           "(training stops earlier when no constraint is violated)", low=1),
     Param("epsilon", 1e-4, float, "precision: a labeling joins its working set when its "
           "constraint is violated by more than this beyond the current slack", low=0.0),
+    Param("max_seconds", 0.0, float, "stop after the round during which this many seconds "
+          "have passed (0 = no limit); the last progress row then has converged=False",
+          low=0.0),
 )
 _TIME = Param("time_limit", 0.0, float, "seconds each HiGHS solve may take (0 = no limit); "
               "a solve stopped by it reports lp_status", low=0.0)
