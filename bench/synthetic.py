@@ -22,8 +22,8 @@ regularization parameters below is skipped with a note). Four parts:
    sequences, 30 inputs, strong generating weights so the margin-1 LP is not solved by w = 0):
    their whole objectives and the relative difference.
 
-Error rate: token error of Viterbi labels against the sampled labels. ``--quick``: 3 sets,
-folds 0-2 of the first set in part 1, 2 training parts per K in part 3 (about a minute).
+Error rate: token error of Viterbi labels against the sampled labels. ``--quick``: 2 sets,
+folds 0-1 of the first set in part 1, 1 training part per K in part 3 (about a minute).
 Results go to ``bench/out/synthetic.json``; with matplotlib installed, figures to ``--png``.
 """
 
