@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from tagger.errors import ParameterError
 from tagger.learners.base import Learner, Param, TrainingProblem
+from tagger.learners.lp import CuttingPlaneM3N, ExtragradientLP, SimplexLP
 from tagger.learners.m3n_subgradient import SubgradientL2M3N, SubgradientM3N
 
 LEARNERS: dict[str, type[Learner]] = {
-    cls.name: cls for cls in (SubgradientM3N, SubgradientL2M3N)
+    cls.name: cls for cls in (SubgradientM3N, SubgradientL2M3N,
+                              CuttingPlaneM3N, ExtragradientLP, SimplexLP)
 }
 DEFAULT_LEARNER = "m3n-subgradient"
 
