@@ -312,4 +312,4 @@ def test_dual_never_decreases_on_the_sample_chunk_corpus():
     assert len(duals) == 25
     assert all(d2 >= d1 for d1, d2 in zip(duals, duals[1:]))
     assert all(p >= d for p, d in zip(primals, duals))
-    assert tg.trace_[-1]["gap"] < 0.1 * tg.trace_[0]["gap"]
+    assert tg.trace_[-1]["gap"] < 0.5 * tg.trace_[0]["gap"]
