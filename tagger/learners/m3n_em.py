@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.learners.ssvm_dual import SDMSolver
+from tagger.learners.ssvm_dual import SDMSolver, warm_state
 
 
 class EML1M3N(Learner):
@@ -45,6 +45,7 @@ class EML1M3N(Learner):
     """
 
     name = "m3n-em"
+    path_param = "lambda"  # what a regularization path varies
     params = (
         Param("lambda", 20.0, float, "strength lambda of the adaptive penalty "
               "(lambda/K)||w||_1^2; larger = sparser", low=0.0, low_open=True),
@@ -64,11 +65,17 @@ class EML1M3N(Learner):
         model = problem.model
         K = model.n_weights
         lam, C = settings["lambda"], settings["C"]
-        solver = SDMSolver(model, problem.X, problem.y, C=C / (2.0 * lam),
-                           max_working_set=settings["max_working_set"],
-                           max_inner=settings["max_inner"], seed=seed)
-        index = np.arange(K, dtype=np.int64)  # solver's weights -> this model's weights
-        beta = np.ones(K)
+        state = warm_state(self, problem)
+        if state is not None:
+            # a regularization path: continue the EM iterations from the last scales and duals
+            solver, index, beta = state
+            solver.set_example_weights(C / (2.0 * lam))
+        else:
+            solver = SDMSolver(model, problem.X, problem.y, C=C / (2.0 * lam),
+                               max_working_set=settings["max_working_set"],
+                               max_inner=settings["max_inner"], seed=seed)
+            index = np.arange(K, dtype=np.int64)  # solver's weights -> this model's weights
+            beta = np.ones(K)
         clock = Stopwatch()
         W = np.zeros(K)
         for it in range(1, settings["epochs"] + 1):
@@ -86,6 +93,7 @@ class EML1M3N(Learner):
             if not keep.all():
                 index = index[solver.restrict(keep)]
             solver.set_scale(beta[index])
+            self.state_ = (problem, (solver, index, beta))
             row = {"epoch": it, "objective": lam / K * l1 * l1 + C * hinge,
                    "hinge": hinge, "l1": l1, "nonzero": int(np.count_nonzero(W)),
                    "active": int(len(index)), "m_epochs": res.epochs, "m_gap": res.gap}

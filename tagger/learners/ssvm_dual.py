@@ -545,6 +545,15 @@ class SDMSolver:
 # --------------------------------------------------------------------------------- learner
 
 
+def warm_state(learner: Learner, problem: TrainingProblem):
+    """The state a learner kept from its last fit on this same problem, when it was asked to
+    warm-start (``learner.warm_start = True``, set by ``Tagger.path``); else None."""
+    state = getattr(learner, "state_", None)
+    if getattr(learner, "warm_start", False) and state is not None and state[0] is problem:
+        return state[1]
+    return None
+
+
 class SDML2M3N(Learner):
     """L2 M3N (structural SVM) trained in the dual by the Sequential Dual Method
     (Balamurugan et al. 2011; Taskar et al. 2003 for the M3N).
@@ -558,6 +567,7 @@ class SDML2M3N(Learner):
     """
 
     name = "m3n-l2"
+    path_param = "C"  # what a regularization path varies
     params = (
         Param("C", 0.1, float, "weight C of each sentence's structured hinge", low=0.0,
               low_open=True),
@@ -569,9 +579,15 @@ class SDML2M3N(Learner):
     )
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
-        solver = SDMSolver(problem.model, problem.X, problem.y, C=settings["C"],
-                           max_working_set=settings["max_working_set"],
-                           max_inner=settings["max_inner"], seed=seed)
+        state = warm_state(self, problem)
+        if state is not None:  # a regularization path: continue from the last duals
+            solver = state
+            solver.set_example_weights(settings["C"])
+        else:
+            solver = SDMSolver(problem.model, problem.X, problem.y, C=settings["C"],
+                               max_working_set=settings["max_working_set"],
+                               max_inner=settings["max_inner"], seed=seed)
+        self.state_ = (problem, solver)
         clock = Stopwatch()
 
         def report(epoch, primal, dual, gap):
