@@ -313,3 +313,80 @@ def test_dual_never_decreases_on_the_sample_chunk_corpus():
     assert all(d2 >= d1 for d1, d2 in zip(duals, duals[1:]))
     assert all(p >= d for p, d in zip(primals, duals))
     assert tg.trace_[-1]["gap"] < 0.5 * tg.trace_[0]["gap"]
+
+
+# ------------------------------------------------------------------------------ m3n-em
+
+
+def l1_reference(model, X, y, lam, C):
+    """Optimum of (lam/K)||w||_1^2 + C sum_i R_i(w) over all labelings.
+
+    For a radius t, h(t) = min {C sum_i xi_i : ||w||_1 <= t, margin constraints} is an LP
+    (w = p - n, p, n >= 0), solved by HiGHS; h is convex in t, so the objective
+    (lam/K) t^2 + h(t) is minimised over t by a bounded scalar search."""
+    from scipy.optimize import linprog, minimize_scalar
+
+    n, K = X.n_sentences, model.n_weights
+    rows = constraints(model, X, y)
+    # A_ub z <= b_ub with z = (p, n, xi): -(p - n).df - xi_i <= -loss ; 1'p + 1'n <= t
+    A = np.array([np.concatenate([-df, df, -np.eye(n)[i]]) for i, df, _ in rows]
+                 + [np.concatenate([np.ones(2 * K), np.zeros(n)])])
+    b = np.array([-loss for _, _, loss in rows] + [0.0])
+    cost = np.concatenate([np.zeros(2 * K), np.full(n, C)])
+
+    def h(t):
+        b[-1] = t
+        res = linprog(cost, A_ub=A, b_ub=b, bounds=(0, None), method="highs")
+        assert res.status == 0
+        return res.fun, res.x[:K] - res.x[K:2 * K]
+
+    hi = sum(loss for _, _, loss in rows) + 1.0
+    best = minimize_scalar(lambda t: lam / K * t * t + h(t)[0], bounds=(0.0, hi),
+                           method="bounded", options={"xatol": 1e-10})
+    return h(best.x)[1], best.fun
+
+
+@pytest.mark.parametrize("seed, lam", [(12, 2.0), pytest.param(13, 20.0, marks=pytest.mark.slow)])
+def test_em_learner_reaches_the_l1_optimum(seed, lam):
+    from tagger.learners import LEARNERS
+    from tagger.learners.base import TrainingProblem
+
+    model, X, y = tiny(seed, n=6)
+    C = 1.0
+    ref_w, ref_obj = l1_reference(model, X, y, lam, C)
+    learner = LEARNERS["m3n-em"](**{"lambda": lam, "C": C, "epochs": 40, "inner_epochs": 100,
+                                   "tol": 1e-9})
+    w = learner.fit(TrainingProblem(model, X, y))
+    K = model.n_weights
+    obj = lam / K * np.abs(w).sum() ** 2 + C * brute_hinges(model, X, y, w).sum()
+    assert obj >= ref_obj * (1 - 1e-6)
+    assert obj == pytest.approx(ref_obj, rel=1e-3)
+    # primal sparse: exact zeros, and the parameters left were removed from the last M-steps
+    assert np.count_nonzero(w) < K
+    assert learner.trace_[-1]["active"] < K
+    assert learner.trace_[-1]["nonzero"] == np.count_nonzero(w)
+
+
+def test_em_beta_step_is_the_closed_form():
+    from tagger.learners import LEARNERS
+    from tagger.learners.base import TrainingProblem
+
+    model, X, y = tiny(14, n=6)
+    lam, C = 3.0, 1.0
+    # one EM iteration = one L2 M-step with C / (2 lambda) at beta = 1
+    learner = LEARNERS["m3n-em"](**{"lambda": lam, "C": C, "epochs": 1, "inner_epochs": 500,
+                                   "tol": 1e-10, "drop": 0.0})
+    w1 = learner.fit(TrainingProblem(model, X, y))
+    direct = SDMSolver(model, X, y, C=C / (2 * lam))
+    direct.solve(epochs=500, tol=1e-10)
+    np.testing.assert_allclose(w1, direct.weights(), atol=1e-6)
+    ref_w, _ = reference(model, X, y, C / (2 * lam))
+    np.testing.assert_allclose(w1, ref_w, atol=1e-4)
+    # the next M-step scales feature k by beta_k = sqrt(K |w_k| / ||w||_1)
+    K = model.n_weights
+    beta = np.sqrt(K * np.abs(w1) / np.abs(w1).sum())
+    two = LEARNERS["m3n-em"](**{"lambda": lam, "C": C, "epochs": 2, "inner_epochs": 500,
+                               "tol": 1e-10, "drop": 0.0})
+    w2 = two.fit(TrainingProblem(model, X, y))
+    ref2, _ = reference(model, X, y, C / (2 * lam), scale=beta)
+    np.testing.assert_allclose(w2, ref2, atol=2e-4 * max(1.0, np.abs(ref2).max()))
