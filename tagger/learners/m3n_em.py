@@ -20,9 +20,18 @@ it alternates
 2. beta-step (w fixed), closed form: ``beta_k = sqrt(K |w_k| / sum_j |w_j|)`` (the paper prints
    it in gamma, garbled in extraction; this is the minimiser of sum_k w_k^2 / tau_k under the
    constraint, re-derived);
-3. weights whose beta falls below ``drop`` (1e-4) are zero from then on, and their state
+3. weights whose beta falls below ``drop`` are zero from then on, and their state
    parameters are removed from the solver's problem (model and featurized data are rebuilt),
    so each M-step is cheaper than the last.
+
+On the drop threshold: ``beta_k < d`` means ``|w_k| < d^2 ||w||_1 / K``. A weight that the L1
+optimum sets to zero shrinks geometrically over the iterations (by ``K |u_k| / ||w||_1 < 1``
+per step, u the M-step's dual sum), so with the paper's d = 1e-4 it takes dozens of
+iterations to fall below ``1e-8`` times the mean weight: on CoNLL-2000 chunking (425k
+parameters, lambda = 20) 130k weights were still non-zero after 4 iterations and 59k after 11.
+The default d = 0.3 removes weights below 9 % of the mean magnitude, which the dev split showed
+carry no accuracy, and brings the model to ~10k weights in 40 cheap iterations (two SDM passes
+each). ``drop=1e-4`` gives the paper's rule.
 
 C is kept fixed and lambda tuned, as in the paper. Only C / lambda matters for the weights.
 """
@@ -51,12 +60,14 @@ class EML1M3N(Learner):
               "(lambda/K)||w||_1^2; larger = sparser", low=0.0, low_open=True),
         Param("C", 1.0, float, "weight C of each sentence's structured hinge (kept fixed; "
               "tune lambda)", low=0.0, low_open=True),
-        Param("epochs", 15, int, "EM iterations (M-step + beta-step)", low=1),
-        Param("inner_epochs", 6, int, "maximum SDM passes per M-step", low=1),
+        Param("epochs", 40, int, "EM iterations (M-step + beta-step)", low=1),
+        Param("inner_epochs", 2, int, "maximum SDM passes per M-step (warm-started, so a few "
+              "passes follow the moving scales)", low=1),
         Param("tol", 0.01, float, "an M-step stops when its relative duality gap is at most "
               "this", low=0.0),
-        Param("drop", 1e-4, float, "weights whose scale beta falls below this are removed",
-              low=0.0),
+        Param("drop", 0.3, float, "weights whose scale beta falls below this are removed "
+              "(beta_k < d means |w_k| < d^2 times the mean |w|); the paper's 1e-4 is exact "
+              "but needs far more iterations on large feature sets", low=0.0),
         Param("max_working_set", 32, int, "competitor labelings kept per sentence", low=1),
         Param("max_inner", 10, int, "sequential minimal steps per sentence visit", low=1),
     )
