@@ -93,6 +93,7 @@ def cli() -> None:
     tagger eval chunker.tgm test.txt
     tagger inspect chunker.tgm --top 5
     tagger learners
+    tagger path train.txt --dev dev.txt --values 1,3,10,30 --plot path.png
     """
 
 
@@ -344,6 +345,104 @@ def train_cmd(train_files, model_path, fmt, label_column, features, learner, set
             + f"saved {model_path} ({_size(size)})",
             err=True,
         )
+
+
+# ------------------------------------------------------------------------------------------
+# path
+
+
+def _path_values(text: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated numbers, got {text!r}",
+                                 param_hint="'--values'")
+    if not values:
+        raise click.BadParameter("no values given", param_hint="'--values'")
+    return values
+
+
+@cli.command("path")
+@click.argument("train_file", metavar="TRAIN", type=click.Path(dir_okay=False))
+@click.option("--dev", "dev_file", required=True, type=click.Path(dir_okay=False),
+              help="Labeled dev file scored at every value.")
+@click.option("--values", "values_text", required=True, metavar="V1,V2,...",
+              help="Values of the regularization parameter, in the order trained "
+                   "(e.g. from dense to sparse: --values 1,3,10,30).")
+@click.option("--param", default=None, metavar="NAME",
+              help="The parameter varied  [default: the learner's own: lambda for m3n-em, "
+                   "C for m3n-l2]")
+@format_option
+@click.option("--label-column", type=int, default=None,
+              help="Label column of CoNLL files (negative counts from the end)  [default: -1]")
+@click.option("--features", default=None, metavar="PRESET|FILE",
+              help="Feature preset or TOML file  [default: as for train]")
+@click.option("--learner", default=None, metavar="NAME",
+              help="Learner (see 'tagger learners')  [default: the default learner]")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+              help="Other learner parameters (repeatable).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as one JSON list.")
+@click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
+              help="Write a picture of dev score and non-zero weights against the parameter "
+                   "(PNG/SVG/PDF; needs matplotlib).")
+@click.option("-o", "--output", "model_path", default=None, type=click.Path(dir_okay=False),
+              help="Also save the model of the last value.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
+def path_cmd(train_file, dev_file, values_text, param, fmt, label_column, features, learner,
+             settings, seed, as_json, plot_path, model_path, quiet) -> None:
+    """Regularization path: train on TRAIN once per value (warm starts), score on --dev."""
+    from tagger.learners import DEFAULT_LEARNER, get_learner
+
+    learner = learner or DEFAULT_LEARNER
+    params = _learner_settings(learner, settings)
+    values = _path_values(values_text)
+    from tagger.errors import ParameterError
+
+    try:
+        cls = get_learner(learner)
+        param = param or getattr(cls, "path_param", None)
+        if param is None:
+            raise click.BadParameter(f"learner {learner} needs --param", param_hint="'--param'")
+        p = cls.param(param)
+        for v in values:
+            cls(**dict(params, **{param: p.kind(v) if p.kind is int else v})).validated()
+    except ParameterError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--values'")
+    if plot_path:
+        from tagger.api import plot_available
+
+        if not plot_available():
+            raise click.UsageError("--plot needs matplotlib (pip install matplotlib)")
+
+    from tagger.api import Tagger, plot_path as draw
+    from tagger.corpus import gc_paused
+
+    with gc_paused():
+        train = _read_labeled(train_file, fmt, label_column)
+        dev = _read_labeled(dev_file, fmt, label_column)
+    if features is None:
+        fmt0 = train[0].meta.get("format", "conll") if train else "conll"
+        features = _default_features(fmt0, len(train[0].columns) if train else 0)
+    tagger = Tagger(features=features, learner=learner, params=params, seed=seed)
+    with _TrainProgress(quiet or as_json):
+        rows = tagger.path(train, dev, values, param=param)
+    if as_json:
+        import json
+
+        click.echo(json.dumps(rows))
+    else:
+        score = "dev_f1" if "dev_f1" in rows[0] else "dev_acc"
+        click.echo(f"{param:>12}  {score:>7}  {'dev_acc':>7}  {'nonzero':>9}  {'seconds':>8}")
+        for r in rows:
+            click.echo(f"{r['value']:>12g}  {r[score]:>7.2f}  {r['dev_acc']:>7.2f}  "
+                       f"{r['nonzero']:>9d}  {r['seconds']:>8.1f}")
+    if plot_path:
+        draw(rows, plot_path, title=f"{learner} on {os.path.basename(train_file)}")
+        if not as_json:
+            click.echo(f"picture: {plot_path}", err=True)
+    if model_path:
+        tagger.save(model_path)
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,7 +1,13 @@
-"""CoNLL-2000 chunking: this project's L1-M3N against python-crfsuite, side by side.
+"""CoNLL-2000 chunking: this project's learners against python-crfsuite, side by side.
 
-    python bench/chunking.py [--systems ours,crfsuite-l2,crfsuite-l1] [--repeat 50]
-                             [--set key=value ...] [--quick] [--json PATH]
+    python bench/chunking.py [--systems ours,m3n-l2,m3n-em,crfsuite-l2,crfsuite-l1]
+                             [--repeat 50] [--set [LEARNER:]key=value ...] [--quick] [--json PATH]
+
+A system is ``ours`` (the L1-M3N by projected subgradient, ``m3n-subgradient``), any learner
+registered in ``tagger.learners.LEARNERS`` by its name (``m3n-l2``, ``m3n-em``, ...), or
+``crfsuite-l2`` / ``crfsuite-l1``. Learner rows train with the settings in ``BENCH_PARAMS``
+(chosen on a dev split carved from train.txt, never on test.txt) unless ``--set
+LEARNER:key=value`` overrides them; a plain ``--set key=value`` is for the ``ours`` row.
 
 Every system is trained on CoNLL-2000 train.txt with the ``chunk`` preset's templates (the
 CRFsuite rows get the same attributes as strings) in its own process, so that its peak RSS
@@ -35,8 +41,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
-SYSTEMS = ("ours", "crfsuite-l2", "crfsuite-l1")
+CRFSUITE_SYSTEMS = ("crfsuite-l2", "crfsuite-l1")
+SYSTEMS = ("ours", "m3n-l2", "m3n-em") + CRFSUITE_SYSTEMS  # the default rows
 LEARNER = "m3n-subgradient"
+#: settings of the learner rows, chosen on a dev split of train.txt (README, Benchmarks)
+BENCH_PARAMS: dict[str, dict] = {
+    "m3n-l2": {"C": 0.1, "epochs": 10},
+    "m3n-em": {"lambda": 200.0},
+}
 CRFSUITE_PARAMS = {"crfsuite-l2": C.CRFSUITE_L2, "crfsuite-l1": C.CRFSUITE_L1}
 ROW_NAMES = {"ours": "ours: L1-M3N (m3n-subgradient)",
              "crfsuite-l2": "python-crfsuite L-BFGS, L2 c2=1",
@@ -47,33 +59,69 @@ QUICK_SENTENCES = 2000
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--systems", default=",".join(SYSTEMS),
-                   help=f"comma-separated rows among {', '.join(SYSTEMS)}")
+                   help=f"comma-separated rows among ours, crfsuite-l2, crfsuite-l1 and the "
+                        f"learner names of `tagger learners` (default {','.join(SYSTEMS)})")
     p.add_argument("--repeat", type=int, default=None,
                    help="copies of test.txt in the end-to-end tagging file (default 50; 5 with --quick)")
     p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
-                   help=f"a parameter of our learner ({LEARNER}); repeatable")
+                   help=f"a parameter of the ours row ({LEARNER}), or LEARNER:key=value for "
+                        f"a learner row; repeatable")
     p.add_argument("--quick", action="store_true",
                    help=f"train on the first {QUICK_SENTENCES} sentences, repeat 5")
     p.add_argument("--json", default=None, help="where to write the results")
     args = p.parse_args(argv)
+    from tagger.errors import ParameterError
+    from tagger.learners import LEARNERS, get_learner
+
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    bad = [s for s in args.systems if s not in SYSTEMS]
+    known = ("ours",) + CRFSUITE_SYSTEMS + tuple(sorted(LEARNERS))
+    bad = [s for s in args.systems if s not in known]
     if bad or not args.systems:
-        p.error(f"unknown system(s) {bad}; choose among {', '.join(SYSTEMS)}")
+        p.error(f"unknown system(s) {bad}; choose among {', '.join(known)}")
     if args.repeat is None:
         args.repeat = 5 if args.quick else 50
     if args.repeat < 1:
         p.error("--repeat must be >= 1")
-    from tagger.errors import ParameterError
-    from tagger.learners import get_learner
-
+    # per-row settings: "key=value" for ours, "learner:key=value" for a learner row
+    by_row: dict[str, list[str]] = {}
+    for item in args.settings:
+        head = item.split("=", 1)[0]
+        row, _, key = head.rpartition(":")
+        row = row or "ours"
+        if row not in known or row in CRFSUITE_SYSTEMS:
+            p.error(f"--set {item}: {row!r} is not a learner row")
+        by_row.setdefault(row, []).append(item.split(":", 1)[1] if ":" in head else item)
+    args.row_params = {}
     try:
-        cls = get_learner(LEARNER)
-        args.params = cls.parse_settings(args.settings)
-        cls(**args.params).validated()
+        for system in args.systems:
+            if system in CRFSUITE_SYSTEMS:
+                continue
+            cls = get_learner(learner_of(system))
+            base = {} if system == "ours" else dict(BENCH_PARAMS.get(system, {}))
+            base.update(cls.parse_settings(by_row.get(system, [])))
+            cls(**base).validated()
+            args.row_params[system] = base
     except ParameterError as exc:
         p.error(str(exc))
+    args.params = args.row_params.get("ours", {})
     return args
+
+
+def learner_of(system: str) -> str:
+    return LEARNER if system == "ours" else system
+
+
+def is_ours(system: str) -> bool:
+    return system not in CRFSUITE_SYSTEMS
+
+
+def row_name(system: str) -> str:
+    if system in ROW_NAMES:
+        return ROW_NAMES[system]
+    from tagger.learners import get_learner
+
+    doc = (get_learner(system).__doc__ or system).strip().splitlines()[0].rstrip(".")
+    return f"ours: {doc} ({system})"
 
 
 def log(msg: str) -> None:
@@ -103,7 +151,7 @@ def choose_crfsuite_attributes(test) -> dict:
             "tokens_per_s": {k: round(n_tok / v) for k, v in times.items()}}
 
 
-def evaluate_ours(model_path: str, test, gold) -> dict:
+def evaluate_ours(model_path: str, test, gold) -> dict:  # any of our learners
     import numba
 
     from tagger.api import Tagger
@@ -185,7 +233,7 @@ def check_tagged(inp: Path, out: Path, n_lines: int) -> dict:
 
 
 def tag_command(system: str, model: str, inp: Path, out: Path, attributes: str) -> list[str]:
-    if system == "ours":
+    if is_ours(system):
         exe = Path(sys.executable).parent / "tagger"
         if not exe.exists():
             import shutil
@@ -209,7 +257,7 @@ def main(argv) -> int:
     gold = [s.labels for s in test]
 
     crf_attr = None
-    if any(s != "ours" for s in args.systems):
+    if any(not is_ours(s) for s in args.systems):
         crf_attr = choose_crfsuite_attributes(test)
         log(f"CRFsuite attribute strings: {crf_attr['chosen']} (tokens/s "
             f"{crf_attr['tokens_per_s']}); identical lists from both functions")
@@ -218,10 +266,11 @@ def main(argv) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-chunking-") as tmp:
         work = Path(tmp)
         for system in args.systems:
-            model = str(work / (f"{system}.tgm" if system == "ours" else f"{system}.crfsuite"))
-            if system == "ours":
-                job = {"system": "ours", "features": "chunk", "learner": LEARNER,
-                       "params": args.params, "seed": 0, "train": train_spec, "model": model}
+            model = str(work / (f"{system}.tgm" if is_ours(system) else f"{system}.crfsuite"))
+            if is_ours(system):
+                job = {"system": "ours", "features": "chunk", "learner": learner_of(system),
+                       "params": args.row_params[system], "seed": 0, "train": train_spec,
+                       "model": model}
             else:
                 job = {"system": "crfsuite", "features": "chunk",
                        "attributes": crf_attr["chosen"], "params": CRFSUITE_PARAMS[system],
@@ -230,7 +279,7 @@ def main(argv) -> int:
             r = C.run_worker(str(Path(__file__).resolve()), job, work, system)
             log(f"{system}: trained in {r['train_seconds']:.1f} s, peak RSS {r['peak_rss_mb']} MB")
             r["load_average_after_training"] = C.load_average()
-            if system == "ours":
+            if is_ours(system):
                 r.update(evaluate_ours(model, test, gold))
             else:
                 r.update(evaluate_crfsuite(model, test, gold, crf_attr["chosen"]))
@@ -261,12 +310,12 @@ def main(argv) -> int:
     rows = []
     for system in args.systems:
         r = results[system]
-        if system == "ours":
-            params = f"{LEARNER} {C.fmt_params(r['params'])} seed=0"
+        if is_ours(system):
+            params = f"{learner_of(system)} {C.fmt_params(r['params'])} seed=0"
         else:
             params = (f"lbfgs {C.fmt_params(CRFSUITE_PARAMS[system])}, CRFsuite defaults "
                       f"otherwise ({r['iterations']} iterations)")
-        rows.append([ROW_NAMES[system], C.fmt_pct(r["f1"]), C.fmt_pct(r["accuracy"]),
+        rows.append([row_name(system), C.fmt_pct(r["f1"]), C.fmt_pct(r["accuracy"]),
                      f"{r['train_seconds']:.1f}", C.fmt_int(r["e2e_tokens_per_s"]),
                      C.fmt_int(r["decode_tokens_per_s"]), C.fmt_int(r["n_nonzero"]),
                      C.fmt_int(r["model_bytes"]), f"{r['peak_rss_mb']:.0f}", params])
@@ -281,15 +330,15 @@ def main(argv) -> int:
     print(C.markdown_table(header, rows))
     print()
     notes = []
-    if "ours" in results:
-        r = results["ours"]
-        notes.append(f"ours: learner time (info_['train_seconds']) {r['learner_train_seconds']} s, "
+    for system in [s for s in args.systems if is_ours(s)]:
+        r = results[system]
+        notes.append(f"{system}: learner time (info_['train_seconds']) {r['learner_train_seconds']} s, "
                      f"featurisation {r['featurize_seconds']} s; decode-only uses "
                      f"{r['numba_threads']} numba threads ({C.fmt_int(r['decode_tokens_per_s_1_thread'])}"
                      f" tokens/s with 1 thread); {C.fmt_int(r['n_params'])} parameters before "
                      f"compaction")
     for system in args.systems:
-        if system == "ours":
+        if is_ours(system):
             continue
         r = results[system]
         notes.append(f"{system}: attributes+append {r['attributes_and_append_seconds']:.1f} s of "
@@ -300,7 +349,7 @@ def main(argv) -> int:
     if crf_attr:
         notes.append(f"CRFsuite attribute strings built by the {crf_attr['chosen']} function "
                      f"(the faster of the two, identical output; tokens/s {crf_attr['tokens_per_s']})")
-        crf_params = next(r for s, r in results.items() if s != "ours")["params"]
+        crf_params = next(r for s, r in results.items() if not is_ours(s))["params"]
         notes.append("CRFsuite parameters besides c1/c2 (its defaults): " + C.fmt_params(
             {k: v for k, v in crf_params.items() if k not in ("c1", "c2")}))
     for system in args.systems:

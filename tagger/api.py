@@ -74,24 +74,10 @@ class Tagger:
         learner.validated()  # fail on bad parameters before featurizing anything
         if not isinstance(self.seed, (int, np.integer)) or isinstance(self.seed, bool):
             raise TaggerError(f"seed must be an integer; got {self.seed!r}")
-        spec = self.features if isinstance(self.features, FeatureSpec) else FeatureSpec.load(self.features)
-        train = _labeled_list(sentences, "training data")
         t0 = time.perf_counter()
-        featurizer = Featurizer(spec)
-        _check_columns(train, spec, "training data")
-        featurizer.fit(train)
-        X = featurizer.transform(train)
-        labels = LabelIndex.from_sentences(train)
-        y = labels.encode([lab for s in train for lab in s.labels])
-        model = ChainModel.from_data(X, y, len(labels), featurizer.n_attributes, spec.all_pairs)
-        dev_score = None
-        if dev is not None:
-            dev_list = _labeled_list(dev, "dev data")
-            _check_columns(dev_list, spec, "dev data")
-            dev_score = _dev_scorer(featurizer.transform(dev_list), model, labels,
-                                    [s.labels for s in dev_list])
+        train, featurizer, labels, problem = self._problem(sentences, dev, progress)
+        X, model = problem.X, problem.model
         t_feat = time.perf_counter() - t0
-        problem = TrainingProblem(model, X, y, dev_score=dev_score, progress=progress)
         w = learner.fit(problem, seed=int(self.seed))
         n_params = model.n_weights
         model, w, keep_attr = model.compact(w)
@@ -108,6 +94,72 @@ class Tagger:
         }
         self.trace_ = list(learner.trace_)
         return self
+
+    def _problem(self, sentences, dev, progress):
+        """Featurize the training (and dev) data: (train list, featurizer, labels, problem)."""
+        spec = self.features if isinstance(self.features, FeatureSpec) else FeatureSpec.load(self.features)
+        train = _labeled_list(sentences, "training data")
+        featurizer = Featurizer(spec)
+        _check_columns(train, spec, "training data")
+        featurizer.fit(train)
+        X = featurizer.transform(train)
+        labels = LabelIndex.from_sentences(train)
+        y = labels.encode([lab for s in train for lab in s.labels])
+        model = ChainModel.from_data(X, y, len(labels), featurizer.n_attributes, spec.all_pairs)
+        dev_score = None
+        if dev is not None:
+            dev_list = _labeled_list(dev, "dev data")
+            _check_columns(dev_list, spec, "dev data")
+            dev_score = _dev_scorer(featurizer.transform(dev_list), model, labels,
+                                    [s.labels for s in dev_list])
+        return train, featurizer, labels, TrainingProblem(model, X, y, dev_score=dev_score,
+                                                          progress=progress)
+
+    def path(self, sentences: Iterable[Sentence], dev: Iterable[Sentence], values: Sequence[float],
+             param: str | None = None, progress: Callable[[dict], None] | None = None
+             ) -> list[dict]:
+        """Regularization path: train once per value of ``param``, each fit warm-started.
+
+        ``param`` defaults to the learner's regularization constant (its ``path_param``:
+        lambda of m3n-em, C of m3n-l2; other learners need it named). The data are featurized once;
+        each fit starts from the previous one (learners that keep a solver state continue from
+        it, the others start from the previous weights). Returns one row per value:
+        ``{param, value, dev_f1 (chunk labels), dev_acc, nonzero, seconds}``; the Tagger
+        keeps the last model.
+        """
+        learner_cls = get_learner(self.learner)
+        param = param or getattr(learner_cls, "path_param", None)
+        if param is None:
+            raise TaggerError(f"learner {self.learner!r} has no default path parameter; name one")
+        learner_cls.param(param)  # an unknown name fails here
+        values = [float(v) for v in values]
+        if not values:
+            raise TaggerError("the path needs at least one value")
+        learner = learner_cls(**self.params)
+        learner.validated()
+        for v in values:
+            learner_cls(**dict(self.params, **{param: v})).validated()
+        train, featurizer, labels, problem = self._problem(sentences, dev, progress)
+        if problem.dev_score is None:
+            raise TaggerError("the path needs dev data")
+        rows, w = [], None
+        learner.warm_start = True
+        for v in values:
+            learner.settings[param] = v
+            t0 = time.perf_counter()
+            w = learner.fit(problem, seed=int(self.seed), w0=w)
+            row = {"param": param, "value": v, **problem.dev_score(w),
+                   "nonzero": int(np.count_nonzero(w)),
+                   "seconds": round(time.perf_counter() - t0, 3)}
+            rows.append(row)
+        model, w, keep_attr = problem.model.compact(w)
+        featurizer.prune(keep_attr)
+        self.featurizer_, self.labels_, self.model_, self.weights_ = featurizer, labels, model, w
+        self.info_ = {"learner": learner.name, "params": learner.validated(),
+                      "seed": int(self.seed), "n_nonzero": int(np.count_nonzero(w)),
+                      "path": rows}
+        self.trace_ = list(learner.trace_)
+        return rows
 
     # ------------------------------------------------------------------ prediction
     def _check_fitted(self) -> None:
@@ -289,6 +341,48 @@ class Tagger:
             "start": {a: float(start[i]) for i, a in enumerate(names)},
             "end": {a: float(end[i]) for i, a in enumerate(names)},
         }
+
+
+# ---------------------------------------------------------------------- regularization path
+
+
+def plot_available() -> bool:
+    """Whether :func:`plot_path` can draw (matplotlib is an optional dependency)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def plot_path(rows: list[dict], out: str | Path, title: str = "") -> None:
+    """Dev score and non-zero weights against the path parameter (log scale), to ``out``."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise TaggerError("drawing the path needs matplotlib (pip install matplotlib)") from None
+    score = "dev_f1" if "dev_f1" in rows[0] else "dev_acc"
+    x = [r["value"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(x, [r[score] for r in rows], "o-", color="tab:blue")
+    ax.set_xscale("log")
+    ax.set_xlabel(rows[0]["param"])
+    ax.set_ylabel({"dev_f1": "dev chunk F1", "dev_acc": "dev accuracy"}[score], color="tab:blue")
+    ax2 = ax.twinx()
+    ax2.plot(x, [r["nonzero"] for r in rows], "s--", color="tab:red")
+    ax2.set_yscale("log")
+    ax2.set_ylabel("non-zero weights", color="tab:red")
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    out = Path(out)
+    tmp = out.with_name(out.name + ".tmp" + out.suffix)
+    fig.savefig(tmp)
+    plt.close(fig)
+    tmp.replace(out)
 
 
 # ---------------------------------------------------------------------- helpers
