@@ -5,10 +5,13 @@ from __future__ import annotations
 from tagger.errors import ParameterError
 from tagger.learners.base import Learner, Param, TrainingProblem
 from tagger.learners.m3n_subgradient import SubgradientL2M3N, SubgradientM3N
+from tagger.learners.crf_grafting import GraftingLight, GreedyGrafting
+from tagger.learners.crf_lbfgs import CRFL1, CRFL2
 
 LEARNERS: dict[str, type[Learner]] = {
     cls.name: cls for cls in (SubgradientM3N, SubgradientL2M3N)
 }
+LEARNERS.update({cls.name: cls for cls in (CRFL2, CRFL1, GraftingLight, GreedyGrafting)})
 DEFAULT_LEARNER = "m3n-subgradient"
 
 
