@@ -388,7 +388,12 @@ def _without_gold(sentences, n_columns: int, column_names: str, name: str):
               help="CoNLL column holding (gold) labels to replace by the predictions  "
                    "[default: the last field when a line has one field more than the model "
                    "reads]")
-def tag_cmd(model_path, input_path, output_path, fmt, label_column) -> None:
+@click.option("--marginals", is_flag=True,
+              help="CRF models: after each token's predicted label, print P(label | sentence) "
+                   "for every label as LABEL:PROB fields (one token per line, CoNLL-style, "
+                   "whatever the input format). Max-margin models are refused: their scores "
+                   "are not probabilities.")
+def tag_cmd(model_path, input_path, output_path, fmt, label_column, marginals) -> None:
     """Tag INPUT (default: standard input) with MODEL, in the input's own format.
 
     CoNLL input may carry a label column (one field more than the model reads, or the one
@@ -400,6 +405,12 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column) -> None:
 
     tagger = Tagger.load(model_path)
     spec = tagger.featurizer_.spec
+    if marginals and not tagger.probabilistic_:
+        from tagger.errors import TaggerError
+
+        raise TaggerError(f"--marginals needs a CRF model; {model_path} was trained by "
+                          f"{tagger.info_.get('learner', 'an unknown learner')}, a max-margin "
+                          "learner whose scores are not probabilities")
 
     if input_path == "-":
         stdin = getattr(sys.stdin, "buffer", sys.stdin)
@@ -416,6 +427,11 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column) -> None:
     else:
         sentences = read_corpus(source, fmt, label_column=label_column)
     write_options = {"sep": _conll_sep(head)}
+    if marginals:
+        with _output(output_path) as out, gc_paused():
+            _write_marginals(out, tagger, sentences, write_options["sep"])
+            out.flush()
+        return
 
     with _output(output_path) as out, gc_paused():
         sents: list = []
@@ -429,6 +445,28 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column) -> None:
         if sents:
             write_corpus(out, sents, labels, **write_options)
         out.flush()
+
+
+def _write_marginals(out, tagger, sentences, sep: str) -> None:
+    """Token lines ``columns... predicted LABEL:P ...`` (every label, model order), a blank
+    line after each sentence (CRFsuite's ``tag -l`` output, in columns)."""
+    import itertools
+
+    names = tagger.labels_.labels
+    it = iter(sentences)
+    while True:
+        batch = list(itertools.islice(it, TAG_BATCH))
+        if not batch:
+            return
+        preds = tagger.predict(batch)
+        margs = tagger.predict_marginals(batch)
+        lines = []
+        for s, pred, m in zip(batch, preds, margs):
+            for t in range(len(s)):
+                probs = sep.join(f"{lab}:{p:.6f}" for lab, p in zip(names, m[t].tolist()))
+                lines.append(sep.join([col[t] for col in s.columns] + [pred[t], probs]))
+            lines.append("")
+        out.write("\n".join(lines) + "\n")
 
 
 @contextlib.contextmanager

@@ -242,3 +242,58 @@ def test_marginals_refused_for_max_margin_models():
     tg = Tagger(features=SPEC, learner="m3n-subgradient", params={"epochs": 2}).fit(toy_chain(30, 0))
     with pytest.raises(TaggerError, match="not probabilities"):
         tg.predict_marginals([Sentence([["a1"]])])
+
+
+# ------------------------------------------------------------------------------ CLI and presets
+
+
+def test_cli_tag_marginals(tmp_path):
+    from click.testing import CliRunner
+
+    from cli import cli
+
+    train = tmp_path / "train.txt"
+    train.write_text("".join(" ".join([w, lab]) + "\n" + ("\n" if i % 4 == 3 else "")
+                             for i, (w, lab) in enumerate(
+                                 [("a1", "A"), ("b1", "B"), ("c1", "C"), ("a2", "A")] * 20)))
+    runner = CliRunner()
+    for learner, model in (("crf-l2", "crf.tgm"), ("m3n-subgradient", "m3n.tgm")):
+        r = runner.invoke(cli, ["train", str(train), "-o", str(tmp_path / model), "-q",
+                                "--features", "pos", "--learner", learner, "--set", "epochs=3"])
+        assert r.exit_code == 0, r.output
+    inp = tmp_path / "in.txt"
+    inp.write_text("a1\nb1\n\nc1\n")
+    r = runner.invoke(cli, ["tag", str(tmp_path / "crf.tgm"), str(inp), "--marginals"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.split("\n")
+    assert lines[2] == "" and len([ln for ln in lines if ln]) == 3
+    tg = Tagger.load(tmp_path / "crf.tgm")
+    ref = tg.predict_marginals([Sentence([["a1", "b1"]]), Sentence([["c1"]])])
+    rows = [ln.split() for ln in lines if ln]
+    probs = [[float(f.split(":")[1]) for f in row[2:]] for row in rows]
+    assert [[f.split(":")[0] for f in row[2:]] for row in rows] == [tg.labels_.labels] * 3
+    np.testing.assert_allclose(probs, np.vstack(ref), atol=1e-6)
+    assert [row[1] for row in rows] == [lab for p in tg.predict(
+        [Sentence([["a1", "b1"]]), Sentence([["c1"]])]) for lab in p]
+    r = runner.invoke(cli, ["tag", str(tmp_path / "m3n.tgm"), str(inp), "--marginals"])
+    assert r.exit_code == 1
+    assert "not probabilities" in r.output and "Traceback" not in r.output
+
+
+def test_label_table_maps_gold_labels():
+    spec = FeatureSpec.load("np-chunk-large")
+    assert spec.all_pairs
+    s = Sentence([["He", "saw", "it"], ["PRP", "VBD", "PRP"]], ["B-NP", "B-VP", "B-NP"])
+    assert spec.relabel([s])[0].labels == ["B-NP", "O", "B-NP"]
+    custom = FeatureSpec.from_dict({"featurizer": {"columns": ["w"], "templates": ["w[0]"]},
+                                    "labels": {"map": {"X": "Y"}, "keep": ["Y"], "other": "Z"}})
+    assert [custom.map_label(x) for x in ("X", "Y", "Q")] == ["Y", "Y", "Z"]
+    from tagger.errors import FeatureSpecError
+    with pytest.raises(FeatureSpecError, match="labels.keep"):
+        FeatureSpec.from_dict({"featurizer": {"columns": ["w"], "templates": ["w[0]"]},
+                               "labels": {"keep": "B-NP"}})
+    # training and evaluation both see the mapped labels
+    train = [Sentence([["the", "dog", "ran"], ["DT", "NN", "VBD"]], ["B-NP", "I-NP", "B-VP"])] * 5
+    tg = Tagger(features=spec, learner="crf-l2", params={"epochs": 20}).fit(train)
+    assert sorted(tg.labels_.labels) == ["B-NP", "I-NP", "O"]
+    assert tg.evaluate(train)["f1"] == 1.0
