@@ -8,8 +8,9 @@ For sentences ``(x_i, y_i)`` and the chain model of ``tagger.model`` (ALGORITHMS
 Summed over sentences, not averaged: the same scale as CRFsuite, so ``c2 ||w||^2`` and
 ``c1 ||w||_1`` added by the learners give CRFsuite's objectives at equal c1 / c2.
 
-The state scores come from the model (``ChainModel.state_scores``), log Z and the marginals
-from the forward-backward kernel of ``tagger.inference._chain``; the kernel here only scatters
+The state scores come from the model's per-sentence kernel, log Z and the marginals from the
+forward-backward kernel of ``tagger.inference._chain``, both called sentence by sentence inside
+one parallel region (a single pass over the data per evaluation); the kernel here only scatters
 ``marginal - gold`` into the gradient, in parallel over chunks of sentences (one gradient
 buffer per chunk, summed afterwards, so the result does not depend on thread timing).
 Attribute values (``Featurized.values``, real-valued features) are honoured: an empty array
@@ -24,11 +25,11 @@ import numpy as np
 from tagger._config import NUMBA_PARALLEL_OPTS
 from tagger.features import Featurized
 from tagger.inference._chain import _fb_one, _fb_prepare
-from tagger.model import ChainModel
+from tagger.model import ChainModel, _sentence_state_scores
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
-def _nll_grad(indptr, attrs, vals, offsets, attr_ptr, param_label, state, trans, gold,
+def _nll_grad(indptr, attrs, vals, offsets, attr_ptr, param_label, w, trans, gold,
               n_state, chunk_bounds, grad_buf, nll_buf):
     """nll_buf[c] and grad_buf[c] = the chunk's NLL and gradient (sentences
     chunk_bounds[c]..chunk_bounds[c+1]-1); both overwritten."""
@@ -55,6 +56,7 @@ def _nll_grad(indptr, attrs, vals, offsets, attr_ptr, param_label, state, trans,
         B = np.empty((tmax, L), dtype=np.float64)
         ES = np.empty((tmax, L), dtype=np.float64)
         node = np.empty((tmax, L), dtype=np.float64)
+        state = np.empty((tmax, L), dtype=np.float64)
         edge = np.empty((L, L), dtype=np.float64)
         vec = np.empty((3, tmax), dtype=np.float64)
         wk = np.empty(L, dtype=np.float64)
@@ -65,11 +67,14 @@ def _nll_grad(indptr, attrs, vals, offsets, attr_ptr, param_label, state, trans,
             T = b - a
             if T == 0:
                 continue
-            log_z = _fb_one(state[a:b], trans, et, et_t, cm, node[:T], edge, A, B, ES,
+            st = state[:T]
+            _sentence_state_scores(indptr, attrs, attr_ptr, param_label, w, a, b, n_state, L,
+                                   st)
+            log_z = _fb_one(st, trans, et, et_t, cm, node[:T], edge, A, B, ES,
                             vec[0], vec[1], vec[2], wk)
-            gold_score = state[a, gold[a]]
+            gold_score = st[0, gold[a]]
             for i in range(a + 1, b):
-                gold_score += state[i, gold[i]] + trans[gold[i - 1], gold[i]]
+                gold_score += st[i - a, gold[i]] + trans[gold[i - 1], gold[i]]
             nll += log_z - gold_score
             for i in range(a, b):
                 nt = node[i - a]
@@ -93,17 +98,6 @@ def _nll_grad(indptr, attrs, vals, offsets, attr_ptr, param_label, state, trans,
             g[s_off + gold[a]] -= 1.0
             g[e_off + gold[b - 1]] -= 1.0
         nll_buf[c] = nll
-
-
-@numba.njit(**NUMBA_PARALLEL_OPTS)
-def _sum_rows(buf, out):
-    n = out.shape[0]
-    k = buf.shape[0]
-    for j in numba.prange(n):
-        acc = buf[0, j]
-        for c in range(1, k):
-            acc += buf[c, j]
-        out[j] = acc
 
 
 def _balanced_chunks(offsets: np.ndarray, n_chunks: int) -> np.ndarray:
@@ -134,7 +128,6 @@ class CRFObjective:
         self.bounds = _balanced_chunks(X.offsets, chunks)
         self.grad_buf = np.empty((len(self.bounds) - 1, self.n_weights))
         self.nll_buf = np.empty(len(self.bounds) - 1)
-        self.state = np.empty((X.n_tokens, model.n_labels))
         self.free = np.ones(self.n_weights, dtype=bool)
         if "ends" in fixed:
             L = model.n_labels
@@ -147,12 +140,11 @@ class CRFObjective:
         w = np.ascontiguousarray(w, dtype=np.float64)
         if grad is None:
             grad = np.empty(self.n_weights)
-        model.state_scores(X, w, out=self.state)
         trans = np.ascontiguousarray(model.transitions(w))
         _nll_grad(X.indptr, X.attrs, self.vals, X.offsets, model.attr_ptr, model.param_label,
-                  self.state, trans, self.gold, model.n_state, self.bounds, self.grad_buf,
+                  w, trans, self.gold, model.n_state, self.bounds, self.grad_buf,
                   self.nll_buf)
-        _sum_rows(self.grad_buf, grad)
+        np.sum(self.grad_buf, axis=0, out=grad)
         if not self.free.all():
             grad[~self.free] = 0.0
         self.n_evals += 1

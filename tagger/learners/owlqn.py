@@ -20,16 +20,19 @@ smooth and convex (here the CRF negative log-likelihood). One iteration:
 The optimiser can be restricted to a working set (a boolean mask over the coordinates): the
 pseudo-gradient and the direction are zero outside it and the stored gradient differences are
 restricted to it, so it runs L-BFGS on the subspace. Grafting-Light takes one such step per
-iteration and then grows the set; full OWL-QN uses every coordinate. ``f`` is always
+iteration and then grows the set; full OWL-QN uses every coordinate. With ``c1 = 0`` it is
+plain L-BFGS (no orthant constraints) with the same backtracking line search. ``f`` is always
 evaluated with its full gradient (the growth step needs it).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Callable
 
+import numba
 import numpy as np
+
+from tagger._config import NUMBA_OPTS
 
 #: sufficient-decrease constant of the Armijo line search
 ARMIJO = 1e-4
@@ -53,6 +56,46 @@ def pseudo_gradient(w: np.ndarray, g: np.ndarray, c1: float, out: np.ndarray | N
     return out
 
 
+# Vector work in numba, single-threaded: numpy's dot products go through a multi-threaded BLAS
+# whose threads fight the parallel CRF kernels for the same cores (measured: 4-30x slower
+# two-loop recursions on a loaded 2-core machine).
+
+
+@numba.njit(**NUMBA_OPTS)
+def dot(a, b):
+    acc = 0.0
+    for i in range(a.shape[0]):
+        acc += a[i] * b[i]
+    return acc
+
+
+@numba.njit(**NUMBA_OPTS)
+def _two_loop(S, Y, rho, order, q, alphas):
+    """q <- H q in place: L-BFGS two-loop recursion (Nocedal & Wright, Algorithm 7.4) over the
+    pairs S[k], Y[k] for k in ``order`` (oldest first)."""
+    n = q.shape[0]
+    m = order.shape[0]
+    for j in range(m - 1, -1, -1):
+        k = order[j]
+        a = rho[k] * dot(S[k], q)
+        alphas[j] = a
+        yk = Y[k]
+        for i in range(n):
+            q[i] -= a * yk[i]
+    if m > 0:
+        k = order[m - 1]
+        gamma = dot(S[k], Y[k]) / dot(Y[k], Y[k])
+        for i in range(n):
+            q[i] *= gamma
+    for j in range(m):
+        k = order[j]
+        b = rho[k] * dot(Y[k], q)
+        c = alphas[j] - b
+        sk = S[k]
+        for i in range(n):
+            q[i] += c * sk[i]
+
+
 class OWLQN:
     """State of an OWL-QN run: iterate, smooth objective and gradient, L-BFGS memory.
 
@@ -66,7 +109,12 @@ class OWLQN:
         self.w = np.array(w0, dtype=np.float64, copy=True)
         self.f, g = fun(self.w)
         self.g = np.array(g, copy=True)
-        self.memory: deque = deque(maxlen=memory)
+        n = self.w.shape[0]
+        self.m = int(memory)
+        self.S = np.zeros((self.m, n))
+        self.Y = np.zeros((self.m, n))
+        self.rho = np.zeros(self.m)
+        self.order: list[int] = []       # slots in use, oldest first
         self.n_steps = 0
         self.last_step_size = 0.0
 
@@ -82,20 +130,24 @@ class OWLQN:
         return pg
 
     def _two_loop(self, q: np.ndarray) -> np.ndarray:
-        """H q for the L-BFGS inverse Hessian approximation (Nocedal & Wright, Alg. 7.4)."""
+        """H q for the L-BFGS inverse Hessian approximation."""
         q = q.copy()
-        alphas = []
-        for s, y, rho in reversed(self.memory):
-            a = rho * float(s @ q)
-            alphas.append(a)
-            q -= a * y
-        if self.memory:
-            s, y, _ = self.memory[-1]
-            q *= float(s @ y) / float(y @ y)
-        for (s, y, rho), a in zip(self.memory, reversed(alphas)):
-            b = rho * float(y @ q)
-            q += (a - b) * s
+        _two_loop(self.S, self.Y, self.rho, np.asarray(self.order, dtype=np.int64), q,
+                  np.empty(max(len(self.order), 1)))
         return q
+
+    def _remember(self, s: np.ndarray, y: np.ndarray) -> None:
+        sy = dot(s, y)
+        if not sy > 1e-12 * max(dot(y, y), 1e-300):
+            return  # curvature condition fails: keep the old pairs
+        if len(self.order) < self.m:
+            k = len(self.order)
+        else:
+            k = self.order.pop(0)
+        self.S[k] = s
+        self.Y[k] = y
+        self.rho[k] = 1.0 / sy
+        self.order.append(k)
 
     def step(self, active: np.ndarray | None = None) -> bool:
         """One orthant-wise quasi-Newton iteration on the ``active`` coordinates (all when
@@ -107,20 +159,24 @@ class OWLQN:
         d = -self._two_loop(pg)
         if active is not None:
             d[~active] = 0.0
-        d[d * pg >= 0.0] = 0.0          # keep the direction in -pg's orthant
-        if not d.any():
+        l1 = self.c1 > 0.0              # c1 = 0: plain L-BFGS, no orthant constraints
+        if l1:
+            d[d * pg >= 0.0] = 0.0      # keep the direction in -pg's orthant
+        if not d.any() or dot(d, pg) >= 0.0:
             return False
-        xi = np.sign(self.w)
-        zero = xi == 0
-        xi[zero] = np.sign(-pg[zero])
+        if l1:
+            xi = np.sign(self.w)
+            zero = xi == 0
+            xi[zero] = np.sign(-pg[zero])
         F0 = self.objective
-        alpha = 1.0 if self.memory else 1.0 / max(float(np.sqrt(d @ d)), 1e-300)
+        alpha = 1.0 if self.order else 1.0 / max(float(np.sqrt(dot(d, d))), 1e-300)
         for _ in range(MAX_LINESEARCH):
             wn = self.w + alpha * d
-            wn[wn * xi <= 0.0] = 0.0    # coordinates crossing zero stop at zero
+            if l1:
+                wn[wn * xi <= 0.0] = 0.0    # coordinates crossing zero stop at zero
             fn, gn = self.fun(wn)
-            Fn = fn + self.c1 * float(np.abs(wn).sum())
-            if Fn <= F0 + ARMIJO * float(pg @ (wn - self.w)):
+            Fn = fn + self.c1 * float(np.abs(wn).sum()) if l1 else fn
+            if Fn <= F0 + ARMIJO * dot(pg, wn - self.w):
                 break
             alpha *= 0.5
         else:
@@ -129,9 +185,7 @@ class OWLQN:
         y = gn - self.g
         if active is not None:
             y[~active] = 0.0
-        sy = float(s @ y)
-        if sy > 1e-12 * max(float(y @ y), 1e-300):
-            self.memory.append((s, y, 1.0 / sy))
+        self._remember(s, y)
         self.w, self.f, self.g = wn, fn, np.array(gn, copy=True)
         self.n_steps += 1
         self.last_step_size = alpha
