@@ -474,17 +474,34 @@ def _table_for(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 # featurized data
 
 
+_NO_VALUES = np.empty(0, dtype=np.float64)
+_NO_VALUES.setflags(write=False)
+
+
 @dataclass
 class Featurized:
     """Attributes of a batch of sentences in CSR form.
 
     Token ``i`` (over all sentences, stacked) has attributes ``attrs[indptr[i]:indptr[i+1]]``
-    (all indicators, value 1). Sentence ``s`` spans tokens ``offsets[s]:offsets[s+1]``.
+    with values ``values[indptr[i]:indptr[i+1]]``. Templates produce indicators, for which
+    ``values`` is None (every value 1); real-valued inputs (the synthetic benchmark data) set it.
+    Sentence ``s`` spans tokens ``offsets[s]:offsets[s+1]``.
+
+    Kernels take :attr:`vals`: the values, or an empty array meaning "all ones", and read a
+    value as ``vals[j] if vals.shape[0] > 0 else 1.0``.
     """
 
     indptr: np.ndarray   # int64[N+1]
     attrs: np.ndarray    # int32[nnz]
     offsets: np.ndarray  # int64[n+1]
+    values: np.ndarray | None = None  # float64[nnz] or None (indicators)
+
+    @property
+    def vals(self) -> np.ndarray:
+        """The values as a float64 array for kernels; empty for indicator features."""
+        if self.values is None:
+            return _NO_VALUES
+        return self.values
 
     @property
     def n_tokens(self) -> int:

@@ -11,7 +11,7 @@ training get a parameter (as CRFsuite does); ``all_pairs`` gives every attribute
 
 Score of a labeling (ALGORITHMS.md section 0)::
 
-    F(x, y; w) = sum_t sum_{a in A(x,t)} w_state[a, y_t] + sum_{t>=1} w_trans[y_{t-1}, y_t]
+    F(x, y; w) = sum_t sum_{a in A(x,t)} v_a w_state[a, y_t] + sum_{t>=1} w_trans[y_{t-1}, y_t]
                  + w_start[y_0] + w_end[y_{T-1}]
 
 Start and end weights are folded into the first and last rows of the state scores, so the
@@ -28,18 +28,25 @@ from tagger.features import EncodedViews, Featurized, _attribute_id
 
 
 @numba.njit(**NUMBA_OPTS)
-def _sentence_state_scores(indptr, attrs, attr_ptr, param_label, w, a, b, n_state, n_labels, out):
+def _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state,
+                           n_labels, out):
     """State scores of tokens a..b-1 (one sentence) into out[0:b-a]."""
     start_off = n_state + n_labels * n_labels
     end_off = start_off + n_labels
+    valued = vals.shape[0] > 0
     for i in range(a, b):
         r = i - a
         for l in range(n_labels):
             out[r, l] = 0.0
         for j in range(indptr[i], indptr[i + 1]):
             at = attrs[j]
-            for p in range(attr_ptr[at], attr_ptr[at + 1]):
-                out[r, param_label[p]] += w[p]
+            if valued:
+                v = vals[j]
+                for p in range(attr_ptr[at], attr_ptr[at + 1]):
+                    out[r, param_label[p]] += v * w[p]
+            else:
+                for p in range(attr_ptr[at], attr_ptr[at + 1]):
+                    out[r, param_label[p]] += w[p]
     if b > a:
         for l in range(n_labels):
             out[0, l] += w[start_off + l]
@@ -47,12 +54,12 @@ def _sentence_state_scores(indptr, attrs, attr_ptr, param_label, w, a, b, n_stat
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
-def _state_scores(indptr, attrs, offsets, attr_ptr, param_label, w, n_state, n_labels, out):
+def _state_scores(indptr, attrs, vals, offsets, attr_ptr, param_label, w, n_state, n_labels, out):
     n_sent = offsets.shape[0] - 1
     for s in numba.prange(n_sent):
         a = offsets[s]
         b = offsets[s + 1]
-        _sentence_state_scores(indptr, attrs, attr_ptr, param_label, w, a, b, n_state,
+        _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state,
                                n_labels, out[a:b])
 
 
@@ -93,14 +100,15 @@ def _param_index(attr_ptr, param_label, attr, label):
 
 
 @numba.njit(**NUMBA_OPTS)
-def _add_joint_features(indptr, attrs, attr_ptr, param_label, a, b, y, n_state, n_labels,
+def _add_joint_features(indptr, attrs, vals, attr_ptr, param_label, a, b, y, n_state, n_labels,
                         scale, out):
     """out += scale * f(x, y) for the sentence on tokens a..b-1 (y indexed by token)."""
+    valued = vals.shape[0] > 0
     for i in range(a, b):
         for j in range(indptr[i], indptr[i + 1]):
             p = _param_index(attr_ptr, param_label, attrs[j], y[i])
             if p >= 0:
-                out[p] += scale
+                out[p] += scale * vals[j] if valued else scale
         if i > a:
             out[n_state + y[i - 1] * n_labels + y[i]] += scale
     if b > a:
@@ -170,7 +178,7 @@ class ChainModel:
         """(N, L) state scores, start/end weights folded into each sentence's ends."""
         if out is None:
             out = np.empty((X.n_tokens, self.n_labels), dtype=np.float64)
-        _state_scores(X.indptr, X.attrs, X.offsets, self.attr_ptr, self.param_label, w,
+        _state_scores(X.indptr, X.attrs, X.vals, X.offsets, self.attr_ptr, self.param_label, w,
                       self.n_state, self.n_labels, out)
         return out
 
@@ -190,7 +198,7 @@ class ChainModel:
         a, b = int(X.offsets[sentence]), int(X.offsets[sentence + 1])
         full = np.zeros(X.n_tokens, dtype=np.int32)
         full[a:b] = y
-        _add_joint_features(X.indptr, X.attrs, self.attr_ptr, self.param_label, a, b, full,
+        _add_joint_features(X.indptr, X.attrs, X.vals, self.attr_ptr, self.param_label, a, b, full,
                             self.n_state, self.n_labels, float(scale), out)
         return out
 

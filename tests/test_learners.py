@@ -25,9 +25,11 @@ import pytest
 from tagger.api import Tagger
 from tagger.corpus import read_corpus
 from tagger.errors import ParameterError
-from tagger.features import FeatureSpec
+from tagger.features import FeatureSpec, Featurized
+from tagger.inference import viterbi_batch
 from tagger.learners import LEARNERS, get_learner
-from tagger.learners.base import Learner
+from tagger.learners.base import Learner, TrainingProblem
+from tagger.model import ChainModel
 from tagger.sentence import Sentence
 
 NAMES = sorted(LEARNERS)
@@ -84,6 +86,28 @@ def test_fits_separable_chain_to_zero_error(name, fitted, train):
 
 
 # ------------------------------------------------------------------------------ 2. save / load
+
+
+def real_valued_problem(n: int, seed: int):
+    """Each token carries one real-valued attribute whose sign is its label (0 or 1); a
+    learner that ignored the values could not tell the labels apart."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 7, size=n)
+    n_tok = int(lengths.sum())
+    values = rng.uniform(0.5, 2.0, size=n_tok) * rng.choice([-1.0, 1.0], size=n_tok)
+    X = Featurized(np.arange(n_tok + 1, dtype=np.int64), np.zeros(n_tok, dtype=np.int32),
+                   np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), values)
+    y = (values > 0).astype(np.int32)
+    return X, y
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_real_valued_attributes_are_learned(name):
+    X, y = real_valued_problem(150, seed=1)
+    model = ChainModel.from_data(X, y, n_labels=2, n_attrs=1)
+    w = get_learner(name)().fit(TrainingProblem(model, X, y), seed=0)
+    pred, _ = viterbi_batch(model.state_scores(X, w), X.offsets, model.transitions(w))
+    assert np.array_equal(pred, y)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tagger.corpus import read_corpus
-from tagger.features import FeatureSpec, Featurizer
+from tagger.features import FeatureSpec, Featurized, Featurizer
 from tagger.labels import LabelIndex
 from tagger.model import ChainModel
 from tagger.sentence import Sentence
@@ -268,3 +268,45 @@ def test_state_scores_from_views_equal_state_scores_from_attributes():
         expected = model.state_scores(fz.transform(sents), w)
         fused = model.state_scores_from_views(fz.encode(sents), w)
         np.testing.assert_allclose(fused, expected, rtol=0, atol=1e-12)
+
+
+@settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n_labels=st.integers(1, 4), all_pairs=st.booleans())
+def test_real_valued_attributes_scale_their_weights(seed, n_labels, all_pairs):
+    """With values, F(x, y; w) = sum_t sum_a v_a w[a, y_t] + transitions: checked against a
+    dense (token x attribute) value matrix times a dense (attribute x label) weight matrix."""
+    rng = np.random.default_rng(seed)
+    n_attrs = 5
+    lengths = rng.integers(1, 5, size=3)
+    n_tok = int(lengths.sum())
+    dense_x = rng.normal(size=(n_tok, n_attrs)) * (rng.random((n_tok, n_attrs)) < 0.6)
+    indptr = np.zeros(n_tok + 1, dtype=np.int64)
+    attrs, values = [], []
+    for i in range(n_tok):
+        nz = np.flatnonzero(dense_x[i])
+        attrs.extend(nz)
+        values.extend(dense_x[i, nz])
+        indptr[i + 1] = len(attrs)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    X = Featurized(indptr, np.asarray(attrs, dtype=np.int32), offsets,
+                   np.asarray(values, dtype=np.float64))
+    y = rng.integers(0, n_labels, size=n_tok).astype(np.int32)
+    model = ChainModel.from_data(X, y, n_labels, n_attrs, all_pairs=all_pairs)
+    w = rng.normal(size=model.n_weights)
+    W = np.zeros((n_attrs, n_labels))
+    for (a, lab), v in _weight_table(model, w).items():
+        W[a, lab] = v
+    L, n = n_labels, model.n_state
+    trans = w[n:n + L * L].reshape(L, L)
+    start, end = w[n + L * L:n + L * L + L], w[n + L * L + L:]
+    state = model.state_scores(X, w)
+    for s in range(len(lengths)):
+        a, b = offsets[s], offsets[s + 1]
+        expected = dense_x[a:b] @ W
+        expected[0] += start
+        expected[-1] += end
+        np.testing.assert_allclose(state[a:b], expected, atol=1e-12)
+        labels = rng.integers(0, n_labels, size=b - a)
+        ref = sum(expected[t, labels[t]] for t in range(b - a))
+        ref += sum(trans[labels[t - 1], labels[t]] for t in range(1, b - a))
+        assert model.score(X, s, labels, w) == pytest.approx(ref, abs=1e-10)

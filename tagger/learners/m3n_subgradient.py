@@ -58,7 +58,7 @@ from tagger.model import _param_index, _sentence_state_scores
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
-def _decode_batch(indptr, attrs, offsets, attr_ptr, param_label, w, n_state, n_labels, gold,
+def _decode_batch(indptr, attrs, vals, offsets, attr_ptr, param_label, w, n_state, n_labels, gold,
                   order, lo, hi, pred, hinge):
     """Loss-augmented Viterbi for sentences order[lo:hi]; hinge[k] = R_i at the current w."""
     L = n_labels
@@ -68,7 +68,7 @@ def _decode_batch(indptr, attrs, offsets, attr_ptr, param_label, w, n_state, n_l
         a = offsets[s]
         b = offsets[s + 1]
         state = np.empty((b - a, L))
-        _sentence_state_scores(indptr, attrs, attr_ptr, param_label, w, a, b, n_state, L, state)
+        _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, state)
         aug = _loss_augmented_viterbi(state, trans, gold[a:b], 1.0, pred[a:b])
         g = state[0, gold[a]]
         for t in range(a + 1, b):
@@ -88,11 +88,12 @@ def _touch(k, v, grad, mark, touched, n):
 
 
 @numba.njit(**NUMBA_OPTS)
-def _accumulate_difference(indptr, attrs, offsets, attr_ptr, param_label, n_state, n_labels,
+def _accumulate_difference(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, n_labels,
                            gold, pred, order, lo, hi, grad, mark, touched):
     """grad += sum_k f(x, pred) - f(x, gold) over sentences order[lo:hi]; only where they differ."""
     L = n_labels
     n = 0
+    valued = vals.shape[0] > 0
     t0 = n_state
     s0 = n_state + L * L
     e0 = s0 + L
@@ -106,12 +107,13 @@ def _accumulate_difference(indptr, attrs, offsets, attr_ptr, param_label, n_stat
             if yp != yg:
                 for j in range(indptr[i], indptr[i + 1]):
                     at = attrs[j]
+                    v = vals[j] if valued else 1.0
                     p = _param_index(attr_ptr, param_label, at, yp)
                     if p >= 0:
-                        n = _touch(p, 1.0, grad, mark, touched, n)
+                        n = _touch(p, v, grad, mark, touched, n)
                     p = _param_index(attr_ptr, param_label, at, yg)
                     if p >= 0:
-                        n = _touch(p, -1.0, grad, mark, touched, n)
+                        n = _touch(p, -v, grad, mark, touched, n)
             if i > a:
                 if yp != yg or pred[i - 1] != gold[i - 1]:
                     n = _touch(t0 + pred[i - 1] * L + yp, 1.0, grad, mark, touched, n)
@@ -162,9 +164,9 @@ def _epoch(problem, w, order, batch_size, step_of, apply_penalty, scratch, avera
     B = batch_size
     for lo in range(0, n, B):
         hi = min(lo + B, n)
-        _decode_batch(X.indptr, X.attrs, X.offsets, model.attr_ptr, model.param_label, w,
+        _decode_batch(X.indptr, X.attrs, X.vals, X.offsets, model.attr_ptr, model.param_label, w,
                       model.n_state, model.n_labels, problem.y, order, lo, hi, pred, hinge)
-        m = _accumulate_difference(X.indptr, X.attrs, X.offsets, model.attr_ptr,
+        m = _accumulate_difference(X.indptr, X.attrs, X.vals, X.offsets, model.attr_ptr,
                                    model.param_label, model.n_state, model.n_labels,
                                    problem.y, pred, order, lo, hi, grad, mark, touched)
         eta = step_of(hi - lo)
@@ -265,7 +267,10 @@ class SubgradientM3N(Learner):
                    np.empty(X.n_tokens, dtype=np.int32), np.empty(n))
         penalty = self._penalty(settings, n_w)
         penalty.project(w)
-        width = 1.0 + len(X.attrs) / max(X.n_tokens, 1)
+        # mean squared norm of a token's attribute vector (its number of attributes when
+        # they are indicators)
+        sq = float(np.dot(X.values, X.values)) if X.values is not None else float(len(X.attrs))
+        width = 1.0 + sq / max(X.n_tokens, 1)
         step_of = self._step_rule(settings, n, width)
         clock = Stopwatch()
         order = np.arange(n, dtype=np.int64)
