@@ -27,7 +27,7 @@ from tests.test_learners import SPEC, toy_chain
 
 
 def random_problem(seed: int, n_sent: int = 4, n_labels: int = 3, n_attrs: int = 5,
-                   max_len: int = 4, all_pairs: bool = False):
+                   max_len: int = 4, all_pairs: bool = False, real: bool = False):
     rng = np.random.default_rng(seed)
     lengths = rng.integers(1, max_len + 1, size=n_sent)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -35,7 +35,8 @@ def random_problem(seed: int, n_sent: int = 4, n_labels: int = 3, n_attrs: int =
     per_tok = rng.integers(0, 4, size=N)
     indptr = np.concatenate([[0], np.cumsum(per_tok)]).astype(np.int64)
     attrs = rng.integers(0, n_attrs, size=int(indptr[-1])).astype(np.int32)
-    X = Featurized(indptr, attrs, offsets)
+    values = rng.normal(size=len(attrs)) if real else None
+    X = Featurized(indptr, attrs, offsets, values)
     y = rng.integers(0, n_labels, size=N).astype(np.int32)
     model = ChainModel.from_data(X, y, n_labels, n_attrs, all_pairs=all_pairs)
     w = rng.normal(scale=1.5, size=model.n_weights)
@@ -62,9 +63,9 @@ def brute_force(X, y, model, w):
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("all_pairs", [False, True])
-def test_objective_matches_brute_force(seed, all_pairs):
-    X, y, model, w = random_problem(seed, all_pairs=all_pairs)
+@pytest.mark.parametrize("all_pairs, real", [(False, False), (True, False), (False, True)])
+def test_objective_matches_brute_force(seed, all_pairs, real):
+    X, y, model, w = random_problem(seed, all_pairs=all_pairs, real=real)
     nll, grad = CRFObjective(model, X, y)(w)
     ref_nll, ref_grad = brute_force(X, y, model, w)
     assert nll == pytest.approx(ref_nll, rel=1e-10, abs=1e-10)
@@ -73,7 +74,7 @@ def test_objective_matches_brute_force(seed, all_pairs):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_gradient_matches_finite_differences(seed):
-    X, y, model, w = random_problem(100 + seed, n_sent=7, max_len=9, n_labels=4)
+    X, y, model, w = random_problem(100 + seed, n_sent=7, max_len=9, n_labels=4, real=seed % 2 == 1)
     fun = CRFObjective(model, X, y)
     _, grad = fun(w)
     h = 1e-5

@@ -68,8 +68,8 @@ def _nll_grad(indptr, attrs, vals, offsets, attr_ptr, param_label, w, trans, gol
             if T == 0:
                 continue
             st = state[:T]
-            _sentence_state_scores(indptr, attrs, attr_ptr, param_label, w, a, b, n_state, L,
-                                   st)
+            _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b,
+                                   n_state, L, st)
             log_z = _fb_one(st, trans, et, et_t, cm, node[:T], edge, A, B, ES,
                             vec[0], vec[1], vec[2], wk)
             gold_score = st[0, gold[a]]
@@ -120,9 +120,7 @@ class CRFObjective:
     def __init__(self, model: ChainModel, X: Featurized, y: np.ndarray, fixed: tuple = ()):
         self.model, self.X = model, X
         self.gold = np.ascontiguousarray(y, dtype=np.int32)
-        vals = getattr(X, "values", None)
-        self.vals = (np.zeros(0) if vals is None or len(vals) == 0
-                     else np.ascontiguousarray(vals, dtype=np.float64))
+        self.vals = np.ascontiguousarray(X.vals, dtype=np.float64)
         self.n_weights = model.n_weights
         chunks = 2 * numba.get_num_threads()
         self.bounds = _balanced_chunks(X.offsets, chunks)
