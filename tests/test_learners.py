@@ -280,7 +280,11 @@ def test_progress_rows(name, train):
     epochs = 4
     tg = Tagger(features=SPEC, learner=name, params={"epochs": epochs}, seed=1)
     tg.fit(train, dev=dev, progress=rows.append)
-    assert [r["epoch"] for r in rows] == list(range(1, epochs + 1))
+    seen = [r["epoch"] for r in rows]
+    if rows and rows[-1].get("converged") is True:  # a stopping rule may end training early
+        assert seen == list(range(1, len(rows) + 1)) and len(rows) <= epochs
+    else:
+        assert seen == list(range(1, epochs + 1))
     for r in rows:
         assert r["learner"] == name
         assert isinstance(r["objective"], float) and math.isfinite(r["objective"])

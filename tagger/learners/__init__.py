@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from tagger.errors import ParameterError
 from tagger.learners.base import Learner, Param, TrainingProblem
+from tagger.learners.lp import CuttingPlaneM3N, ExtragradientLP, SimplexLP
 from tagger.learners.m3n_subgradient import SubgradientL2M3N, SubgradientM3N
 from tagger.learners.crf_grafting import GraftingLight, GreedyGrafting
 from tagger.learners.crf_lbfgs import CRFL1, CRFL2
 
 LEARNERS: dict[str, type[Learner]] = {
-    cls.name: cls for cls in (SubgradientM3N, SubgradientL2M3N)
+    cls.name: cls for cls in (SubgradientM3N, SubgradientL2M3N,
+                              CuttingPlaneM3N, ExtragradientLP, SimplexLP)
 }
 LEARNERS.update({cls.name: cls for cls in (CRFL2, CRFL1, GraftingLight, GreedyGrafting)})
 DEFAULT_LEARNER = "m3n-subgradient"

@@ -1,0 +1,213 @@
+"""Working sets of competitor labelings for the LP-based learners (cutting plane, column generation).
+
+Both LP learners keep, per training sentence i, a set S_i of labelings y and one LP row per
+labeling, over the joint-feature difference
+
+    Delta f_i(y) = f(x_i, y_i) - f(x_i, y)          (a sparse vector over the model's weights)
+
+This module holds what they share: the separation oracles (a parallel pass of loss-augmented
+or second-best Viterbi over all sentences), the sparse difference rows, the map from weight
+coordinates to LP columns (a weight that appears in no row is 0 at the optimum, since every
+weight has a positive cost, so only coordinates met in some row become LP columns), and the
+de-duplication of labelings.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import prange
+
+from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger.inference._chain import _loss_augmented_viterbi, _second_best_viterbi, _viterbi
+from tagger.model import _param_index
+
+#: separation modes
+LOSS_AUGMENTED = 0   # argmax_y Delta(y_i, y) + F(x_i, y); value H_i = that max - F(x_i, y_i)
+SECOND_BEST = 1      # argmax_{y != y_i} F(x_i, y);        value = F(x_i, y_i) - that max
+
+
+@numba.njit(**NUMBA_PARALLEL_OPTS)
+def _separate(state, offsets, trans, gold, mode, pred, value):
+    """One oracle call per sentence, in parallel; ``pred`` gets the labelings (stacked)."""
+    n = offsets.shape[0] - 1
+    for s in prange(n):
+        a = offsets[s]
+        b = offsets[s + 1]
+        if b == a:
+            value[s] = 0.0
+            continue
+        st = state[a:b]
+        g = st[0, gold[a]]
+        for t in range(a + 1, b):
+            g += st[t - a, gold[t]] + trans[gold[t - 1], gold[t]]
+        if mode == LOSS_AUGMENTED:
+            aug = _loss_augmented_viterbi(st, trans, gold[a:b], 1.0, pred[a:b])
+            value[s] = aug - g
+        else:
+            best = _viterbi(st, trans, pred[a:b])
+            same = True
+            for t in range(a, b):
+                if pred[t] != gold[t]:
+                    same = False
+                    break
+            if same:
+                best = _second_best_viterbi(st, trans, gold[a:b], pred[a:b])
+            value[s] = g - best
+
+
+@numba.njit(**NUMBA_OPTS)
+def _touch(k, v, dense, mark, touched, m):
+    if not mark[k]:
+        mark[k] = True
+        touched[m] = k
+        m += 1
+    dense[k] += v
+    return m
+
+
+@numba.njit(**NUMBA_OPTS)
+def _difference_rows(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, n_labels,
+                     gold, pred, sents, row_ptr, idx, val, loss, dense, mark, touched):
+    """Rows f(x_s, gold) - f(x_s, pred) for s in ``sents`` (CSR into row_ptr/idx/val) and
+    their Hamming losses. Positions where the labelings agree cancel and are skipped."""
+    L = n_labels
+    t0 = n_state
+    s0 = n_state + L * L
+    e0 = s0 + L
+    nz = 0
+    row_ptr[0] = 0
+    for r in range(sents.shape[0]):
+        s = sents[r]
+        a = offsets[s]
+        b = offsets[s + 1]
+        m = 0
+        hamming = 0
+        for i in range(a, b):
+            yp = pred[i]
+            yg = gold[i]
+            if yp != yg:
+                hamming += 1
+                for j in range(indptr[i], indptr[i + 1]):
+                    v = vals[j] if vals.shape[0] > 0 else 1.0
+                    p = _param_index(attr_ptr, param_label, attrs[j], yg)
+                    if p >= 0:
+                        m = _touch(p, v, dense, mark, touched, m)
+                    p = _param_index(attr_ptr, param_label, attrs[j], yp)
+                    if p >= 0:
+                        m = _touch(p, -v, dense, mark, touched, m)
+            if i > a and (yp != yg or pred[i - 1] != gold[i - 1]):
+                m = _touch(t0 + gold[i - 1] * L + yg, 1.0, dense, mark, touched, m)
+                m = _touch(t0 + pred[i - 1] * L + yp, -1.0, dense, mark, touched, m)
+        if b > a:
+            if pred[a] != gold[a]:
+                m = _touch(s0 + gold[a], 1.0, dense, mark, touched, m)
+                m = _touch(s0 + pred[a], -1.0, dense, mark, touched, m)
+            if pred[b - 1] != gold[b - 1]:
+                m = _touch(e0 + gold[b - 1], 1.0, dense, mark, touched, m)
+                m = _touch(e0 + pred[b - 1], -1.0, dense, mark, touched, m)
+        for k in range(m):
+            c = touched[k]
+            if dense[c] != 0.0:
+                idx[nz] = c
+                val[nz] = dense[c]
+                nz += 1
+            dense[c] = 0.0
+            mark[c] = False
+        row_ptr[r + 1] = nz
+        loss[r] = hamming
+    return nz
+
+
+class WorkingSets:
+    """Rows of the LP over the working sets, with weight coordinates mapped to LP columns.
+
+    ``sentence[r]``, ``loss[r]`` (Hamming loss of the row's labeling) and the row's sparse
+    difference vector (``ptr``/``coord``/``val`` in weight coordinates; ``col`` the same entries
+    as LP column numbers) describe row r. ``coords`` lists the weight coordinate of each column.
+    """
+
+    def __init__(self, problem):
+        self.problem = problem
+        model, X = problem.model, problem.X
+        self.n_weights = model.n_weights
+        self.vals = np.ascontiguousarray(X.vals, dtype=np.float64)
+        self.gold = np.ascontiguousarray(problem.y, dtype=np.int32)
+        self.seen: list[set[bytes]] = [set() for _ in range(X.n_sentences)]
+        self.col_of = np.full(self.n_weights, -1, dtype=np.int64)
+        self.coords = np.empty(0, dtype=np.int64)
+        self.sentence = np.empty(0, dtype=np.int64)
+        self.loss = np.empty(0, dtype=np.float64)
+        self.ptr = np.zeros(1, dtype=np.int64)
+        self.coord = np.empty(0, dtype=np.int64)
+        self.col = np.empty(0, dtype=np.int64)
+        self.val = np.empty(0, dtype=np.float64)
+        self._dense = np.zeros(self.n_weights)
+        self._mark = np.zeros(self.n_weights, dtype=np.bool_)
+        self._touched = np.empty(self.n_weights, dtype=np.int64)
+        self.pred = np.empty(X.n_tokens, dtype=np.int32)
+        self.value = np.empty(X.n_sentences)
+        # upper bound on a row's entries: two per active attribute and four per position
+        per_token = 2 * np.diff(X.indptr) + 4
+        csum = np.concatenate([[0], np.cumsum(per_token)])
+        self._row_bound = csum[X.offsets[1:]] - csum[X.offsets[:-1]] + 4
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.sentence)
+
+    @property
+    def n_cols(self) -> int:
+        return len(self.coords)
+
+    def separate(self, w: np.ndarray, mode: int) -> np.ndarray:
+        """Run the oracle at ``w``; fills ``self.pred`` and returns the per-sentence values."""
+        model, X = self.problem.model, self.problem.X
+        state = model.state_scores(X, w)
+        trans = np.ascontiguousarray(model.transitions(w))
+        _separate(state, X.offsets, trans, self.gold, mode, self.pred, self.value)
+        return self.value
+
+    def add(self, sents: np.ndarray) -> tuple[int, int]:
+        """Add the rows of ``self.pred`` for the given sentences (skipping labelings already in
+        their sets). Returns (rows added, columns added)."""
+        X = self.problem.X
+        fresh = []
+        for s in sents:
+            key = self.pred[X.offsets[s]:X.offsets[s + 1]].tobytes()
+            if key not in self.seen[s]:
+                self.seen[s].add(key)
+                fresh.append(s)
+        if not fresh:
+            return 0, 0
+        sents = np.asarray(fresh, dtype=np.int64)
+        cap = int(self._row_bound[sents].sum())
+        row_ptr = np.empty(len(sents) + 1, dtype=np.int64)
+        idx = np.empty(cap, dtype=np.int64)
+        val = np.empty(cap, dtype=np.float64)
+        loss = np.empty(len(sents), dtype=np.float64)
+        model = self.problem.model
+        nz = _difference_rows(X.indptr, X.attrs, self.vals, X.offsets, model.attr_ptr,
+                              model.param_label, model.n_state, model.n_labels, self.gold,
+                              self.pred, sents, row_ptr, idx, val, loss, self._dense,
+                              self._mark, self._touched)
+        idx, val = idx[:nz], val[:nz]
+        new = np.unique(idx[self.col_of[idx] < 0])
+        self.col_of[new] = np.arange(self.n_cols, self.n_cols + len(new))
+        self.coords = np.concatenate([self.coords, new])
+        self.ptr = np.concatenate([self.ptr, self.ptr[-1] + row_ptr[1:]])
+        self.coord = np.concatenate([self.coord, idx])
+        self.col = np.concatenate([self.col, self.col_of[idx]])
+        self.val = np.concatenate([self.val, val])
+        self.sentence = np.concatenate([self.sentence, sents])
+        self.loss = np.concatenate([self.loss, loss])
+        return len(sents), len(new)
+
+    def rows_since(self, first_row: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """CSR (ptr from 0, columns, values) of the rows from ``first_row`` on."""
+        a = self.ptr[first_row]
+        return self.ptr[first_row:] - a, self.col[a:], self.val[a:]
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.coord, self.col, self.val, self.ptr, self.sentence,
+                                      self.loss))

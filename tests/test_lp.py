@@ -1,0 +1,169 @@
+"""The LP learners against the full LPs over every labeling, solved independently.
+
+On chains short enough to enumerate every labeling, the LP over *all* constraints is written
+out from ``ChainModel.joint_features`` (not from the learners' row kernels) and solved by
+``scipy.optimize.linprog``; the learners' column generation must reach its optimum, and the
+whole objective they report must equal a brute-force evaluation at their weights.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from tagger.features import Featurized
+from tagger.learners import LEARNERS, TrainingProblem
+from tagger.model import ChainModel
+from tagger.synthetic import generate
+
+L = 3
+
+
+def _problem(seed: int, n: int = 12, n_attrs: int = 6) -> TrainingProblem:
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 5, size=n)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    N = int(offsets[-1])
+    per = rng.integers(1, 4, size=N)
+    indptr = np.concatenate([[0], np.cumsum(per)]).astype(np.int64)
+    attrs = np.concatenate([np.sort(rng.choice(n_attrs, k, replace=False)) for k in per])
+    # labels follow the first attribute mostly, so the data are learnable but not separable
+    first = attrs[indptr[:-1]]
+    y = np.where(rng.random(N) < 0.8, first % L, rng.integers(0, L, N)).astype(np.int32)
+    X = Featurized(indptr, attrs.astype(np.int32), offsets)
+    model = ChainModel.from_data(X, y, L, n_attrs)
+    return TrainingProblem(model, X, y)
+
+
+def _labelings(T):
+    return [np.array(p, dtype=np.int32) for p in itertools.product(range(L), repeat=T)]
+
+
+def _full_rows(problem, margin_rows: bool):
+    """Rows (sentence, Delta f, rhs) over every labeling: loss-scaled for the L1-M3N
+    (gold included, harmless: its row reads 0 >= 0 - xi), margin 1 for the LP (gold excluded)."""
+    m, X = problem.model, problem.X
+    rows = []
+    for s in range(X.n_sentences):
+        a, b = X.offsets[s], X.offsets[s + 1]
+        gold = problem.y[a:b]
+        fg = m.joint_features(X, s, gold)
+        for y in _labelings(b - a):
+            loss = float(np.sum(y != gold))
+            if margin_rows and loss == 0:
+                continue
+            rows.append((s, fg - m.joint_features(X, s, y), 1.0 if margin_rows else loss))
+    return rows
+
+
+def _objective(problem, w, C, margin_rows: bool) -> float:
+    """The whole objective at w by enumeration."""
+    total = np.abs(w).sum()
+    per = {}
+    for s, d, rhs in _full_rows(problem, margin_rows):
+        per[s] = max(per.get(s, 0.0), rhs - d @ w)
+    return total + C * sum(per.values())
+
+
+def _full_lp(problem, C, signed: bool) -> float:
+    rows = _full_rows(problem, margin_rows=not signed)
+    K, n = problem.model.n_weights, problem.X.n_sentences
+    D = np.array([d for _, d, _ in rows])
+    M = np.zeros((len(rows), n))
+    M[np.arange(len(rows)), [s for s, _, _ in rows]] = 1.0
+    rhs = np.array([r for _, _, r in rows])
+    if signed:   # w = mu - nu
+        A = np.hstack([D, -D, M])
+        c = np.concatenate([np.ones(2 * K), np.full(n, C)])
+    else:
+        A = np.hstack([D, M])
+        c = np.concatenate([np.ones(K), np.full(n, C)])
+    res = linprog(c, A_ub=-A, b_ub=-rhs, bounds=(0, None), method="highs")
+    assert res.status == 0
+    return float(res.fun)
+
+
+CASES = [("m3n-cutting-plane", True, {"epsilon": 1e-9}),
+         ("lp-simplex", False, {"epsilon": 1e-9}),
+         ("lp-extragradient", False, {"epsilon": 1e-9, "gap_tol": 1e-9})]
+
+
+@pytest.mark.parametrize("name, signed, params", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("C", [0.1, 1.0])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_column_generation_reaches_the_full_lp(name, signed, params, C, seed):
+    problem = _problem(seed)
+    learner = LEARNERS[name](C=C, **params)
+    w = learner.fit(problem)
+    optimum = _full_lp(problem, C, signed)
+    last = learner.trace_[-1]
+    assert last["converged"] is True
+    # the reported objective is the whole objective at the returned weights ...
+    assert last["objective"] == pytest.approx(_objective(problem, w, C, not signed), rel=1e-9, abs=1e-9)
+    # ... and that is the optimum of the LP over every labeling
+    assert last["objective"] == pytest.approx(optimum, rel=1e-6, abs=1e-7)
+    if not signed:
+        assert (w >= 0).all()
+    assert last["nonzero"] == np.count_nonzero(w)
+
+
+def test_paper_algorithm_1_resolving_after_every_constraint():
+    problem = _problem(3)
+    a = LEARNERS["m3n-cutting-plane"](C=0.5, epsilon=1e-9, resolve_every=1)
+    b = LEARNERS["m3n-cutting-plane"](C=0.5, epsilon=1e-9)
+    a.fit(problem)
+    b.fit(problem)
+    ref = _full_lp(problem, 0.5, True)
+    assert a.trace_[-1]["objective"] == pytest.approx(ref, rel=1e-6)
+    assert b.trace_[-1]["objective"] == pytest.approx(ref, rel=1e-6)
+
+
+def test_extragradient_stopping_rule_bounds_the_gap():
+    problem = _problem(4)
+    loose = LEARNERS["lp-extragradient"](C=1.0, epsilon=1e-9, gap_tol=1e-2)
+    loose.fit(problem)
+    ref = _full_lp(problem, 1.0, False)
+    for row in loose.trace_:
+        assert 0 <= row["lp_gap"] <= 1e-2
+    # a loose gap still gives an objective within the certified tolerance of the optimum
+    assert ref <= loose.trace_[-1]["objective"] <= ref * (1 + 2e-2) + 1e-9
+
+
+def test_plain_extragradient_without_restarts_or_scaling():
+    problem = _problem(5, n=6)
+    learner = LEARNERS["lp-extragradient"](C=1.0, epsilon=1e-9, gap_tol=1e-7, restart=False,
+                                           precondition=False)
+    learner.fit(problem)
+    assert learner.trace_[-1]["objective"] == pytest.approx(_full_lp(problem, 1.0, False), rel=1e-5)
+
+
+# ------------------------------------------------------------------------- synthetic, real values
+
+
+@pytest.fixture(scope="module")
+def synthetic_problem():
+    data = generate(n_sequences=40, seed=2)
+    return TrainingProblem(data.model, data.X, data.y)
+
+
+def test_lp_learners_agree_with_highs_on_synthetic_data(synthetic_problem):
+    """The extragradient column generation reaches HiGHS's objective within 1e-4 relative."""
+    simplex = LEARNERS["lp-simplex"](C=1.0, epsilon=1e-7)
+    extra = LEARNERS["lp-extragradient"](C=1.0, epsilon=1e-7, gap_tol=1e-7)
+    simplex.fit(synthetic_problem)
+    extra.fit(synthetic_problem)
+    a, b = simplex.trace_[-1]["objective"], extra.trace_[-1]["objective"]
+    assert simplex.trace_[-1]["converged"] and extra.trace_[-1]["converged"]
+    assert abs(a - b) <= 1e-4 * abs(a)
+
+
+def test_cutting_plane_is_sparse_on_synthetic_data(synthetic_problem):
+    learner = LEARNERS["m3n-cutting-plane"](C=0.05)
+    w = learner.fit(synthetic_problem)
+    m = synthetic_problem.model
+    assert learner.trace_[-1]["converged"]
+    # L1: far fewer non-zero state weights than the 200 available
+    assert 0 < np.count_nonzero(w[:m.n_state]) < 100
