@@ -487,7 +487,12 @@ class _HeadReader:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes; with more than one the input is streamed through them in "
                    "blocks (constant memory) and the output keeps the input's order.")
-def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs) -> None:
+@click.option("--marginals", is_flag=True,
+              help="CRF models: after each token's predicted label, print P(label | sentence) "
+                   "for every label as LABEL:PROB fields (one token per line, CoNLL-style, "
+                   "whatever the input format). Max-margin models are refused: their scores "
+                   "are not probabilities.")
+def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs, marginals) -> None:
     """Tag INPUT (default: standard input) with MODEL, in the input's own format.
 
     CoNLL input may carry a label column (one field more than the model reads, or the one
@@ -500,6 +505,12 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs) -> Non
 
     tagger = Tagger.load(model_path)
     spec = tagger.featurizer_.spec
+    if marginals and not tagger.probabilistic_:
+        from tagger.errors import TaggerError
+
+        raise TaggerError(f"--marginals needs a CRF model; {model_path} was trained by "
+                          f"{tagger.info_.get('learner', 'an unknown learner')}, a max-margin "
+                          "learner whose scores are not probabilities")
 
     if input_path == "-":
         stdin = getattr(sys.stdin, "buffer", sys.stdin)
@@ -509,7 +520,7 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs) -> Non
         source = input_path
         with open(input_path, "rb") as fh:
             head = fh.read(65536)
-    if jobs > 1 and _tag_in_parallel(tagger, model_path, input_path, source, head,
+    if jobs > 1 and not marginals and _tag_in_parallel(tagger, model_path, input_path, source, head,
                                      output_path, fmt, label_column, jobs,
                                      {"sep": _conll_sep(head)}):
         return
@@ -520,6 +531,11 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs) -> Non
     else:
         sentences = read_corpus(source, fmt, label_column=label_column)
     write_options = {"sep": _conll_sep(head)}
+    if marginals:
+        with _output(output_path) as out, gc_paused():
+            _write_marginals(out, tagger, sentences, write_options["sep"])
+            out.flush()
+        return
 
     with _output(output_path) as out, gc_paused():
         sents: list = []
@@ -552,6 +568,28 @@ def _tag_in_parallel(tagger, model_path, input_path, source, head, output_path, 
                      tagger=tagger)
         out.flush()
     return True
+
+
+def _write_marginals(out, tagger, sentences, sep: str) -> None:
+    """Token lines ``columns... predicted LABEL:P ...`` (every label, model order), a blank
+    line after each sentence (CRFsuite's ``tag -l`` output, in columns)."""
+    import itertools
+
+    names = tagger.labels_.labels
+    it = iter(sentences)
+    while True:
+        batch = list(itertools.islice(it, TAG_BATCH))
+        if not batch:
+            return
+        preds = tagger.predict(batch)
+        margs = tagger.predict_marginals(batch)
+        lines = []
+        for s, pred, m in zip(batch, preds, margs):
+            for t in range(len(s)):
+                probs = sep.join(f"{lab}:{p:.6f}" for lab, p in zip(names, m[t].tolist()))
+                lines.append(sep.join([col[t] for col in s.columns] + [pred[t], probs]))
+            lines.append("")
+        out.write("\n".join(lines) + "\n")
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ import tagger
 from tagger.errors import (CorpusFormatError, ModelFileError, NotFittedError, TaggerError,
                            UnknownLabelError)
 from tagger.features import Featurized, FeatureSpec, Featurizer
+from tagger.inference import forward_backward_batch
 from tagger.inference._chain import _viterbi_batch
 from tagger.labels import LabelIndex
 from tagger.learners import DEFAULT_LEARNER, TrainingProblem, get_learner
@@ -98,7 +99,7 @@ class Tagger:
     def _problem(self, sentences, dev, progress):
         """Featurize the training (and dev) data: (train list, featurizer, labels, problem)."""
         spec = self.features if isinstance(self.features, FeatureSpec) else FeatureSpec.load(self.features)
-        train = _labeled_list(sentences, "training data")
+        train = spec.relabel(_labeled_list(sentences, "training data"))
         featurizer = Featurizer(spec)
         _check_columns(train, spec, "training data")
         featurizer.fit(train)
@@ -108,7 +109,7 @@ class Tagger:
         model = ChainModel.from_data(X, y, len(labels), featurizer.n_attributes, spec.all_pairs)
         dev_score = None
         if dev is not None:
-            dev_list = _labeled_list(dev, "dev data")
+            dev_list = spec.relabel(_labeled_list(dev, "dev data"))
             _check_columns(dev_list, spec, "dev data")
             dev_score = _dev_scorer(featurizer.transform(dev_list), model, labels,
                                     [s.labels for s in dev_list])
@@ -231,9 +232,47 @@ class Tagger:
                 yield s, flat[pos:pos + n]
                 pos += n
 
+    # ------------------------------------------------------------------ marginals (CRF models)
+    @property
+    def probabilistic_(self) -> bool:
+        """True when the model's scores define p(y | x) (a CRF learner trained it)."""
+        from tagger.learners import LEARNERS
+
+        cls = LEARNERS.get(self.info_.get("learner", ""))
+        return bool(getattr(cls, "probabilistic", False))
+
+    def predict_marginals(self, sentences: Iterable[Sentence]) -> list[np.ndarray]:
+        """Per-token label probabilities ``P(y_t = l | x)`` of a CRF model: one float64 array
+        (T, L) per sentence, columns in the order of ``labels_.labels``, rows summing to 1.
+
+        Max-margin models are refused: their scores rank labelings but are not probabilities.
+        """
+        self._check_fitted()
+        if not self.probabilistic_:
+            raise TaggerError(
+                f"marginals need a CRF model (crf-l2, crf-l1, crf-grafting, ...); this model was "
+                f"trained by {self.info_.get('learner', 'an unknown learner')}, a max-margin "
+                f"learner whose scores are not probabilities")
+        sents = list(sentences)
+        L = len(self.labels_)
+        nonempty = [s for s in sents if len(s)]
+        node = np.empty((0, L))
+        if nonempty:
+            _check_columns(nonempty, self.featurizer_.spec, "input")
+            E = self.featurizer_.encode(nonempty)
+            state = self.model_.state_scores_from_views(E, self.weights_)
+            _, node, _ = forward_backward_batch(state, E.offsets,
+                                                self.model_.transitions(self.weights_))
+        out, pos = [], 0
+        for s in sents:
+            out.append(node[pos:pos + len(s)])
+            pos += len(s)
+        return out
+
     def evaluate(self, sentences: Iterable[Sentence]) -> dict:
         """Token accuracy and conlleval chunk P/R/F1 against the sentences' gold labels."""
-        gold_sents = _labeled_list(_from_datasets(sentences), "evaluation data")
+        gold_sents = self.featurizer_.spec.relabel(
+            _labeled_list(_from_datasets(sentences), "evaluation data"))
         gold_labels = {lab for s in gold_sents for lab in s.labels}
         known = set(self.labels_.labels)
         if not gold_labels & known:

@@ -49,7 +49,7 @@ UNKNOWN, BEFORE, AFTER = 0, 1, 2
 #: new strings remembered per column while tagging before the cache is trimmed back
 TYPE_CACHE_LIMIT = 1_000_000
 N_SPECIAL = 3
-PRESETS = ("chunk", "pos", "citation")
+PRESETS = ("chunk", "pos", "citation", "np-chunk-large")
 TEMPLATE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[\s*([+-]?\d+)\s*\]\s*$")
 
 # --------------------------------------------------------------------------------------
@@ -172,6 +172,26 @@ class FeatureSpec:
     min_count: int = 1
     all_pairs: bool = False
     source: dict = field(default_factory=dict)
+    label_map: dict = field(default_factory=dict)     # gold label -> label learned
+    label_keep: tuple | None = None                   # labels kept as they are
+    label_other: str = "O"                            # what every other label becomes
+
+    def map_label(self, label: str) -> str:
+        label = self.label_map.get(label, label)
+        if self.label_keep is not None and label not in self.label_keep:
+            return self.label_other
+        return label
+
+    def relabel(self, sentences: list) -> list:
+        """The sentences with their gold labels mapped by the ``[labels]`` table (the same
+        list when the specification has none)."""
+        if not self.label_map and self.label_keep is None:
+            return sentences
+        from tagger.sentence import Sentence
+
+        return [s if s.labels is None else
+                Sentence(s.columns, [self.map_label(lab) for lab in s.labels], s.meta)
+                for s in sentences]
 
     @classmethod
     def from_dict(cls, data: dict, name: str = "custom") -> "FeatureSpec":
@@ -185,8 +205,9 @@ class FeatureSpec:
             if key not in known:
                 errors.append(f"featurizer.{key}: unknown key (known: {', '.join(sorted(known))})")
         for key in data:
-            if key not in ("featurizer", "views"):
-                errors.append(f"{key}: unknown table (known: featurizer, views)")
+            if key not in ("featurizer", "views", "labels"):
+                errors.append(f"{key}: unknown table (known: featurizer, views, labels)")
+        label_map, label_keep, label_other = _parse_labels(data.get("labels", {}), errors)
         columns = fz.get("columns")
         if not (isinstance(columns, list) and columns and all(isinstance(c, str) for c in columns)):
             errors.append("featurizer.columns must be a non-empty list of column names")
@@ -266,7 +287,8 @@ class FeatureSpec:
             raise FeatureSpecError("invalid feature specification:\n  " + "\n  ".join(errors))
         return cls(name=str(fz.get("name", name)), columns=list(columns), views=views,
                    templates=templates, template_names=names, min_count=min_count,
-                   all_pairs=all_pairs, source=data)
+                   all_pairs=all_pairs, source=data, label_map=label_map,
+                   label_keep=label_keep, label_other=label_other)
 
     @classmethod
     def load(cls, name_or_path: str | Path) -> "FeatureSpec":
@@ -293,6 +315,32 @@ class FeatureSpec:
     @property
     def n_columns(self) -> int:
         return len(self.columns)
+
+
+def _parse_labels(table, errors: list[str]) -> tuple[dict, tuple | None, str]:
+    """The optional ``[labels]`` table: ``map`` renames gold labels, ``keep`` lists the labels
+    learned as they are and ``other`` (default "O") replaces every other one, e.g. NP chunking
+    from full CoNLL-2000 files: ``keep = ["B-NP", "I-NP", "O"]``."""
+    if not isinstance(table, dict):
+        errors.append("labels must be a table with 'map', 'keep' and/or 'other'")
+        return {}, None, "O"
+    for key in table:
+        if key not in ("map", "keep", "other"):
+            errors.append(f"labels.{key}: unknown key (known: keep, map, other)")
+    mapping = table.get("map", {})
+    if not (isinstance(mapping, dict) and all(isinstance(v, str) for v in mapping.values())):
+        errors.append("labels.map must be a table of label = \"new label\" strings")
+        mapping = {}
+    keep = table.get("keep")
+    if keep is not None and not (isinstance(keep, list) and keep
+                                 and all(isinstance(v, str) for v in keep)):
+        errors.append("labels.keep must be a non-empty list of label strings")
+        keep = None
+    other = table.get("other", "O")
+    if not isinstance(other, str) or not other:
+        errors.append(f"labels.other must be a non-empty string; got {other!r}")
+        other = "O"
+    return dict(mapping), None if keep is None else tuple(keep), other
 
 
 # --------------------------------------------------------------------------------------
