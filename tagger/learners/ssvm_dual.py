@@ -1,0 +1,588 @@
+"""L2 structural SVM in the dual: the Sequential Dual Method (SDM) of Balamurugan, Shevade,
+Sundararajan & Keerthi (*A Sequential Dual Method for Structural SVMs*, SDM 2011).
+
+Problem (Hamming loss Delta, per-feature scaling ``s``, per-example weights ``C_i``)::
+
+    min_w  (1/2) ||w||^2 + sum_i C_i R_i(w)
+    R_i(w) = max_y [Delta(y_i, y) - w . (s * (f(x_i, y_i) - f(x_i, y)))]  >= 0
+
+The model scores with the *effective* weights ``w_eff = s * w`` (``F(x, y) = w_eff . f(x, y)``),
+so ``s = 1`` is the ordinary L2 M3N and a feature with ``s_k = 0`` is switched off. The
+EM-style L1-M3N (``tagger.learners.m3n_em``) calls this solver with ``s = beta``.
+
+Dual (one variable per example and labeling; the gold labeling carries the slack)::
+
+    max_alpha  sum_{i,y} alpha_iy Delta(y_i, y) - (1/2) ||s * u||^2,
+    u = sum_{i,y} alpha_iy (f(x_i, y_i) - f(x_i, y)),   alpha >= 0,  sum_y alpha_iy = C_i
+
+with ``w = s * u`` and ``w_eff = s^2 * u``. Each example keeps a *working set* of competitor
+labelings (those with alpha_iy > 0, plus new ones); everything else has alpha = 0. One visit
+of example i:
+
+1. loss-augmented Viterbi at the current ``w_eff`` finds ``y^ = argmax_y H_i(y)``,
+   ``H_i(y) = Delta(y_i, y) - w_eff . (f(x_i, y_i) - f(x_i, y))`` (the dual gradient);
+   it joins the working set if ``H_i(y^)`` exceeds the largest ``H_i`` in the set (and 0).
+2. Sequential minimal steps inside the working set (the gold labeling included, H = 0):
+   move mass ``delta`` from the member with the smallest H among those with alpha > 0 to the
+   one with the largest H, ``delta = min(alpha_down, (H_up - H_down) / ||s * d||^2)``,
+   ``d = f(y_down) - f(y_up)``; the exact maximiser of the dual along that direction, so the
+   dual never decreases. Stop when ``H_up - H_down <= eps`` or after ``max_inner`` steps.
+3. Members whose alpha fell to exactly 0 leave the set (they can come back through step 1).
+
+One *epoch* visits every example once in a random order (seeded). After each epoch the primal
+objective is computed exactly (a parallel loss-augmented Viterbi pass), and the solver stops
+when the relative duality gap ``(P - D) / P`` falls below ``tol``.
+
+Warm starts are the point of keeping the state in an object: the duals stay feasible when
+
+* ``scale`` changes (``u`` does not depend on it; ``w_eff`` is recomputed),
+* an example weight ``C_i`` changes (``alpha_i`` is scaled down if it exceeds the new C_i;
+  ``C_i = 0`` removes the example's influence entirely),
+* an example's gold labeling changes (its duals and working set are reset: its competitors
+  were defined against the old labeling),
+* state parameters are removed from the problem (``restrict``; ``u`` is restricted with them).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger.errors import ParameterError
+from tagger.features import Featurized
+from tagger.inference._chain import _loss_augmented_viterbi
+from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
+from tagger.model import ChainModel, _param_index, _sentence_state_scores
+
+_NO_VALUES = np.empty(0, dtype=np.float64)
+
+
+def _values(X: Featurized) -> np.ndarray:
+    """The kernels' ``vals`` argument: the real values of X, or empty for indicators."""
+    vals = getattr(X, "vals", None)
+    if vals is None:
+        vals = getattr(X, "values", None)
+    return _NO_VALUES if vals is None else np.ascontiguousarray(vals, dtype=np.float64)
+
+
+# The model's state-score kernel gains a ``vals`` argument with real-valued features; this
+# adapter lets the solver's kernels call it either way (indicator features score the same).
+if "vals" in inspect.signature(_sentence_state_scores.py_func).parameters:
+    @numba.njit(**NUMBA_OPTS)
+    def _state_rows(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, out):
+        _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state,
+                               L, out)
+else:
+    @numba.njit(**NUMBA_OPTS)
+    def _state_rows(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, out):
+        _sentence_state_scores(indptr, attrs, attr_ptr, param_label, w, a, b, n_state, L, out)
+
+
+# --------------------------------------------------------------------------------- kernels
+
+
+@numba.njit(**NUMBA_OPTS)
+def _path_score(state, trans, lab, a, b):
+    """F of labeling lab[a:b] from the sentence's state rows (start/end folded in)."""
+    v = state[0, lab[a]]
+    for t in range(a + 1, b):
+        v += state[t - a, lab[t]] + trans[lab[t - 1], lab[t]]
+    return v
+
+
+@numba.njit(**NUMBA_OPTS)
+def _touch(k, v, d, mark, touched, n):
+    if not mark[k]:
+        mark[k] = True
+        touched[n] = k
+        n += 1
+    d[k] += v
+    return n
+
+
+@numba.njit(**NUMBA_OPTS)
+def _add_difference(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b, plus, minus,
+                    coef, d, mark, touched, n):
+    """d += coef * (f(x, plus) - f(x, minus)) on tokens a..b-1; only where the labelings differ.
+
+    plus / minus are label arrays indexed by token (their rows a..b-1 are read)."""
+    valued = vals.shape[0] > 0
+    s0 = n_state + L * L
+    e0 = s0 + L
+    for i in range(a, b):
+        yp = plus[i]
+        ym = minus[i]
+        if yp != ym:
+            for j in range(indptr[i], indptr[i + 1]):
+                at = attrs[j]
+                v = coef * vals[j] if valued else coef
+                p = _param_index(attr_ptr, param_label, at, yp)
+                if p >= 0:
+                    n = _touch(p, v, d, mark, touched, n)
+                p = _param_index(attr_ptr, param_label, at, ym)
+                if p >= 0:
+                    n = _touch(p, -v, d, mark, touched, n)
+        if i > a and (yp != ym or plus[i - 1] != minus[i - 1]):
+            n = _touch(n_state + plus[i - 1] * L + yp, coef, d, mark, touched, n)
+            n = _touch(n_state + minus[i - 1] * L + ym, -coef, d, mark, touched, n)
+    if b > a:
+        if plus[a] != minus[a]:
+            n = _touch(s0 + plus[a], coef, d, mark, touched, n)
+            n = _touch(s0 + minus[a], -coef, d, mark, touched, n)
+        if plus[b - 1] != minus[b - 1]:
+            n = _touch(e0 + plus[b - 1], coef, d, mark, touched, n)
+            n = _touch(e0 + minus[b - 1], -coef, d, mark, touched, n)
+    return n
+
+
+@numba.njit(**NUMBA_OPTS)
+def _remove_example(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b, gold, i,
+                    coef, ws_n, ws_alpha, ws_lab, u, d, mark, touched):
+    """u += coef * sum_m alpha_im (f(x_i, gold) - f(x_i, y_im)): coef = -1 takes example i's
+    contribution out of u (before a reset), coef = c - 1 rescales its duals by c."""
+    n = 0
+    for m in range(ws_n[i]):
+        n = _add_difference(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b, gold,
+                            ws_lab[m], coef * ws_alpha[i, m], d, mark, touched, n)
+    for j in range(n):
+        k = touched[j]
+        u[k] += d[k]
+        d[k] = 0.0
+        mark[k] = False
+
+
+@numba.njit(**NUMBA_OPTS)
+def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, gold, Cw, s2,
+               u, w, order, ws_n, ws_alpha, ws_loss, ws_lab, max_inner, eps, d, mark, touched,
+               stats):
+    """One pass of the Sequential Dual Method over the examples in ``order``.
+
+    ``w`` (= s2 * u) and ``u`` are updated in place. stats[0] += competitors added,
+    stats[1] += minimal steps, stats[2] += examples whose working set was full."""
+    M = ws_alpha.shape[1]
+    trans = w[n_state:n_state + L * L].reshape((L, L))  # a view: follows the updates of w
+    max_len = 0
+    for s in range(offsets.shape[0] - 1):
+        max_len = max(max_len, offsets[s + 1] - offsets[s])
+    state_buf = np.empty((max_len, L))
+    ystar = np.empty(gold.shape[0], dtype=np.int32)
+    H = np.empty(M + 1)
+    for k in range(order.shape[0]):
+        i = order[k]
+        a = offsets[i]
+        b = offsets[i + 1]
+        if b <= a or (Cw[i] <= 0.0 and ws_n[i] == 0):
+            continue
+        state = state_buf[:b - a]
+        _state_rows(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, state)
+        aug = _loss_augmented_viterbi(state, trans, gold[a:b], 1.0, ystar[a:b])
+        g = _path_score(state, trans, gold, a, b)
+        h_star = aug - g
+        xi = 0.0
+        same = False
+        for m in range(ws_n[i]):
+            hm = ws_loss[i, m] + _path_score(state, trans, ws_lab[m], a, b) - g
+            xi = max(xi, hm)
+            if not same:
+                same = True
+                for t in range(a, b):
+                    if ws_lab[m, t] != ystar[t]:
+                        same = False
+                        break
+        if h_star > xi + eps and not same and Cw[i] > 0.0:
+            if ws_n[i] < M:
+                m = ws_n[i]
+                loss = 0.0
+                for t in range(a, b):
+                    ws_lab[m, t] = ystar[t]
+                    if ystar[t] != gold[t]:
+                        loss += 1.0
+                ws_loss[i, m] = loss
+                ws_alpha[i, m] = 0.0
+                ws_n[i] += 1
+                stats[0] += 1
+            else:
+                stats[2] += 1
+        # sequential minimal steps; index n_i stands for the gold labeling (H = 0, the slack)
+        for it in range(max_inner):
+            n_i = ws_n[i]
+            alpha_gold = Cw[i]
+            for m in range(n_i):
+                alpha_gold -= ws_alpha[i, m]
+                H[m] = ws_loss[i, m] + _path_score(state, trans, ws_lab[m], a, b) - g
+            H[n_i] = 0.0
+            up = n_i
+            for m in range(n_i):
+                if H[m] > H[up]:
+                    up = m
+            down = -1
+            if alpha_gold > 1e-12 * Cw[i]:
+                down = n_i
+            for m in range(n_i):
+                if ws_alpha[i, m] > 0.0 and (down < 0 or H[m] < H[down]):
+                    down = m
+            if down < 0 or up == down or H[up] - H[down] <= eps:
+                break
+            # d = f(y_down) - f(y_up) (the gold labeling's features cancel)
+            lab_down = gold if down == n_i else ws_lab[down]
+            lab_up = gold if up == n_i else ws_lab[up]
+            nt = _add_difference(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b,
+                                 lab_down, lab_up, 1.0, d, mark, touched, 0)
+            q = 0.0
+            for j in range(nt):
+                kk = touched[j]
+                q += s2[kk] * d[kk] * d[kk]
+            cap = alpha_gold if down == n_i else ws_alpha[i, down]
+            if q > 0.0:
+                delta = min(cap, (H[up] - H[down]) / q)
+            else:  # same features (only possible when s2 switches them off): free gain
+                delta = cap
+            for j in range(nt):
+                kk = touched[j]
+                u[kk] += delta * d[kk]
+                w[kk] += delta * s2[kk] * d[kk]
+                d[kk] = 0.0
+                mark[kk] = False
+            if up != n_i:
+                ws_alpha[i, up] += delta
+            if down != n_i:
+                ws_alpha[i, down] = 0.0 if delta >= cap else ws_alpha[i, down] - delta
+            stats[1] += 1
+            _state_rows(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, state)
+            g = _path_score(state, trans, gold, a, b)
+        # members at alpha = 0 leave the working set
+        m = 0
+        while m < ws_n[i]:
+            if ws_alpha[i, m] <= 0.0:
+                last = ws_n[i] - 1
+                if m != last:
+                    ws_alpha[i, m] = ws_alpha[i, last]
+                    ws_loss[i, m] = ws_loss[i, last]
+                    for t in range(a, b):
+                        ws_lab[m, t] = ws_lab[last, t]
+                ws_alpha[i, last] = 0.0  # slots past ws_n[i] hold nothing
+                ws_loss[i, last] = 0.0
+                ws_n[i] = last
+            else:
+                m += 1
+
+
+@numba.njit(**NUMBA_PARALLEL_OPTS)
+def _hinges(indptr, attrs, vals, offsets, attr_ptr, param_label, w, n_state, L, gold, out):
+    """out[i] = R_i(w) (structured hinge with Hamming loss), in parallel over sentences."""
+    trans = w[n_state:n_state + L * L].reshape((L, L))
+    for i in numba.prange(offsets.shape[0] - 1):
+        a = offsets[i]
+        b = offsets[i + 1]
+        if b <= a:
+            out[i] = 0.0
+            continue
+        state = np.empty((b - a, L))
+        pred = np.empty(b - a, dtype=np.int32)
+        _state_rows(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, state)
+        aug = _loss_augmented_viterbi(state, trans, gold[a:b], 1.0, pred)
+        g = state[0, gold[a]]
+        for t in range(a + 1, b):
+            g += state[t - a, gold[t]] + trans[gold[t - 1], gold[t]]
+        out[i] = max(aug - g, 0.0)  # >= 0 exactly: the gold labeling is a candidate
+
+
+# --------------------------------------------------------------------------------- solver
+
+
+@dataclass
+class SDMResult:
+    """Where a :meth:`SDMSolver.solve` call ended."""
+
+    epochs: int          # passes made by this call
+    primal: float        # (1/2)||w||^2 + sum_i C_i R_i(w)
+    dual: float          # the dual objective (a lower bound of the primal)
+    gap: float           # (primal - dual) / max(primal, tiny)
+    converged: bool      # gap <= tol
+
+
+def restrict_featurized(X: Featurized, keep_attr: np.ndarray) -> Featurized:
+    """X with only the attributes where ``keep_attr`` holds, renumbered 0..kept-1."""
+    keep_attr = np.asarray(keep_attr, dtype=bool)
+    new_id = np.cumsum(keep_attr, dtype=np.int64) - 1
+    entry_keep = keep_attr[X.attrs]
+    token = np.repeat(np.arange(X.n_tokens, dtype=np.int64), np.diff(X.indptr))
+    indptr = np.zeros(X.n_tokens + 1, dtype=np.int64)
+    np.cumsum(np.bincount(token[entry_keep], minlength=X.n_tokens), out=indptr[1:])
+    attrs = new_id[X.attrs[entry_keep]].astype(np.int32)
+    kwargs = {}
+    vals = _values(X)
+    if vals.shape[0] > 0:
+        kwargs["values"] = np.ascontiguousarray(vals[entry_keep])
+    return Featurized(indptr, attrs, X.offsets, **kwargs)
+
+
+class SDMSolver:
+    """Warm-startable L2 structural SVM solver (Sequential Dual Method); see the module docstring.
+
+    ``SDMSolver(model, X, y, C=1.0, scale=None, max_working_set=32, max_inner=10, seed=0)``
+
+    model, X, y
+        the parameter layout (:class:`~tagger.model.ChainModel`), featurized sentences and the
+        gold label ids (int32, one per token) playing y_i in the hinge.
+    C
+        a float (every example) or a float array with one weight C_i >= 0 per sentence.
+    scale
+        None (all ones) or the float array s (one per weight of ``model``): the solver
+        minimises over w with effective weights ``s * w``.
+
+    Typical use, including repeated calls with changing weights and imputed labelings (the
+    semi-supervised learner)::
+
+        solver = SDMSolver(model, X, y_init, C=C_vec)
+        solver.solve(epochs=20, tol=1e-3)            # cold start
+        w = solver.weights()                         # effective weights: score with these
+        ...
+        solver.set_labels(y_new)   # examples whose labels changed lose their duals
+        solver.set_example_weights(C_new)            # e.g. raise C_u for unlabeled examples
+        solver.solve(epochs=20, tol=1e-3)            # warm start from the kept duals
+        w = solver.weights()
+
+    ``solve(..., y=..., C=..., scale=...)`` applies the same changes before optimising. The
+    solver keeps its own copy of y; the caller's arrays are never modified.
+    """
+
+    def __init__(self, model: ChainModel, X: Featurized, y: np.ndarray, C=1.0,
+                 scale: np.ndarray | None = None, max_working_set: int = 32,
+                 max_inner: int = 10, seed: int = 0, eps: float = 1e-9):
+        if max_working_set < 1:
+            raise ParameterError("max_working_set must be at least 1")
+        self.model = model
+        self.X = X
+        self.vals = _values(X)
+        n, n_tok, n_w = X.n_sentences, X.n_tokens, model.n_weights
+        self.y = self._check_labels(y)
+        self.C = self._check_weights(C)
+        self.s2 = np.ones(n_w) if scale is None else self._check_scale(scale) ** 2
+        self.u = np.zeros(n_w)
+        self.w = np.zeros(n_w)
+        self.ws_n = np.zeros(n, dtype=np.int32)
+        self.ws_alpha = np.zeros((n, max_working_set))
+        self.ws_loss = np.zeros((n, max_working_set))
+        self.ws_lab = np.zeros((max_working_set, n_tok), dtype=np.int32)
+        self.max_inner = int(max_inner)
+        self.eps = float(eps)
+        self.rng = np.random.default_rng(seed)
+        self.epochs_done = 0
+        self._scratch()
+
+    # ---- checks
+    def _scratch(self):
+        n_w = self.model.n_weights
+        self._d = np.zeros(n_w)
+        self._mark = np.zeros(n_w, dtype=np.bool_)
+        self._touched = np.empty(n_w, dtype=np.int64)
+
+    def _check_labels(self, y) -> np.ndarray:
+        y = np.asarray(y)
+        if y.shape != (self.X.n_tokens,) or y.dtype.kind not in "iu":
+            raise ValueError(f"y must be {self.X.n_tokens} integer label ids (one per token); "
+                             f"got shape {y.shape} dtype {y.dtype}")
+        if y.size and (y.min() < 0 or y.max() >= self.model.n_labels):
+            raise ValueError(f"label ids must lie in [0, {self.model.n_labels})")
+        return np.array(y, dtype=np.int32)
+
+    def _check_weights(self, C) -> np.ndarray:
+        n = self.X.n_sentences
+        C = np.broadcast_to(np.asarray(C, dtype=np.float64), (n,)).copy()
+        if not np.all(np.isfinite(C)) or np.any(C < 0):
+            raise ValueError("example weights C_i must be finite and >= 0")
+        return C
+
+    def _check_scale(self, scale) -> np.ndarray:
+        s = np.asarray(scale, dtype=np.float64)
+        if s.shape != (self.model.n_weights,) or not np.all(np.isfinite(s)):
+            raise ValueError(f"scale must be {self.model.n_weights} finite floats (one per weight)")
+        return np.abs(s)
+
+    def _kernel_args(self):
+        m, X = self.model, self.X
+        return X.indptr, X.attrs, self.vals, m.attr_ptr, m.param_label, m.n_state, m.n_labels
+
+    # ---- changes between calls (all keep the duals feasible)
+    def set_labels(self, y: np.ndarray) -> int:
+        """New gold labelings; examples whose labeling changed lose their duals and working
+        set (their competitors were defined against the old labeling). Returns how many."""
+        y = self._check_labels(y)
+        offsets = self.X.offsets
+        changed_tok = y != self.y
+        if not changed_tok.any():
+            return 0
+        sent = np.unique(np.searchsorted(offsets, np.flatnonzero(changed_tok), side="right") - 1)
+        indptr, attrs, vals, attr_ptr, param_label, n_state, L = self._kernel_args()
+        for i in sent:
+            a, b = int(offsets[i]), int(offsets[i + 1])
+            _remove_example(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b,
+                            self.y, int(i), -1.0, self.ws_n, self.ws_alpha, self.ws_lab,
+                            self.u, self._d, self._mark, self._touched)
+            self.ws_n[i] = 0
+            self.ws_alpha[i] = 0.0
+        self.y = y
+        self._refresh_w()
+        return len(sent)
+
+    def set_example_weights(self, C) -> None:
+        """New weights C_i; an example whose duals exceed its new C_i has them scaled down."""
+        C = self._check_weights(C)
+        total = self.ws_alpha.sum(axis=1)
+        over = np.flatnonzero(total > C)
+        indptr, attrs, vals, attr_ptr, param_label, n_state, L = self._kernel_args()
+        offsets = self.X.offsets
+        for i in over:
+            factor = C[i] / total[i]
+            a, b = int(offsets[i]), int(offsets[i + 1])
+            _remove_example(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b,
+                            self.y, int(i), factor - 1.0, self.ws_n, self.ws_alpha,
+                            self.ws_lab, self.u, self._d, self._mark, self._touched)
+            self.ws_alpha[i] *= factor
+            if factor == 0.0:
+                self.ws_n[i] = 0
+        self.C = C
+        if len(over):
+            self._refresh_w()
+
+    def set_scale(self, scale: np.ndarray | None) -> None:
+        """New per-weight scaling s (None = ones); the duals stay as they are."""
+        self.s2 = np.ones(self.model.n_weights) if scale is None else self._check_scale(scale) ** 2
+        self._refresh_w()
+
+    def restrict(self, keep_state: np.ndarray) -> np.ndarray:
+        """Remove the state parameters where ``keep_state`` is false from the problem.
+
+        The model and the featurized data are rebuilt without them (attributes left without
+        parameters disappear from X), so later epochs skip them. Transition, start and end
+        weights always stay. Returns the kept weights' indices in the old layout."""
+        m = self.model
+        keep_state = np.asarray(keep_state, dtype=bool)
+        if keep_state.shape != (m.n_state,):
+            raise ValueError(f"keep_state must have {m.n_state} booleans")
+        marker = np.concatenate([keep_state.astype(np.float64), np.ones(m.n_weights - m.n_state)])
+        model, _, keep_attr = m.compact(marker)
+        index = np.concatenate([np.flatnonzero(keep_state),
+                                np.arange(m.n_state, m.n_weights)]).astype(np.int64)
+        self.model = model
+        self.X = restrict_featurized(self.X, keep_attr)
+        self.vals = _values(self.X)
+        self.u = np.ascontiguousarray(self.u[index])
+        self.s2 = np.ascontiguousarray(self.s2[index])
+        self.w = self.s2 * self.u
+        self._scratch()
+        return index
+
+    def _refresh_w(self) -> None:
+        np.multiply(self.s2, self.u, out=self.w)
+
+    # ---- results
+    def weights(self) -> np.ndarray:
+        """Effective weights ``s * w`` in the current model's layout (a copy): score with these."""
+        return self.w.copy()
+
+    def hinges(self, w: np.ndarray | None = None) -> np.ndarray:
+        """R_i at the effective weights (default: the current ones), one per sentence."""
+        indptr, attrs, vals, attr_ptr, param_label, n_state, L = self._kernel_args()
+        out = np.empty(self.X.n_sentences)
+        _hinges(indptr, attrs, vals, self.X.offsets, attr_ptr, param_label,
+                self.w if w is None else w, n_state, L, self.y, out)
+        return out
+
+    def objectives(self) -> tuple[float, float, np.ndarray]:
+        """(primal, dual, hinges) at the current duals."""
+        reg = 0.5 * float(np.dot(self.s2 * self.u, self.u))
+        hinge = self.hinges()
+        primal = reg + float(self.C @ hinge)
+        dual = float(np.sum(self.ws_alpha * self.ws_loss)) - reg
+        return primal, dual, hinge
+
+    # ---- optimisation
+    def epoch(self) -> None:
+        """One SDM pass over the examples in a random order."""
+        indptr, attrs, vals, attr_ptr, param_label, n_state, L = self._kernel_args()
+        order = self.rng.permutation(self.X.n_sentences).astype(np.int64)
+        self.stats = np.zeros(3, dtype=np.int64)
+        _sdm_epoch(indptr, attrs, vals, self.X.offsets, attr_ptr, param_label, n_state, L,
+                   self.y, self.C, self.s2, self.u, self.w, order, self.ws_n, self.ws_alpha,
+                   self.ws_loss, self.ws_lab, self.max_inner, self.eps, self._d, self._mark,
+                   self._touched, self.stats)
+        self.epochs_done += 1
+
+    def solve(self, epochs: int = 50, tol: float = 1e-3, *, y=None, C=None, scale=None,
+              callback=None) -> SDMResult:
+        """Optimise from the current duals (a warm start) for at most ``epochs`` passes.
+
+        ``y`` / ``C`` / ``scale`` given here are applied first (see :meth:`set_labels`,
+        :meth:`set_example_weights`, :meth:`set_scale`). Stops when the relative duality gap
+        is at most ``tol``. ``callback(epoch, primal, dual, gap)`` is called after every pass
+        (its ``True`` return stops the loop early)."""
+        if y is not None:
+            self.set_labels(y)
+        if C is not None:
+            self.set_example_weights(C)
+        if scale is not None:
+            self.set_scale(scale)
+        primal = dual = gap = math.nan
+        done = 0
+        for e in range(1, epochs + 1):
+            self.epoch()
+            done = e
+            primal, dual, _ = self.objectives()
+            gap = (primal - dual) / max(abs(primal), 1e-12)
+            stop = callback(e, primal, dual, gap) if callback is not None else False
+            if gap <= tol or stop:
+                break
+        return SDMResult(done, primal, dual, gap, bool(gap <= tol))
+
+
+# --------------------------------------------------------------------------------- learner
+
+
+class SDML2M3N(Learner):
+    """L2 M3N (structural SVM) trained in the dual by the Sequential Dual Method
+    (Balamurugan et al. 2011; Taskar et al. 2003 for the M3N).
+
+    Objective: min_w (1/2)||w||^2 + C sum_i R_i(w), R_i the structured hinge with Hamming
+    loss (not averaged over sentences: C weighs each sentence's hinge). Dual coordinate ascent
+    one sentence at a time over a working set of competitor labelings found by loss-augmented
+    Viterbi; stops when the relative duality gap is at most ``tol`` or after ``epochs`` passes.
+    The Python solver with warm starts, per-feature scaling and per-example weights is
+    :class:`SDMSolver`.
+    """
+
+    name = "m3n-l2"
+    params = (
+        Param("C", 0.1, float, "weight C of each sentence's structured hinge", low=0.0,
+              low_open=True),
+        Param("epochs", 30, int, "maximum passes over the training data", low=1),
+        Param("tol", 1e-3, float, "stop when the relative duality gap (P - D) / P is at most "
+              "this", low=0.0),
+        Param("max_working_set", 32, int, "competitor labelings kept per sentence", low=1),
+        Param("max_inner", 10, int, "sequential minimal steps per sentence visit", low=1),
+    )
+
+    def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
+        solver = SDMSolver(problem.model, problem.X, problem.y, C=settings["C"],
+                           max_working_set=settings["max_working_set"],
+                           max_inner=settings["max_inner"], seed=seed)
+        clock = Stopwatch()
+
+        def report(epoch, primal, dual, gap):
+            w = solver.w
+            row = {"epoch": epoch, "objective": primal, "dual": dual, "gap": gap,
+                   "nonzero": int(np.count_nonzero(w)),
+                   "working_set": int(solver.ws_n.sum())}
+            if problem.dev_score is not None:
+                row.update(problem.dev_score(w))
+            row["time"] = round(clock(), 2)
+            self._report(problem, row)
+
+        solver.solve(settings["epochs"], settings["tol"], callback=report)
+        return solver.weights()

@@ -1,0 +1,315 @@
+"""The Sequential Dual Method solver (tagger.learners.ssvm_dual) against independent references.
+
+The reference for the optimum is the primal QP written out over *every* labeling of tiny
+sentences (brute-force enumeration):
+
+    min_{w, xi}  (1/2)||w||^2 + sum_i C_i xi_i
+    s.t.  w . (s * (f(x_i, y_i) - f(x_i, y))) >= Delta(y_i, y) - xi_i,  xi_i >= 0  (all i, y)
+
+built from ``ChainModel.joint_features`` only (no code shared with the solver's kernels) and
+solved by HiGHS's QP solver.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from tagger.features import Featurized, FeatureSpec, Featurizer
+from tagger.labels import LabelIndex
+from tagger.learners.ssvm_dual import SDMSolver, restrict_featurized
+from tagger.model import ChainModel
+from tagger.sentence import Sentence
+
+highspy = pytest.importorskip("highspy")
+
+
+def tiny(seed: int, n: int = 5, max_len: int = 4, labels=("X", "Y", "Z")):
+    rng = np.random.default_rng(seed)
+    vocab = ["p", "q", "r", "s"]
+    sentences = []
+    for _ in range(n):
+        T = int(rng.integers(1, max_len + 1))
+        sentences.append(Sentence([[str(rng.choice(vocab)) for _ in range(T)]],
+                                  [str(rng.choice(labels)) for _ in range(T)]))
+    spec = FeatureSpec.from_dict({"featurizer": {"columns": ["word"],
+                                                 "templates": ["word[0]", "word[-1]", "bias"]}})
+    fz = Featurizer(spec).fit(sentences)
+    X = fz.transform(sentences)
+    index = LabelIndex.from_sentences(sentences)
+    y = index.encode([lab for s in sentences for lab in s.labels]).astype(np.int32)
+    model = ChainModel.from_data(X, y, len(index), fz.n_attributes)
+    return model, X, y
+
+
+def constraints(model, X, y):
+    """Rows (i, Delta f_i(y), Delta(y_i, y)) over every labeling of every sentence."""
+    rows = []
+    for i in range(X.n_sentences):
+        a, b = int(X.offsets[i]), int(X.offsets[i + 1])
+        gold = y[a:b]
+        fg = model.joint_features(X, i, gold)
+        for lab in itertools.product(range(model.n_labels), repeat=b - a):
+            lab = np.array(lab)
+            rows.append((i, fg - model.joint_features(X, i, lab), float(np.sum(lab != gold))))
+    return rows
+
+
+def reference(model, X, y, C, scale=None):
+    """Effective weights s * w and the optimum of the primal QP over all labelings (HiGHS)."""
+    n, K = X.n_sentences, model.n_weights
+    s = np.ones(K) if scale is None else np.asarray(scale, float)
+    C = np.broadcast_to(np.asarray(C, float), (n,))
+    rows = constraints(model, X, y)
+    A = np.array([np.concatenate([s * df, np.eye(n)[i]]) for i, df, _ in rows])
+    inf = highspy.kHighsInf
+    qp = highspy.HighsModel()
+    lp = qp.lp_
+    lp.num_col_, lp.num_row_ = K + n, len(rows)
+    lp.col_cost_ = np.concatenate([np.zeros(K), C])
+    lp.col_lower_ = np.concatenate([np.full(K, -inf), np.zeros(n)])
+    lp.col_upper_ = np.full(K + n, inf)
+    lp.row_lower_ = np.array([loss for _, _, loss in rows])
+    lp.row_upper_ = np.full(len(rows), inf)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    nz = A != 0
+    lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(nz.sum(axis=1))]).astype(np.int32)
+    lp.a_matrix_.index_ = np.nonzero(nz)[1].astype(np.int32)
+    lp.a_matrix_.value_ = A[nz]
+    hess = qp.hessian_  # (1/2) w'w: identity on the w block, nothing on xi
+    hess.dim_ = K + n
+    hess.format_ = highspy.HessianFormat.kTriangular
+    hess.start_ = np.concatenate([np.arange(K + 1), np.full(n, K)]).astype(np.int32)
+    hess.index_ = np.arange(K, dtype=np.int32)
+    hess.value_ = np.ones(K)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.passModel(qp)
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    z = np.array(h.getSolution().col_value)
+    return s * z[:K], h.getInfo().objective_function_value
+
+
+def brute_hinges(model, X, y, w_eff):
+    out = []
+    for i in range(X.n_sentences):
+        a, b = int(X.offsets[i]), int(X.offsets[i + 1])
+        gold = y[a:b]
+        g = model.score(X, i, gold, w_eff)
+        out.append(max(model.score(X, i, np.array(lab), w_eff) + np.sum(np.array(lab) != gold)
+                       for lab in itertools.product(range(model.n_labels), repeat=b - a)) - g)
+    return np.array(out)
+
+
+def check_dual_consistency(solver):
+    """u = sum_{i,m} alpha_im (f(x_i, y_i) - f(x_i, y_im)), duals feasible, w = s^2 u."""
+    model, X = solver.model, solver.X
+    u = np.zeros(model.n_weights)
+    for i in range(X.n_sentences):
+        a, b = int(X.offsets[i]), int(X.offsets[i + 1])
+        n_i = solver.ws_n[i]
+        alpha = solver.ws_alpha[i, :n_i]
+        assert np.all(alpha > 0) and alpha.sum() <= solver.C[i] * (1 + 1e-12) + 1e-15
+        assert np.all(solver.ws_alpha[i, n_i:] == 0)
+        for m in range(n_i):
+            lab = solver.ws_lab[m, a:b]
+            assert solver.ws_loss[i, m] == np.sum(lab != solver.y[a:b])
+            u += alpha[m] * (model.joint_features(X, i, solver.y[a:b])
+                             - model.joint_features(X, i, lab))
+    np.testing.assert_allclose(solver.u, u, atol=1e-10)
+    np.testing.assert_allclose(solver.w, solver.s2 * solver.u, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------ optimum
+
+
+@pytest.mark.parametrize("seed, C", [(1, 0.1), (2, 1.0), (3, 10.0)])
+def test_matches_brute_force_qp(seed, C):
+    model, X, y = tiny(seed)
+    ref_w, ref_obj = reference(model, X, y, C)
+    solver = SDMSolver(model, X, y, C=C, seed=seed)
+    res = solver.solve(epochs=5000, tol=1e-8)
+    assert res.converged
+    assert res.primal == pytest.approx(ref_obj, rel=1e-6)
+    assert res.dual <= ref_obj * (1 + 1e-9) + 1e-12 and res.dual == pytest.approx(ref_obj, rel=1e-6)
+    np.testing.assert_allclose(solver.weights(), ref_w, atol=2e-4 * max(1.0, np.abs(ref_w).max()))
+    # the reported primal uses exact hinges: compare with enumeration
+    np.testing.assert_allclose(solver.hinges(), brute_hinges(model, X, y, solver.weights()),
+                               atol=1e-9)
+    check_dual_consistency(solver)
+
+
+def test_dual_never_decreases_and_gap_closes():
+    model, X, y = tiny(4, n=8, max_len=5)
+    solver = SDMSolver(model, X, y, C=3.0, max_inner=2, seed=0)
+    duals, gaps = [], []
+    solver.solve(epochs=5000, tol=1e-8,
+                 callback=lambda e, p, d, g: duals.append(d) or gaps.append(g) and False)
+    assert all(d2 >= d1 - 1e-12 * abs(d1) for d1, d2 in zip(duals, duals[1:]))
+    assert duals[-1] > duals[0]
+    assert gaps[0] > 1e-2 and gaps[-1] <= 1e-8
+    # weak duality held all along
+    assert all(g >= -1e-12 for g in gaps)
+
+
+# ------------------------------------------------------------------------------ scaling, weights
+
+
+def test_per_feature_scaling_matches_the_scaled_reference():
+    model, X, y = tiny(5)
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0.2, 2.0, model.n_weights)
+    s[rng.choice(model.n_state, 3, replace=False)] = 0.0  # switched-off features
+    ref_w, ref_obj = reference(model, X, y, 2.0, scale=s)
+    solver = SDMSolver(model, X, y, C=2.0, scale=s)
+    res = solver.solve(epochs=5000, tol=1e-8)
+    assert res.primal == pytest.approx(ref_obj, rel=1e-6)
+    w = solver.weights()
+    assert np.all(w[s == 0] == 0)
+    np.testing.assert_allclose(w, ref_w, atol=2e-4 * max(1.0, np.abs(ref_w).max()))
+
+
+def test_scaling_equals_rescaled_features():
+    # a constant scale c turns the problem in w_eff = c w into
+    # min (1/(2c^2))||w_eff||^2 + C sum R_i(w_eff), the unscaled problem with C -> c^2 C
+    model, X, y = tiny(6)
+    c = 1.7
+    a = SDMSolver(model, X, y, C=0.5, scale=np.full(model.n_weights, c))
+    a.solve(epochs=5000, tol=1e-9)
+    b = SDMSolver(model, X, y, C=0.5 * c * c)
+    b.solve(epochs=5000, tol=1e-9)
+    np.testing.assert_allclose(a.weights(), b.weights(), atol=1e-5)
+
+
+def _subset(X: Featurized, y, keep):
+    """The sentences ``keep`` of X (same attribute ids)."""
+    idx_tok, indptr, attrs, offsets = [], [0], [], [0]
+    for i in keep:
+        a, b = int(X.offsets[i]), int(X.offsets[i + 1])
+        for t in range(a, b):
+            attrs.extend(X.attrs[X.indptr[t]:X.indptr[t + 1]].tolist())
+            indptr.append(len(attrs))
+            idx_tok.append(t)
+        offsets.append(offsets[-1] + b - a)
+    return (Featurized(np.array(indptr, np.int64), np.array(attrs, np.int32),
+                       np.array(offsets, np.int64)), y[idx_tok])
+
+
+def test_zero_weight_example_has_no_influence():
+    model, X, y = tiny(7, n=6)
+    C = np.array([1.0, 0.0, 2.0, 1.0, 0.0, 0.5])
+    full = SDMSolver(model, X, y, C=C)
+    full.solve(epochs=5000, tol=1e-9)
+    keep = np.flatnonzero(C > 0)
+    Xs, ys = _subset(X, y, keep)
+    part = SDMSolver(model, Xs, ys, C=C[keep])
+    part.solve(epochs=5000, tol=1e-9)
+    np.testing.assert_allclose(full.weights(), part.weights(), atol=1e-6)
+    assert full.ws_n[C == 0].sum() == 0
+    ref_w, _ = reference(model, X, y, C)
+    np.testing.assert_allclose(full.weights(), ref_w, atol=2e-4 * max(1.0, np.abs(ref_w).max()))
+
+
+# ------------------------------------------------------------------------------ warm starts
+
+
+def test_warm_start_after_labeling_and_weight_changes():
+    model, X, y = tiny(8, n=7)
+    rng = np.random.default_rng(1)
+    solver = SDMSolver(model, X, y, C=1.0, seed=0)
+    solver.solve(epochs=200, tol=1e-9)
+    # impute new labelings for two sentences (labels the model has parameters for) and change
+    # the weights: the duals of changed sentences are reset, the others kept
+    y2 = y.copy()
+    for i in (1, 4):
+        a, b = int(X.offsets[i]), int(X.offsets[i + 1])
+        y2[a:b] = rng.integers(0, model.n_labels, b - a)
+    C2 = rng.uniform(0.0, 2.0, X.n_sentences)
+    C2[3] = 0.0
+    kept_before = solver.ws_n.copy()
+    n_changed = solver.set_labels(y2)
+    changed = [i for i in range(X.n_sentences)
+               if not np.array_equal(y[X.offsets[i]:X.offsets[i + 1]],
+                                     y2[X.offsets[i]:X.offsets[i + 1]])]
+    assert n_changed == len(changed)
+    assert all(solver.ws_n[i] == 0 for i in changed)
+    assert all(solver.ws_n[i] == kept_before[i] for i in range(X.n_sentences) if i not in changed)
+    check_dual_consistency(solver)
+    solver.set_example_weights(C2)
+    check_dual_consistency(solver)
+    assert solver.ws_n[3] == 0
+    duals = []
+    res = solver.solve(epochs=500, tol=1e-9, callback=lambda e, p, d, g: duals.append(d) and False)
+    assert all(d2 >= d1 - 1e-12 * abs(d1) for d1, d2 in zip(duals, duals[1:]))
+    ref_w, ref_obj = reference(model, X, y2, C2)
+    assert res.primal == pytest.approx(ref_obj, rel=1e-6)
+    np.testing.assert_allclose(solver.weights(), ref_w, atol=2e-4 * max(1.0, np.abs(ref_w).max()))
+    # the caller's arrays are untouched
+    assert not np.array_equal(y, y2)
+
+
+def test_warm_start_changes_scale_and_restricts_parameters():
+    model, X, y = tiny(9, n=6)
+    solver = SDMSolver(model, X, y, C=1.0)
+    solver.solve(epochs=100, tol=1e-9)
+    rng = np.random.default_rng(2)
+    s = rng.uniform(0.5, 1.5, model.n_weights)
+    drop = np.zeros(model.n_state, bool)
+    drop[rng.choice(model.n_state, model.n_state // 3, replace=False)] = True
+    s[:model.n_state][drop] = 0.0
+    solver.set_scale(s)
+    check_dual_consistency(solver)
+    index = solver.restrict(~drop)
+    assert solver.model.n_state == model.n_state - drop.sum()
+    assert solver.X.attrs.max() < solver.model.n_attrs
+    res = solver.solve(epochs=5000, tol=1e-8)
+    check_dual_consistency(solver)
+    ref_w, ref_obj = reference(model, X, y, 1.0, scale=s)
+    assert res.primal == pytest.approx(ref_obj, rel=1e-6)
+    full = np.zeros(model.n_weights)
+    full[index] = solver.weights()
+    np.testing.assert_allclose(full, ref_w, atol=2e-4 * max(1.0, np.abs(ref_w).max()))
+
+
+def test_restrict_featurized_keeps_the_other_attributes():
+    model, X, y = tiny(10)
+    keep = np.ones(model.n_attrs, bool)
+    keep[::2] = False
+    Xr = restrict_featurized(X, keep)
+    new_id = np.cumsum(keep) - 1
+    for t in range(X.n_tokens):
+        old = X.attrs[X.indptr[t]:X.indptr[t + 1]]
+        assert Xr.attrs[Xr.indptr[t]:Xr.indptr[t + 1]].tolist() == new_id[old[keep[old]]].tolist()
+    assert np.array_equal(Xr.offsets, X.offsets)
+
+
+def test_bad_inputs():
+    model, X, y = tiny(11)
+    with pytest.raises(ValueError, match="C_i"):
+        SDMSolver(model, X, y, C=-1.0)
+    with pytest.raises(ValueError, match="integer label ids"):
+        SDMSolver(model, X, y[:-1])
+    with pytest.raises(ValueError, match="scale"):
+        SDMSolver(model, X, y, scale=np.ones(3))
+
+
+def test_dual_never_decreases_on_the_sample_chunk_corpus():
+    from pathlib import Path
+
+    from tagger.api import Tagger
+    from tagger.corpus import read_corpus
+
+    path = Path(__file__).resolve().parent.parent / "corpora" / "sample_chunk.txt"
+    if not path.is_file():
+        pytest.skip("sample chunk corpus missing")
+    tg = Tagger(features="chunk", learner="m3n-l2", params={"C": 1.0, "epochs": 25,
+                                                            "tol": 0.0}).fit(read_corpus(path))
+    duals = [r["dual"] for r in tg.trace_]
+    primals = [r["objective"] for r in tg.trace_]
+    assert len(duals) == 25
+    assert all(d2 >= d1 for d1, d2 in zip(duals, duals[1:]))
+    assert all(p >= d for p, d in zip(primals, duals))
+    assert tg.trace_[-1]["gap"] < 0.5 * tg.trace_[0]["gap"]
