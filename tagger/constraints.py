@@ -469,6 +469,15 @@ class TokenIndicators:
         return TokenIndicators(np.ascontiguousarray(ind), np.concatenate(offs))
 
 
+@dataclass
+class ConstraintData:
+    """Compiled constraints together with the token indicators of the corpus they apply to
+    (what a learner receives in ``TrainingProblem.constraints``)."""
+
+    compiled: "CompiledConstraints"
+    indicators: TokenIndicators
+
+
 class CompiledConstraints:
     """A constraint set over a model's label list, as arrays for the numba kernels.
 

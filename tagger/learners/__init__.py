@@ -5,10 +5,11 @@ from __future__ import annotations
 from tagger.errors import ParameterError
 from tagger.learners.base import Learner, Param, TrainingProblem
 from tagger.learners.m3n_subgradient import SubgradientL2M3N, SubgradientM3N
+from tagger.learners.ssvm_annealing import SSVMAnnealing
 from tagger.learners.ssvm_dual import SDML2M3N
 
 LEARNERS: dict[str, type[Learner]] = {
-    cls.name: cls for cls in (SubgradientM3N, SubgradientL2M3N, SDML2M3N)
+    cls.name: cls for cls in (SubgradientM3N, SubgradientL2M3N, SDML2M3N, SSVMAnnealing)
 }
 DEFAULT_LEARNER = "m3n-subgradient"
 
