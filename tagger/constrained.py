@@ -11,7 +11,9 @@ enforced *exactly*:
   Entering a label whose bit is set is forbidden; leaving a one-segment label sets its bit. The
   Viterbi recursion runs over L * 2^K states (K <= ``MAX_SEGMENT_BITS``), which is exact: every
   labeling corresponds to exactly one path through the expanded lattice, and the ones that
-  break a rule have no path.
+  break a rule have no path. Bits are added lazily: first without any, then only for the
+  labels the best path splits, until it splits none (the optimum of a relaxation that meets
+  every rule is the optimum), so most sentences need a lattice of L or 2L states.
 
 Everything else (hard ``count`` rules, hard one-segment rules beyond ``MAX_SEGMENT_BITS``
 labels, and -- when asked -- the soft rules with their penalties) is handled by label switching
@@ -94,6 +96,35 @@ def _expanded_viterbi(state, trans, bit, stay, out):
         if t > 0:
             bs = back[t, bs]
     return best
+
+
+@numba.njit(**NUMBA_OPTS)
+def _lazy_expanded_viterbi(state, trans, bit, stay, out):
+    """:func:`_expanded_viterbi` with one-segment bits added only for labels that the current
+    best path splits. The relaxed problem's best path is an upper bound; once it splits no
+    one-segment label it meets every rule and is the exact optimum (a cutting-plane argument),
+    and the lattice stays small: L * 2^(labels that ever needed a bit), usually 0-3 bits."""
+    L = state.shape[1]
+    active = np.full(L, -1, np.int64)
+    n_active = 0
+    segs = np.zeros(L, np.int64)
+    while True:
+        score = _expanded_viterbi(state, trans, active, stay, out)
+        if score == -np.inf:
+            return score
+        for l in range(L):
+            segs[l] = 0
+        for t in range(out.shape[0]):
+            if t == 0 or out[t] != out[t - 1]:
+                segs[out[t]] += 1
+        added = False
+        for l in range(L):
+            if bit[l] >= 0 and active[l] < 0 and segs[l] > 1:
+                active[l] = n_active
+                n_active += 1
+                added = True
+        if not added:
+            return score
 
 
 @numba.njit(**NUMBA_OPTS)
@@ -181,9 +212,7 @@ def _decode_batch(state, offsets, trans, ind, hard_unary_mask, unary_row, n_hard
                 if ind[stay_row, t]:
                     stay[t - a] = True
         y = out[a:b]
-        score = -np.inf
-        if use_dp:
-            score = _expanded_viterbi(st, trans, bit, stay, y)
+        score = _lazy_expanded_viterbi(st, trans, bit, stay, y)
         feasible[s] = score > -np.inf
         if not feasible[s]:
             # no labeling satisfies every hard rule: the unconstrained best, then penalties

@@ -15,7 +15,9 @@ Algorithm:
 1. w <- supervised L2 SSVM on L alone (C_u = 0), by the Sequential Dual Method
    (:class:`~tagger.learners.ssvm_dual.SDMSolver`, one solver object for the whole run).
 2. For C_u on a geometric schedule from ``cu_start * C`` to ``cu_end * C`` (``steps`` values):
-   a. *constraint matching*, w fixed: y_j <- Viterbi labeling; then label switching: pick a
+   a. *constraint matching*, w fixed: y_j <- the best labeling under the hard instance rules
+      (exact, by the expanded-state Viterbi of :mod:`tagger.constrained`; plain Viterbi
+      without constraints); then label switching: pick a
       random unlabeled sequence j, position t and new label; keep the switch if
       ``C_u R_j(w; y_j) + penalties`` falls. The hinge change is exact in O(L): the
       max-marginals M[t, l] of the loss-augmented lattice of sequence j (recomputed only after
@@ -44,6 +46,7 @@ import numba
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger.constrained import constrained_decode
 from tagger.constraints import ViolationState, apply_switch, switch_penalty_delta
 from tagger.errors import ParameterError
 from tagger.features import Featurized
@@ -87,6 +90,14 @@ def _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd):
     return top
 
 
+@numba.njit(**NUMBA_OPTS)
+def _seq_score(state, trans, y, a, b):
+    f = state[a, y[a]]
+    for t in range(a + 1, b):
+        f += state[t, y[t]] + trans[y[t - 1], y[t]]
+    return f
+
+
 @numba.njit(**NUMBA_PARALLEL_OPTS)
 def _all_max_marginals(state, trans, y, offsets, M, fwd, bwd, top):
     for s in numba.prange(offsets.shape[0] - 1):
@@ -99,7 +110,7 @@ def _all_max_marginals(state, trans, y, offsets, M, fwd, bwd, top):
 def _label_switching(state, trans, y, offsets, cu, M, fwd, bwd, top, seq_of, budget, window,
                      tol, seed, ind, c_offsets, kind, mask, row, lo, hi, rho, squared, ckind,
                      cmask, crow, target, tol_c, crho, csquared, phi, segs, num, den,
-                     objective0, stats):
+                     objective0, block, stats):
     """Constraint matching by random label switching (module docstring, step 2a).
 
     ``objective0`` is C_u * sum_j R_j + penalties at the start; stats[0] accepted switches,
@@ -115,11 +126,66 @@ def _label_switching(state, trans, y, offsets, cu, M, fwd, bwd, top, seq_of, bud
     window_gain = 0.0
     accepted = 0
     made = 0
+    has_pen = C > 0 or ckind.shape[0] > 0
     for it in range(budget):
         i = np.random.randint(N)
         s = seq_of[i]
         a, b = offsets[s], offsets[s + 1]
         old = y[i]
+        if block and np.random.random() < 0.5:
+            # a run move: the whole run of equal labels around i takes a neighbour run's label
+            r0 = i
+            while r0 > a and y[r0 - 1] == old:
+                r0 -= 1
+            r1 = i + 1
+            while r1 < b and y[r1] == old:
+                r1 += 1
+            if r0 == a and r1 == b:
+                continue
+            if r0 == a:
+                new = y[r1]
+            elif r1 == b:
+                new = y[r0 - 1]
+            else:
+                new = y[r0 - 1] if np.random.random() < 0.5 else y[r1]
+            made += 1
+            F0 = _seq_score(state, trans, y, a, b)
+            top0 = top[s]
+            delta = 0.0
+            for k in range(r0, r1):
+                if has_pen:
+                    delta += switch_penalty_delta(y, s, k, new, ind, c_offsets, kind, mask, row,
+                                                  lo, hi, rho, squared, ckind, cmask, crow,
+                                                  target, tol_c, crho, csquared, phi, segs, num,
+                                                  den, phi_new, dnum, dden)
+                    apply_switch(y, s, k, new, c_offsets, phi, segs, num, den, phi_new, dnum,
+                                 dden)
+                else:
+                    y[k] = new
+            top1 = _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
+            delta += cu * ((top1 - _seq_score(state, trans, y, a, b)) - (top0 - F0))
+            if delta < -1e-12:
+                top[s] = top1
+                objective += delta
+                window_gain -= delta
+                accepted += 1
+            else:  # undo, token by token, so that the running counts follow
+                for k in range(r0, r1):
+                    if has_pen:
+                        switch_penalty_delta(y, s, k, old, ind, c_offsets, kind, mask, row, lo,
+                                             hi, rho, squared, ckind, cmask, crow, target,
+                                             tol_c, crho, csquared, phi, segs, num, den,
+                                             phi_new, dnum, dden)
+                        apply_switch(y, s, k, old, c_offsets, phi, segs, num, den, phi_new,
+                                     dnum, dden)
+                    else:
+                        y[k] = old
+                top[s] = _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
+            if (it + 1) % window == 0:
+                if window_gain <= tol * abs(objective):
+                    break
+                window_gain = 0.0
+            continue
         new = np.random.randint(L - 1)
         if new >= old:
             new += 1
@@ -141,12 +207,12 @@ def _label_switching(state, trans, y, offsets, cu, M, fwd, bwd, top, seq_of, bud
                 new_top = v
         d_hinge = (new_top - top[s]) - dF
         delta = cu * d_hinge
-        if C > 0 or ckind.shape[0] > 0:
+        if has_pen:
             delta += switch_penalty_delta(y, s, i, new, ind, c_offsets, kind, mask, row, lo, hi,
                                           rho, squared, ckind, cmask, crow, target, tol_c, crho,
                                           csquared, phi, segs, num, den, phi_new, dnum, dden)
         if delta < -1e-12:
-            if C > 0 or ckind.shape[0] > 0:
+            if has_pen:
                 apply_switch(y, s, i, new, c_offsets, phi, segs, num, den, phi_new, dnum, dden)
             else:
                 y[i] = new
@@ -197,15 +263,21 @@ class SSVMAnnealing(Learner):
               low_open=True),
         Param("steps", 6, int, "C_u values on the geometric schedule (annealing steps)", low=1),
         Param("rounds", 2, int, "constraint matching + supervised step rounds per C_u", low=1),
-        Param("switches", 30.0, float, "label-switch proposals per unlabeled token and round "
+        Param("switches", 5.0, float, "label-switch proposals per unlabeled token and round "
               "(the switch budget)", low=0.0),
+        Param("run_moves", True, bool, "half of the proposals move a whole run of equal "
+              "labels to a neighbouring run's label (single switches cannot merge two "
+              "segments of one field without passing through worse labelings)"),
         Param("switch_tol", 1e-4, float, "stop switching when one proposal per unlabeled token "
               "lowered the objective by less than this fraction of it", low=0.0),
         Param("penalty_scale", 1.0, float, "multiply every soft constraint weight by this",
               low=0.0),
         Param("hard_weight", 100.0, float, "penalty weight rho of hard constraints", low=0.0,
               low_open=True),
-        Param("epochs", 30, int, "SDM passes per supervised step (at most)", low=1),
+        Param("epochs", 6, int, "SDM passes per supervised step (at most; warm-started)",
+              low=1),
+        Param("start_epochs", 30, int, "SDM passes of the supervised start (at most)", low=1),
+        Param("max_inner", 3, int, "SDM minimal steps per sentence visit", low=1),
         Param("tol", 1e-2, float, "SDM relative duality gap to stop a supervised step",
               low=0.0),
         Param("max_working_set", 16, int, "competitor labelings kept per sentence", low=1),
@@ -226,7 +298,7 @@ class SSVMAnnealing(Learner):
         Cl = settings["C"]
         Cvec = np.concatenate([np.full(nL, Cl), np.zeros(nU)])
         solver = SDMSolver(model, X, y, C=Cvec, max_working_set=settings["max_working_set"],
-                           seed=seed)
+                           max_inner=settings["max_inner"], seed=seed)
         cons = getattr(problem, "constraints", None)
         rng = np.random.default_rng(seed)
         clock = Stopwatch()
@@ -254,7 +326,7 @@ class SSVMAnnealing(Learner):
             row["time"] = round(clock(), 2)
             self._report(problem, row)
 
-        res = solver.solve(settings["epochs"], settings["tol"])
+        res = solver.solve(settings["start_epochs"], settings["tol"])
         w = solver.weights()
         evaluate({"step": 0, "C_u": 0.0, "objective": res.primal, "gap": res.gap,
                   "nonzero": int(np.count_nonzero(w))}, w)
@@ -266,7 +338,13 @@ class SSVMAnnealing(Learner):
                 w = solver.weights()
                 state = model.state_scores(U, w)
                 trans = np.ascontiguousarray(model.transitions(w))
-                _viterbi_batch(state, uo, trans, yU, np.empty(nU))
+                if cons is not None:
+                    # start from the best labeling meeting every hard rule the expanded-state
+                    # Viterbi enforces (exact); the switching below weighs in everything else
+                    yU[:] = constrained_decode(state, uo, trans, cons.compiled, cons.indicators,
+                                               soft=False)[0]
+                else:
+                    _viterbi_batch(state, uo, trans, yU, np.empty(nU))
                 n_viterbi_violations = 0.0
                 stats = np.zeros(3)
                 _all_max_marginals(state, trans, yU, uo, M, fwd, bwd, top)
@@ -288,7 +366,7 @@ class SSVMAnnealing(Learner):
                 budget = int(settings["switches"] * NU)
                 _label_switching(state, trans, yU, uo, cu, M, fwd, bwd, top, seq_of, budget,
                                  max(NU, 1), settings["switch_tol"], int(rng.integers(2**31 - 1)),
-                                 *args, cu * hinge + pen0, stats)
+                                 *args, cu * hinge + pen0, settings["run_moves"], stats)
                 pen1 = vs.penalty() if cons is not None else 0.0
                 y_new = y.copy()
                 y_new[XL.n_tokens:] = yU
