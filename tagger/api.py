@@ -426,7 +426,7 @@ def _dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: lis
     return score
 
 
-_CLOCK_KEYS = ("time", "featurize_seconds", "train_seconds")
+_CLOCK_KEYS = ("time", "featurize_seconds", "train_seconds", "match_time", "solve_time")
 
 
 def _without_clock(row: dict) -> dict:

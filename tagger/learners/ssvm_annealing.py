@@ -335,6 +335,7 @@ class SSVMAnnealing(Learner):
         schedule = [lo] if steps == 1 else list(np.geomspace(lo, hi, steps))
         for step, cu in enumerate(schedule, 1):
             for rnd in range(1, settings["rounds"] + 1):
+                t_match = clock()
                 w = solver.weights()
                 state = model.state_scores(U, w)
                 trans = np.ascontiguousarray(model.transitions(w))
@@ -373,14 +374,18 @@ class SSVMAnnealing(Learner):
                 Cvec[nL:] = cu
                 changed = solver.set_labels(y_new)
                 y = y_new
+                t_solve = clock()
                 res = solver.solve(settings["epochs"], settings["tol"], C=Cvec)
+                t_solve = clock() - t_solve
+                t_match = clock() - t_match - t_solve
                 w = solver.weights()
                 row = {"step": step, "round": rnd, "C_u": float(cu), "objective": res.primal,
                        "gap": res.gap, "switches": int(stats[0]), "proposals": int(stats[1]),
                        "penalty_viterbi": pen0, "penalty": pen1,
                        "violations_viterbi": n_viterbi_violations,
                        "violations": float(_violations(vs)) if cons is not None else 0.0,
-                       "changed": int(changed), "nonzero": int(np.count_nonzero(w))}
+                       "changed": int(changed), "nonzero": int(np.count_nonzero(w)),
+                       "match_time": round(t_match, 2), "solve_time": round(t_solve, 2)}
                 evaluate(row, w)
                 if changed == 0 and rnd > 1:
                     break
