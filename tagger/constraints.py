@@ -675,6 +675,28 @@ def _all_phi(y, ind, offsets, kind, mask, row, out):
 
 
 @numba.njit(**NUMBA_OPTS)
+def _sequence_corpus(y, ind, a, b, ckind, cmask, crow, num, den):
+    """num[k], den[k]: one sequence's share of every corpus constraint's totals."""
+    for k in range(ckind.shape[0]):
+        n = 0.0
+        d = 0.0
+        if ckind[k] == FRACTION_LABEL:
+            for t in range(a, b):
+                if cmask[k, y[t]]:
+                    n += 1.0
+            d = b - a
+        else:
+            r = crow[k]
+            for t in range(a + 1, b):
+                if y[t] != y[t - 1]:
+                    d += 1.0
+                    if ind[r, t]:
+                        n += 1.0
+        num[k] = n
+        den[k] = d
+
+
+@numba.njit(**NUMBA_OPTS)
 def _corpus_parts(y, ind, offsets, ckind, cmask, crow, num, den):
     """num[k], den[k]: the corpus totals of every corpus constraint's ratio."""
     for k in range(ckind.shape[0]):

@@ -47,7 +47,9 @@ import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.constrained import constrained_decode
-from tagger.constraints import ViolationState, apply_switch, switch_penalty_delta
+from tagger.constraints import (ViolationState, _corpus_penalty, _instance_penalty,
+                                _segments_of, _sequence_corpus, _sequence_phi, apply_switch,
+                                switch_penalty_delta)
 from tagger.errors import ParameterError
 from tagger.features import Featurized
 from tagger.inference._chain import _viterbi_batch
@@ -120,8 +122,13 @@ def _label_switching(state, trans, y, offsets, cu, M, fwd, bwd, top, seq_of, bud
     L = state.shape[1]
     C = kind.shape[0]
     phi_new = np.zeros(C)
-    dnum = np.zeros(ckind.shape[0])
-    dden = np.zeros(ckind.shape[0])
+    K = ckind.shape[0]
+    dnum = np.zeros(K)
+    dden = np.zeros(K)
+    cn0, cd0, cn1, cd1 = np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
+    M2 = np.empty_like(M)
+    F2 = np.empty_like(M)
+    B2 = np.empty_like(M)
     objective = objective0
     window_gain = 0.0
     accepted = 0
@@ -149,38 +156,44 @@ def _label_switching(state, trans, y, offsets, cu, M, fwd, bwd, top, seq_of, bud
             else:
                 new = y[r0 - 1] if np.random.random() < 0.5 else y[r1]
             made += 1
+            # the whole sequence's counts before and after (O(T C)), the hinge from scratch
+            # lattices that replace the kept ones only if the move is accepted
             F0 = _seq_score(state, trans, y, a, b)
-            top0 = top[s]
-            delta = 0.0
+            if has_pen:
+                _sequence_corpus(y, ind, a, b, ckind, cmask, crow, cn0, cd0)
             for k in range(r0, r1):
-                if has_pen:
-                    delta += switch_penalty_delta(y, s, k, new, ind, c_offsets, kind, mask, row,
-                                                  lo, hi, rho, squared, ckind, cmask, crow,
-                                                  target, tol_c, crho, csquared, phi, segs, num,
-                                                  den, phi_new, dnum, dden)
-                    apply_switch(y, s, k, new, c_offsets, phi, segs, num, den, phi_new, dnum,
-                                 dden)
-                else:
-                    y[k] = new
-            top1 = _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
-            delta += cu * ((top1 - _seq_score(state, trans, y, a, b)) - (top0 - F0))
+                y[k] = new
+            delta = cu * ((_aug_max_marginals(state, trans, y, a, b, M2, F2, B2)
+                           - _seq_score(state, trans, y, a, b)) - (top[s] - F0))
+            if has_pen:
+                _sequence_phi(y, ind, a, b, kind, mask, row, phi_new)
+                _sequence_corpus(y, ind, a, b, ckind, cmask, crow, cn1, cd1)
+                delta += _instance_penalty(phi_new, lo, hi, rho, squared) - \
+                    _instance_penalty(phi[s], lo, hi, rho, squared)
+                if ckind.shape[0] > 0:
+                    n_seq = c_offsets.shape[0] - 1
+                    for k in range(ckind.shape[0]):
+                        dnum[k] = num[k] - cn0[k] + cn1[k]
+                        dden[k] = den[k] - cd0[k] + cd1[k]
+                    delta += _corpus_penalty(dnum, dden, target, tol_c, crho, csquared, n_seq) \
+                        - _corpus_penalty(num, den, target, tol_c, crho, csquared, n_seq)
             if delta < -1e-12:
-                top[s] = top1
+                top[s] = M2[a].max()
+                for k in range(a, b):
+                    for l in range(L):
+                        M[k, l] = M2[k, l]
+                if has_pen:
+                    phi[s, :] = phi_new
+                    _segments_of(y, a, b, segs[s])
+                    for k in range(ckind.shape[0]):
+                        num[k] = dnum[k]
+                        den[k] = dden[k]
                 objective += delta
                 window_gain -= delta
                 accepted += 1
-            else:  # undo, token by token, so that the running counts follow
+            else:
                 for k in range(r0, r1):
-                    if has_pen:
-                        switch_penalty_delta(y, s, k, old, ind, c_offsets, kind, mask, row, lo,
-                                             hi, rho, squared, ckind, cmask, crow, target,
-                                             tol_c, crho, csquared, phi, segs, num, den,
-                                             phi_new, dnum, dden)
-                        apply_switch(y, s, k, old, c_offsets, phi, segs, num, den, phi_new,
-                                     dnum, dden)
-                    else:
-                        y[k] = old
-                top[s] = _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
+                    y[k] = old
             if (it + 1) % window == 0:
                 if window_gain <= tol * abs(objective):
                     break
