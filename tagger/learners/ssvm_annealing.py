@@ -267,6 +267,7 @@ class SSVMAnnealing(Learner):
     """
 
     name = "ssvm-annealing"
+    needs_unlabeled = True
     params = (
         Param("C", 0.1, float, "weight C_l of each labeled sentence's hinge", low=0.0,
               low_open=True),
