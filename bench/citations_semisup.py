@@ -177,7 +177,11 @@ def main(argv) -> int:
     # spawn, not fork: the parent has numba's OpenMP threads running already
     with ProcessPoolExecutor(max_workers=args.workers,
                              mp_context=multiprocessing.get_context("spawn")) as pool:
-        results = list(pool.map(run_config, jobs))
+        results = []
+        for r in pool.map(run_config, jobs):  # in order; each line as soon as it is there
+            results.append(r)
+            print(f"  {r['size']} labeled, draw {r['draw']}: " + ", ".join(
+                f"{k} {100 * r[k]:.2f}" for k, _ in ROWS) + f" ({r['seconds']} s)", flush=True)
     total = time.perf_counter() - t0
     print(f"ours: supervised {C.fmt_params(SUPERVISED)}; ssvm-annealing {C.fmt_params(semisup)}")
     print(f"constraints: {os.path.relpath(args.constraints, C.REPO)}\n")
