@@ -111,6 +111,14 @@ def test_semisupervised_training_tagging_report_and_trace(files):
     best = max(row["dev_acc"] for row in rows)
     assert [row for row in rows if row.get("selected")][-1]["dev_acc"] == best
     assert "*" in _run("trace", model).stdout
+    png = files / "trace.png"
+    r = _run("trace", model, "--plot", png)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert r.exit_code == 1 and "needs matplotlib" in r.stderr
+    else:
+        assert r.exit_code == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # constrained tagging keeps the hard rules on every sentence
     r = _run("tag", model, files / "dev.tsv", "--constraints", files / "good.toml")
     assert r.exit_code == 0
