@@ -128,14 +128,6 @@ def _lazy_expanded_viterbi(state, trans, bit, stay, out):
 
 
 @numba.njit(**NUMBA_OPTS)
-def _path_score(state, trans, y, a, b):
-    f = state[0, y[a]]
-    for t in range(a + 1, b):
-        f += state[t - a, y[t]] + trans[y[t - 1], y[t]]
-    return f
-
-
-@numba.njit(**NUMBA_OPTS)
 def _hill_climb(state, trans, y, a, b, ind, kind, mask, row, lo, hi, rho, squared, max_passes):
     """Greedy label switching on one sequence: maximize F(y) - penalty(y)."""
     L = state.shape[1]
@@ -189,7 +181,7 @@ def _hill_climb(state, trans, y, a, b, ind, kind, mask, row, lo, hi, rho, square
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
 def _decode_batch(state, offsets, trans, ind, hard_unary_mask, unary_row, n_hard_unary, bit,
-                  stay_row, use_dp, kind, mask, row, lo, hi, rho, squared, climb, max_passes,
+                  stay_row, kind, mask, row, lo, hi, rho, squared, climb, max_passes,
                   out, feasible):
     n = offsets.shape[0] - 1
     L = state.shape[1]
@@ -266,7 +258,7 @@ def constrained_decode(state: np.ndarray, offsets: np.ndarray, trans: np.ndarray
     out = np.zeros(int(offsets[-1]), np.int32)
     feasible = np.ones(len(offsets) - 1, np.bool_)
     ind = ti.ind if ti.ind.shape[0] else np.zeros((1, int(offsets[-1])), np.uint8)
-    _decode_batch(state, offsets, trans, ind, hum, urow, len(hard_unary), bit, stay_row, True,
+    _decode_batch(state, offsets, trans, ind, hum, urow, len(hard_unary), bit, stay_row,
                   cc.kind, cc.mask, cc.row, cc.lo, cc.hi, rho, cc.squared, climb, max_passes,
                   out, feasible)
     return out, feasible
