@@ -293,21 +293,45 @@ def _size(n: int) -> str:
               help="Labeled dev file scored after every epoch.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @fields_option
+@click.option("--unlabeled", "unlabeled_file", default=None, type=click.Path(dir_okay=False),
+              help="Unlabeled sentences for a semi-supervised learner (read in batches; "
+                   "implies --learner ssvm-annealing unless another is given).")
+@click.option("--constraints", "constraints_file", default=None,
+              type=click.Path(dir_okay=False),
+              help="Constraint file (TOML, see constraints/README.md) the imputed labels of "
+                   "the unlabeled sentences should meet.")
+@click.option("--test", "test_file", default=None, type=click.Path(dir_okay=False),
+              help="Labeled file scored along training for the trace only (never used to "
+                   "choose anything).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines and no summary.")
 @click.option("--list-learners", is_flag=True, is_eager=True, expose_value=False,
               callback=_list_learners_callback, help="List the learners and their parameters.")
 def train_cmd(train_files, model_path, fmt, label_column, features, learner, settings,
-              dev_file, seed, quiet, fields) -> None:
+              dev_file, seed, quiet, fields, unlabeled_file, constraints_file, test_file) -> None:
     """Train a tagger on the TRAIN files (concatenated) and save it to MODEL.
 
     TRAIN may also be a Hugging Face dataset (hf:eriktks/conll2000, with ?split=...&revision=
     ...&config=...), local files read by datasets' loaders (*.parquet, *.jsonl, *.arrow,
     hf:conll:FILE) or a spaCy DocBin (*.spacy); see --fields.
+
+    \b
+    Semi-supervised, with domain constraints:
+    tagger train LABELED... --unlabeled FILE --constraints FILE --dev FILE -o MODEL
     """
     from tagger.learners import DEFAULT_LEARNER
 
+    if learner is None and unlabeled_file is not None:
+        learner = "ssvm-annealing"
     learner = learner or DEFAULT_LEARNER
     params = _learner_settings(learner, settings)
+    cset = None
+    if constraints_file is not None:  # every mistake of the file before any data is read
+        from tagger.constraints import ConstraintSet
+
+        cset = ConstraintSet.load(constraints_file)
+        if unlabeled_file is None:
+            raise click.UsageError("--constraints in training needs --unlabeled FILE (the "
+                                   "constraints guide the labels imputed to unlabeled text)")
 
     from tagger.api import Tagger
     from tagger.corpus import gc_paused
@@ -321,13 +345,20 @@ def train_cmd(train_files, model_path, fmt, label_column, features, learner, set
                 first_format = sents[0].meta.get("format", "conll")
             train.extend(sents)
         dev = _read_labeled(dev_file, fmt, label_column, fields) if dev_file else None
+        test = _read_labeled(test_file, fmt, label_column, fields) if test_file else None
     if features is None:
         n_cols = len(train[0].columns) if train else 0
         features = _default_features(first_format or "conll", n_cols)
 
     tagger = Tagger(features=features, learner=learner, params=params, seed=seed)
     with _TrainProgress(quiet):
-        tagger.fit(train, dev=dev)
+        unlabeled = None
+        if unlabeled_file is not None:
+            from tagger.corpus import read_corpus
+
+            unlabeled = read_corpus(unlabeled_file, fmt, labeled=False)
+        tagger.fit(train, dev=dev, unlabeled=unlabeled, constraints=cset, test=test,
+                   progress=None if quiet else _unlabeled_progress)
     info = dict(tagger.info_)
     size = tagger.save(model_path)
 
@@ -345,6 +376,11 @@ def train_cmd(train_files, model_path, fmt, label_column, features, learner, set
             + f"saved {model_path} ({_size(size)})",
             err=True,
         )
+
+
+def _unlabeled_progress(row: dict) -> None:
+    if "unlabeled_read" in row:
+        click.echo(f"read {row['unlabeled_read']} unlabeled sentences", err=True)
 
 
 # ------------------------------------------------------------------------------------------
@@ -492,7 +528,11 @@ class _HeadReader:
                    "for every label as LABEL:PROB fields (one token per line, CoNLL-style, "
                    "whatever the input format). Max-margin models are refused: their scores "
                    "are not probabilities.")
-def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs, marginals) -> None:
+@click.option("--constraints", "constraints_file", default=None, type=click.Path(dir_okay=False),
+              help="Decode under this constraint file: hard rules enforced (exactly where "
+                   "an expanded-state Viterbi can), soft ones weighed in by label switching.")
+def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs, marginals,
+            constraints_file) -> None:
     """Tag INPUT (default: standard input) with MODEL, in the input's own format.
 
     CoNLL input may carry a label column (one field more than the model reads, or the one
@@ -503,7 +543,14 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs, margin
     from tagger.corpus import gc_paused, read_corpus, write_corpus
     from tagger.parallel import without_gold
 
+    cset = None
+    if constraints_file is not None:
+        from tagger.constraints import ConstraintSet
+
+        cset = ConstraintSet.load(constraints_file)
     tagger = Tagger.load(model_path)
+    if cset is not None:
+        cset.compile(tagger.labels_.labels)  # labels checked before any input is read
     spec = tagger.featurizer_.spec
     if marginals and not tagger.probabilistic_:
         from tagger.errors import TaggerError
@@ -520,7 +567,8 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs, margin
         source = input_path
         with open(input_path, "rb") as fh:
             head = fh.read(65536)
-    if jobs > 1 and not marginals and _tag_in_parallel(tagger, model_path, input_path, source, head,
+    parallel_ok = not marginals and cset is None
+    if jobs > 1 and parallel_ok and _tag_in_parallel(tagger, model_path, input_path, source, head,
                                      output_path, fmt, label_column, jobs,
                                      {"sep": _conll_sep(head)}):
         return
@@ -540,7 +588,7 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs, margin
     with _output(output_path) as out, gc_paused():
         sents: list = []
         labels: list = []
-        for s, labs in tagger.tag_stream(sentences, batch_size=TAG_BATCH):
+        for s, labs in tagger.tag_stream(sentences, batch_size=TAG_BATCH, constraints=cset):
             sents.append(s)
             labels.append(labs)
             if len(sents) >= TAG_BATCH:
@@ -651,7 +699,13 @@ def _jsonable(obj):
               help="Label column of CoNLL files (negative counts from the end)  [default: -1]")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @fields_option
-def eval_cmd(model_path, test_path, fmt, label_column, as_json, fields) -> None:
+@click.option("--constraints", "constraints_file", default=None, type=click.Path(dir_okay=False),
+              help="Also report how often each constraint of this file is violated by the "
+                   "gold labels and by the predictions.")
+@click.option("--decode-constraints", is_flag=True,
+              help="Score predictions made under --constraints (constrained decoding).")
+def eval_cmd(model_path, test_path, fmt, label_column, as_json, fields, constraints_file,
+             decode_constraints) -> None:
     """Score MODEL on the labeled TEST file: accuracy, precision, recall, F1.
 
     Chunk-level scores (conlleval) when the labels are B-/I- tags, per-label scores otherwise.
@@ -660,8 +714,19 @@ def eval_cmd(model_path, test_path, fmt, label_column, as_json, fields) -> None:
 
     from tagger.api import Tagger
 
+    cset = None
+    if constraints_file is not None:
+        from tagger.constraints import ConstraintSet
+
+        cset = ConstraintSet.load(constraints_file)
+    elif decode_constraints:
+        raise click.UsageError("--decode-constraints needs --constraints FILE")
     tagger = Tagger.load(model_path)
-    metrics = tagger.evaluate(_read_labeled(test_path, fmt, label_column, fields))
+    test = _read_labeled(test_path, fmt, label_column, fields)
+    metrics = tagger.evaluate(test, constraints=cset if decode_constraints else None)
+    if cset is not None:
+        pred = tagger.predict(test, constraints=cset if decode_constraints else None)
+        metrics["constraints"] = tagger.constraint_report(test, cset, predictions=pred)
     if as_json:
         click.echo(json.dumps(_jsonable(metrics), ensure_ascii=False))
     else:
@@ -671,6 +736,24 @@ def eval_cmd(model_path, test_path, fmt, label_column, as_json, fields) -> None:
         if metrics.get("unknown_labels"):
             click.echo("labels the model never saw in training (always wrong): "
                        + ", ".join(metrics["unknown_labels"]))
+        if cset is not None:
+            click.echo(_constraint_table(metrics["constraints"]))
+
+
+def _constraint_table(rows: list[dict]) -> str:
+    """Violation rates by gold labels and by predictions, one line per constraint."""
+    width = max([len("constraint")] + [len(r["constraint"]) for r in rows])
+    out = ["", f"{'constraint':<{width}}  {'kind':<13}  {'gold':>8}  {'predicted':>9}"]
+    for r in rows:
+        kind = f"{r['level']}{' hard' if r['hard'] else ''}"
+        if r["level"] == "instance":
+            g, p = f"{100 * r['gold_rate']:.1f}%", f"{100 * r['pred_rate']:.1f}%"
+        else:
+            g, p = f"{r['gold_value']:.3f}", f"{r['pred_value']:.3f}"
+        out.append(f"{r['constraint']:<{width}}  {kind:<13}  {g:>8}  {p:>9}")
+    out.append("instance rows: share of sentences violating the rule; corpus rows: the "
+               "measured fraction (target +- tolerance in the file)")
+    return "\n".join(out)
 
 
 # ------------------------------------------------------------------------------------------
@@ -736,6 +819,34 @@ def inspect_cmd(model_path, top, as_json) -> None:
         click.echo(json.dumps(_jsonable(report), ensure_ascii=False))
     else:
         click.echo(_inspect_text(report, top))
+
+
+# ------------------------------------------------------------------------------------------
+# trace
+
+
+@cli.command("trace")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
+              help="Also draw dev (and test) accuracy along training as a PNG (needs "
+                   "matplotlib).")
+@click.option("--json", "as_json", is_flag=True, help="Print the trace rows as JSON.")
+def trace_cmd(model_path, plot_path, as_json) -> None:
+    """Print the training trace saved in MODEL (per epoch or annealing step: objective, dev
+    and test scores; the row the model was chosen from is marked)."""
+    import json
+
+    from tagger.api import Tagger
+    from tagger.trace import format_trace, plot_trace
+
+    rows = Tagger.load(model_path).trace_
+    if as_json:
+        click.echo(json.dumps(_jsonable(rows), ensure_ascii=False))
+    else:
+        click.echo(format_trace(rows))
+    if plot_path is not None:
+        plot_trace(rows, plot_path)
+        click.echo(f"drew {plot_path}", err=True)
 
 
 if __name__ == "__main__":

@@ -63,10 +63,17 @@ class Tagger:
 
     # ------------------------------------------------------------------ training
     def fit(self, sentences: Iterable[Sentence], dev: Iterable[Sentence] | None = None,
-            progress: Callable[[dict], None] | None = None) -> "Tagger":
+            progress: Callable[[dict], None] | None = None, *,
+            unlabeled: Iterable[Sentence] | None = None, constraints=None,
+            test: Iterable[Sentence] | None = None) -> "Tagger":
         """Train on labeled sentences; ``dev`` sentences are scored after every epoch.
 
         Either may also be a Hugging Face dataset or source string (``tagger.hf``).
+        Semi-supervised learners (``ssvm-annealing``) also take ``unlabeled`` sentences (any
+        iterable; read once, in batches) and ``constraints`` (a constraint file path or a
+        :class:`~tagger.constraints.ConstraintSet`) that the learner's imputed labelings of
+        the unlabeled sentences should meet. ``test`` sentences are scored along the way for
+        the trace only (reporting; nothing is chosen on them).
         """
         sentences = _from_datasets(sentences)
         dev = None if dev is None else _from_datasets(dev)
@@ -76,7 +83,10 @@ class Tagger:
         if not isinstance(self.seed, (int, np.integer)) or isinstance(self.seed, bool):
             raise TaggerError(f"seed must be an integer; got {self.seed!r}")
         t0 = time.perf_counter()
-        train, featurizer, labels, problem = self._problem(sentences, dev, progress)
+        cset = _constraint_set(constraints)
+        cset_source = None if cset is None else cset.source
+        train, featurizer, labels, problem = self._problem(
+            sentences, dev, progress, unlabeled=unlabeled, constraints=cset, test=test)
         X, model = problem.X, problem.model
         t_feat = time.perf_counter() - t0
         w = learner.fit(problem, seed=int(self.seed))
@@ -89,6 +99,9 @@ class Tagger:
             "learner": learner.name, "params": learner.validated(), "seed": int(self.seed),
             "n_params": int(n_params), "n_nonzero": int(np.count_nonzero(w)),
             "n_train_sentences": len(train), "n_train_tokens": int(X.n_tokens),
+            "n_unlabeled_sentences": (0 if problem.unlabeled is None
+                                      else int(problem.unlabeled.n_sentences)),
+            "constraints": cset_source,
             "featurize_seconds": round(t_feat, 3),
             "train_seconds": round(time.perf_counter() - t0 - t_feat, 3),
             "final": {k: v for k, v in last.items() if isinstance(v, (int, float, str))},
@@ -96,25 +109,50 @@ class Tagger:
         self.trace_ = list(learner.trace_)
         return self
 
-    def _problem(self, sentences, dev, progress):
-        """Featurize the training (and dev) data: (train list, featurizer, labels, problem)."""
+    def _problem(self, sentences, dev, progress, unlabeled=None, constraints=None, test=None):
+        """Featurize the training (and dev, test, unlabeled) data:
+        (train list, featurizer, labels, problem)."""
         spec = self.features if isinstance(self.features, FeatureSpec) else FeatureSpec.load(self.features)
         train = spec.relabel(_labeled_list(sentences, "training data"))
         featurizer = Featurizer(spec)
         _check_columns(train, spec, "training data")
-        featurizer.fit(train)
+        cset = _constraint_set(constraints)
+        unl = None
+        if unlabeled is not None:
+            unl = _unlabeled_list(unlabeled, spec, progress)
+        featurizer.fit(train if unl is None else train + unl)
         X = featurizer.transform(train)
-        labels = LabelIndex.from_sentences(train)
+        label_names = {lab for s in train for lab in s.labels}
+        if cset is not None:  # a label no labeled sentence shows may still be imputed
+            label_names |= set(cset.labels)
+        labels = LabelIndex(sorted(label_names))
         y = labels.encode([lab for s in train for lab in s.labels])
-        model = ChainModel.from_data(X, y, len(labels), featurizer.n_attributes, spec.all_pairs)
-        dev_score = None
-        if dev is not None:
-            dev_list = spec.relabel(_labeled_list(dev, "dev data"))
-            _check_columns(dev_list, spec, "dev data")
-            dev_score = _dev_scorer(featurizer.transform(dev_list), model, labels,
-                                    [s.labels for s in dev_list])
-        return train, featurizer, labels, TrainingProblem(model, X, y, dev_score=dev_score,
-                                                          progress=progress)
+        # with unlabeled data every (attribute, label) pair may be learned from imputed labels
+        model = ChainModel.from_data(X, y, len(labels), featurizer.n_attributes,
+                                     spec.all_pairs or unl is not None)
+
+        def scorer(data, what):
+            if data is None:
+                return None
+            data = spec.relabel(_labeled_list(data, what))
+            _check_columns(data, spec, what)
+            return _dev_scorer(featurizer.transform(data), model, labels,
+                               [s.labels for s in data])
+
+        dev_score = scorer(dev, "dev data")
+        report_score = scorer(test, "test data")
+        XU = cdata = None
+        if unl is not None:
+            XU = _transform_batches(featurizer, unl)
+            if cset is not None:
+                from tagger.constraints import ConstraintData
+
+                compiled = cset.compile(labels.labels)
+                cdata = ConstraintData(compiled, compiled.indicators(unl))
+            del unl
+        problem = TrainingProblem(model, X, y, dev_score=dev_score, progress=progress,
+                                  unlabeled=XU, constraints=cdata, report_score=report_score)
+        return train, featurizer, labels, problem
 
     def path(self, sentences: Iterable[Sentence], dev: Iterable[Sentence], values: Sequence[float],
              param: str | None = None, progress: Callable[[dict], None] | None = None
@@ -206,25 +244,37 @@ class Tagger:
         _viterbi_batch(state, offsets, trans, out, scores)
         return out
 
-    def predict(self, sentences: Iterable[Sentence]) -> list[list[str]]:
-        """Predicted label sequences, one per sentence."""
+    def predict(self, sentences: Iterable[Sentence], constraints=None) -> list[list[str]]:
+        """Predicted label sequences, one per sentence (under ``constraints``, a constraint
+        file or :class:`~tagger.constraints.ConstraintSet`, when given: see
+        :mod:`tagger.constrained`)."""
         out: list[list[str]] = []
-        for _, labels in self.tag_stream(sentences):
+        for _, labels in self.tag_stream(sentences, constraints=constraints):
             out.append(labels)
         return out
 
-    def tag_stream(self, sentences: Iterable[Sentence], batch_size: int = TAG_BATCH
-                   ) -> Iterator[tuple[Sentence, list[str]]]:
-        """Yield ``(sentence, predicted labels)`` in input order, decoding in batches."""
+    def tag_stream(self, sentences: Iterable[Sentence], batch_size: int = TAG_BATCH,
+                   constraints=None) -> Iterator[tuple[Sentence, list[str]]]:
+        """Yield ``(sentence, predicted labels)`` in input order, decoding in batches;
+        with ``constraints``, hard rules are enforced (exactly where the expanded-state
+        Viterbi can) and soft ones weigh in by label switching."""
         self._check_fitted()
         names_arr = np.array(self.labels_.labels, dtype=object)
+        compiled = None
+        if constraints is not None:
+            compiled = _constraint_set(constraints).compile(self.labels_.labels)
         it = iter(sentences)
         while True:
             batch = [s for s in itertools.islice(it, batch_size)]
             if not batch:
                 return
             nonempty = [s for s in batch if len(s)]
-            ids = self._decode_sentences(nonempty) if nonempty else np.empty(0, np.int32)
+            if not nonempty:
+                ids = np.empty(0, np.int32)
+            elif compiled is None:
+                ids = self._decode_sentences(nonempty)
+            else:
+                ids = self._decode_constrained(nonempty, compiled)
             flat = names_arr[ids].tolist()
             pos = 0
             for s in batch:
@@ -269,8 +319,55 @@ class Tagger:
             pos += len(s)
         return out
 
-    def evaluate(self, sentences: Iterable[Sentence]) -> dict:
-        """Token accuracy and conlleval chunk P/R/F1 against the sentences' gold labels."""
+    def _decode_constrained(self, sentences: Sequence[Sentence], compiled) -> np.ndarray:
+        from tagger.constrained import constrained_decode
+
+        _check_columns(sentences, self.featurizer_.spec, "input")
+        E = self.featurizer_.encode(sentences)
+        state = self.model_.state_scores_from_views(E, self.weights_)
+        trans = np.ascontiguousarray(self.model_.transitions(self.weights_))
+        ids, _ = constrained_decode(state, E.offsets, trans, compiled,
+                                    compiled.indicators(sentences))
+        return ids
+
+    def constraint_report(self, sentences: Iterable[Sentence], constraints,
+                          predictions: Sequence[Sequence[str]] | None = None) -> list[dict]:
+        """How often each constraint is violated by the gold labels and by the predictions
+        (this tagger's, or the ``predictions`` given) of labeled ``sentences``."""
+        from tagger.constraints import violation_report
+
+        self._check_fitted()
+        gold_sents = self.featurizer_.spec.relabel(
+            _labeled_list(_from_datasets(sentences), "evaluation data"))
+        compiled = _constraint_set(constraints).compile(self.labels_.labels)
+        ti = compiled.indicators(gold_sents)
+        gold = [lab for s in gold_sents for lab in s.labels]
+        known = set(self.labels_.labels)
+        unknown = sorted({lab for lab in gold if lab not in known})
+        if unknown:
+            raise UnknownLabelError(f"gold labels {', '.join(unknown)} are not labels of the "
+                                    f"model; the constraint report cannot count them")
+        if predictions is None:
+            predictions = self.predict(gold_sents)
+        g = violation_report(compiled, ti, self.labels_.encode(gold))
+        p = violation_report(compiled, ti, self.labels_.encode(
+            [lab for labs in predictions for lab in labs]))
+        rows = []
+        for rg, rp in zip(g, p):
+            row = {"constraint": rg["constraint"], "level": rg["level"], "hard": rg["hard"]}
+            for key in ("rate", "violations", "value", "violated"):
+                if key in rg:
+                    row[f"gold_{key}"] = rg[key]
+                    row[f"pred_{key}"] = rp[key]
+            if rg["level"] == "corpus":
+                row["target"] = rg["target"]
+                row["tolerance"] = rg["tolerance"]
+            rows.append(row)
+        return rows
+
+    def evaluate(self, sentences: Iterable[Sentence], constraints=None) -> dict:
+        """Token accuracy and conlleval chunk P/R/F1 against the sentences' gold labels
+        (predictions under ``constraints`` when given)."""
         gold_sents = self.featurizer_.spec.relabel(
             _labeled_list(_from_datasets(sentences), "evaluation data"))
         gold_labels = {lab for s in gold_sents for lab in s.labels}
@@ -281,7 +378,7 @@ class Tagger:
                 f"{', ...' if len(gold_labels) > 8 else ''}) is a label of this model "
                 f"({', '.join(self.labels_.labels[:8])}{', ...' if len(known) > 8 else ''}); "
                 f"is it the right model, format and label column?")
-        pred = self.predict(gold_sents)
+        pred = self.predict(gold_sents, constraints=constraints)
         result = evaluate_labels([s.labels for s in gold_sents], pred)
         # gold labels the model never saw in training: always counted as errors
         result["unknown_labels"] = sorted(gold_labels - known)
@@ -448,6 +545,52 @@ def _labeled_list(sentences: Iterable[Sentence], what: str) -> list[Sentence]:
     return out
 
 
+def _constraint_set(constraints):
+    """A ConstraintSet from a path, a ConstraintSet, or None."""
+    if constraints is None:
+        return None
+    from tagger.constraints import ConstraintSet
+
+    if isinstance(constraints, ConstraintSet):
+        return constraints
+    return ConstraintSet.load(constraints)
+
+
+#: unlabeled sentences read (and reported) per batch
+UNLABELED_BATCH = 4096
+
+
+def _unlabeled_list(sentences: Iterable[Sentence], spec: FeatureSpec, progress) -> list[Sentence]:
+    """Unlabeled sentences read in batches (a large file is never held as text), keeping only
+    the input columns the features read; progress is reported per batch."""
+    out: list[Sentence] = []
+    it = iter(sentences)
+    need = spec.n_columns
+    while True:
+        batch = [s for s in itertools.islice(it, UNLABELED_BATCH) if len(s)]
+        if not batch:
+            break
+        _check_columns(batch, spec, "unlabeled data")
+        out.extend(Sentence(s.columns[:need]) for s in batch)
+        if progress is not None:
+            progress({"unlabeled_read": len(out)})
+    if not out:
+        raise CorpusFormatError("the unlabeled data contains no sentences")
+    return out
+
+
+def _transform_batches(featurizer: Featurizer, sentences: list[Sentence]) -> Featurized:
+    parts = [featurizer.transform(sentences[i:i + UNLABELED_BATCH])
+             for i in range(0, len(sentences), UNLABELED_BATCH)]
+    indptr = [parts[0].indptr]
+    offsets = [parts[0].offsets]
+    for p in parts[1:]:
+        indptr.append(p.indptr[1:] + indptr[-1][-1])
+        offsets.append(p.offsets[1:] + offsets[-1][-1])
+    return Featurized(np.concatenate(indptr), np.concatenate([p.attrs for p in parts]),
+                      np.concatenate(offsets))
+
+
 def _check_columns(sentences: Sequence[Sentence], spec: FeatureSpec, what: str) -> None:
     need = spec.n_columns
     for i, s in enumerate(sentences):
@@ -477,7 +620,7 @@ def _dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: lis
     return score
 
 
-_CLOCK_KEYS = ("time", "featurize_seconds", "train_seconds")
+_CLOCK_KEYS = ("time", "featurize_seconds", "train_seconds", "match_time", "solve_time")
 
 
 def _without_clock(row: dict) -> dict:

@@ -43,3 +43,7 @@ class ParameterError(TaggerError, ValueError):
 
 class NotFittedError(TaggerError):
     """The tagger has no model yet: call ``fit`` or ``load`` first."""
+
+
+class ConstraintError(TaggerError, ValueError):
+    """A constraint file is invalid; the message lists every mistake with its key path."""

@@ -9,12 +9,13 @@ from tagger.learners.m3n_subgradient import SubgradientL2M3N, SubgradientM3N
 from tagger.learners.crf_grafting import GraftingLight, GreedyGrafting
 from tagger.learners.crf_lbfgs import CRFL1, CRFL2
 from tagger.learners.m3n_em import EML1M3N
+from tagger.learners.ssvm_annealing import SSVMAnnealing
 from tagger.learners.ssvm_dual import SDML2M3N
 
 LEARNERS: dict[str, type[Learner]] = {
     cls.name: cls for cls in (SubgradientM3N, SubgradientL2M3N, SDML2M3N, EML1M3N,
                               CuttingPlaneM3N, ExtragradientLP, SimplexLP,
-                              CRFL2, CRFL1, GraftingLight, GreedyGrafting)
+                              CRFL2, CRFL1, GraftingLight, GreedyGrafting, SSVMAnnealing)
 }
 DEFAULT_LEARNER = "m3n-subgradient"
 

@@ -97,6 +97,12 @@ class TrainingProblem:
     y: np.ndarray                      # int32[N] gold label ids
     dev_score: Callable[[np.ndarray], dict] | None = None  # weights -> {"score": ..., ...}
     progress: Callable[[dict], None] | None = None
+    # semi-supervised learners: unlabeled sentences and the constraints compiled for them
+    # (tagger.constraints.ConstraintData), and a held-out scorer whose results are only
+    # recorded in the trace (never used to choose anything)
+    unlabeled: Featurized | None = None
+    constraints: Any = None
+    report_score: Callable[[np.ndarray], dict] | None = None
 
     @property
     def n_sentences(self) -> int:

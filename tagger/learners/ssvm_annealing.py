@@ -1,0 +1,447 @@
+"""Semi-supervised structural SVM with domain constraints, by deterministic annealing.
+
+Balamurugan, Shevade & Sellamanickam, *Large Margin Semi-supervised Structured Output
+Learning* (ALGORITHMS.md section 4). Labeled set L, unlabeled set U, imputed labelings y_j::
+
+    min_{w, {y_j}}  (1/2)||w||^2 + C_l sum_{i in L} R_i(w) + C_u sum_{j in U} R_j(w; y_j)
+                    + sum_c rho_c penalty_c({y_j})
+
+R the structured hinge with Hamming loss (y_j playing the gold labeling for j in U); the
+penalties are those of :mod:`tagger.constraints` (instance and corpus level, linear or squared,
+hard ones with rho = ``hard_weight``).
+
+Algorithm:
+
+1. w <- supervised L2 SSVM on L alone (C_u = 0), by the Sequential Dual Method
+   (:class:`~tagger.learners.ssvm_dual.SDMSolver`, one solver object for the whole run).
+2. For C_u on a geometric schedule from ``cu_start * C`` to ``cu_end * C`` (``steps`` values):
+   a. *constraint matching*, w fixed: y_j <- the best labeling under the hard instance rules
+      (exact, by the expanded-state Viterbi of :mod:`tagger.constrained`; plain Viterbi
+      without constraints); then label switching: pick a
+      random unlabeled sequence j, position t and new label; keep the switch if
+      ``C_u R_j(w; y_j) + penalties`` falls. The hinge change is exact in O(L): the
+      max-marginals M[t, l] of the loss-augmented lattice of sequence j (recomputed only after
+      an accepted switch) give the new max over y' since moving the gold label at t from o to
+      n adds +1 to every path through (t, o) and -1 to those through (t, n). Penalty changes
+      come from :func:`tagger.constraints.switch_penalty_delta` (corpus terms through running
+      totals). Stops after ``switches`` proposals per unlabeled token, or when a window of one
+      proposal per unlabeled token lowered the objective by less than ``switch_tol`` of it.
+   b. *supervised step*, labelings fixed: the SDM solver on L and U with example weights C_l
+      and C_u, warm-started (sequences whose labeling changed lose their duals; the others
+      keep theirs).
+   c. a-b repeat ``rounds`` times or until no labeling changes; then C_u rises.
+3. Model selection on the dev set: the weights with the best dev score along the schedule
+   (the supervised start included) are returned. The paper picked the best *test* accuracy
+   along its schedule; test scores, when given, are recorded in the trace for reporting only.
+
+Without constraints the same loop is plain self-training under the hinge (the "semi-supervised
+without constraints" row of the benchmark).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger.constrained import constrained_decode
+from tagger.constraints import (ViolationState, _corpus_penalty, _instance_penalty,
+                                _segments_of, _sequence_corpus, _sequence_phi, apply_switch,
+                                switch_penalty_delta)
+from tagger.errors import ParameterError
+from tagger.features import Featurized
+from tagger.inference._chain import _viterbi_batch
+from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
+from tagger.learners.ssvm_dual import SDMSolver, _values
+
+
+@numba.njit(**NUMBA_OPTS)
+def _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd):
+    """M[t, l] = best loss-augmented score (Hamming to y[a:b]) of a path through (t, l);
+    rows a..b-1 of ``state`` are the sequence's state scores. Returns the max (= max_l M[t, l])."""
+    L = state.shape[1]
+    for l in range(L):
+        fwd[a, l] = state[a, l] + (1.0 if l != y[a] else 0.0)
+    for t in range(a + 1, b):
+        for l in range(L):
+            best = -np.inf
+            for k in range(L):
+                v = fwd[t - 1, k] + trans[k, l]
+                if v > best:
+                    best = v
+            fwd[t, l] = best + state[t, l] + (1.0 if l != y[t] else 0.0)
+    for l in range(L):
+        bwd[b - 1, l] = 0.0
+    for t in range(b - 2, a - 1, -1):
+        for k in range(L):
+            best = -np.inf
+            for l in range(L):
+                v = trans[k, l] + state[t + 1, l] + (1.0 if l != y[t + 1] else 0.0) + bwd[t + 1, l]
+                if v > best:
+                    best = v
+            bwd[t, k] = best
+    top = -np.inf
+    for t in range(a, b):
+        for l in range(L):
+            M[t, l] = fwd[t, l] + bwd[t, l]
+    for l in range(L):
+        if M[a, l] > top:
+            top = M[a, l]
+    return top
+
+
+@numba.njit(**NUMBA_OPTS)
+def _seq_score(state, trans, y, a, b):
+    f = state[a, y[a]]
+    for t in range(a + 1, b):
+        f += state[t, y[t]] + trans[y[t - 1], y[t]]
+    return f
+
+
+@numba.njit(**NUMBA_PARALLEL_OPTS)
+def _all_max_marginals(state, trans, y, offsets, M, fwd, bwd, top):
+    for s in numba.prange(offsets.shape[0] - 1):
+        a, b = offsets[s], offsets[s + 1]
+        if b > a:
+            top[s] = _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
+
+
+@numba.njit(**NUMBA_OPTS)
+def _label_switching(state, trans, y, offsets, cu, M, fwd, bwd, top, seq_of, budget, window,
+                     tol, seed, ind, c_offsets, kind, mask, row, lo, hi, rho, squared, ckind,
+                     cmask, crow, target, tol_c, crho, csquared, phi, segs, num, den,
+                     objective0, block, stats):
+    """Constraint matching by random label switching (module docstring, step 2a).
+
+    ``objective0`` is C_u * sum_j R_j + penalties at the start; stats[0] accepted switches,
+    stats[1] proposals made, stats[2] the objective's decrease."""
+    np.random.seed(seed)
+    N = y.shape[0]
+    L = state.shape[1]
+    C = kind.shape[0]
+    phi_new = np.zeros(C)
+    K = ckind.shape[0]
+    dnum = np.zeros(K)
+    dden = np.zeros(K)
+    cn0, cd0, cn1, cd1 = np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
+    M2 = np.empty_like(M)
+    F2 = np.empty_like(M)
+    B2 = np.empty_like(M)
+    objective = objective0
+    window_gain = 0.0
+    accepted = 0
+    made = 0
+    has_pen = C > 0 or ckind.shape[0] > 0
+    for it in range(budget):
+        i = np.random.randint(N)
+        s = seq_of[i]
+        a, b = offsets[s], offsets[s + 1]
+        old = y[i]
+        if block and np.random.random() < 0.5:
+            # a run move: the whole run of equal labels around i takes a neighbour run's label
+            r0 = i
+            while r0 > a and y[r0 - 1] == old:
+                r0 -= 1
+            r1 = i + 1
+            while r1 < b and y[r1] == old:
+                r1 += 1
+            if r0 == a and r1 == b:
+                continue
+            if r0 == a:
+                new = y[r1]
+            elif r1 == b:
+                new = y[r0 - 1]
+            else:
+                new = y[r0 - 1] if np.random.random() < 0.5 else y[r1]
+            made += 1
+            # the whole sequence's counts before and after (O(T C)), the hinge from scratch
+            # lattices that replace the kept ones only if the move is accepted
+            F0 = _seq_score(state, trans, y, a, b)
+            if has_pen:
+                _sequence_corpus(y, ind, a, b, ckind, cmask, crow, cn0, cd0)
+            for k in range(r0, r1):
+                y[k] = new
+            delta = cu * ((_aug_max_marginals(state, trans, y, a, b, M2, F2, B2)
+                           - _seq_score(state, trans, y, a, b)) - (top[s] - F0))
+            if has_pen:
+                _sequence_phi(y, ind, a, b, kind, mask, row, phi_new)
+                _sequence_corpus(y, ind, a, b, ckind, cmask, crow, cn1, cd1)
+                delta += _instance_penalty(phi_new, lo, hi, rho, squared) - \
+                    _instance_penalty(phi[s], lo, hi, rho, squared)
+                if ckind.shape[0] > 0:
+                    n_seq = c_offsets.shape[0] - 1
+                    for k in range(ckind.shape[0]):
+                        dnum[k] = num[k] - cn0[k] + cn1[k]
+                        dden[k] = den[k] - cd0[k] + cd1[k]
+                    delta += _corpus_penalty(dnum, dden, target, tol_c, crho, csquared, n_seq) \
+                        - _corpus_penalty(num, den, target, tol_c, crho, csquared, n_seq)
+            if delta < -1e-12:
+                top[s] = M2[a].max()
+                for k in range(a, b):
+                    for l in range(L):
+                        M[k, l] = M2[k, l]
+                if has_pen:
+                    phi[s, :] = phi_new
+                    _segments_of(y, a, b, segs[s])
+                    for k in range(ckind.shape[0]):
+                        num[k] = dnum[k]
+                        den[k] = dden[k]
+                objective += delta
+                window_gain -= delta
+                accepted += 1
+            else:
+                for k in range(r0, r1):
+                    y[k] = old
+            if (it + 1) % window == 0:
+                if window_gain <= tol * abs(objective):
+                    break
+                window_gain = 0.0
+            continue
+        new = np.random.randint(L - 1)
+        if new >= old:
+            new += 1
+        made += 1
+        # hinge change: R = maxaug - F(y)
+        dF = state[i, new] - state[i, old]
+        if i > a:
+            dF += trans[y[i - 1], new] - trans[y[i - 1], old]
+        if i + 1 < b:
+            dF += trans[new, y[i + 1]] - trans[old, y[i + 1]]
+        new_top = -np.inf
+        for l in range(L):
+            v = M[i, l]
+            if l == old:
+                v += 1.0
+            elif l == new:
+                v -= 1.0
+            if v > new_top:
+                new_top = v
+        d_hinge = (new_top - top[s]) - dF
+        delta = cu * d_hinge
+        if has_pen:
+            delta += switch_penalty_delta(y, s, i, new, ind, c_offsets, kind, mask, row, lo, hi,
+                                          rho, squared, ckind, cmask, crow, target, tol_c, crho,
+                                          csquared, phi, segs, num, den, phi_new, dnum, dden)
+        if delta < -1e-12:
+            if has_pen:
+                apply_switch(y, s, i, new, c_offsets, phi, segs, num, den, phi_new, dnum, dden)
+            else:
+                y[i] = new
+            top[s] = _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
+            objective += delta
+            window_gain -= delta
+            accepted += 1
+        if (it + 1) % window == 0:
+            if window_gain <= tol * abs(objective):
+                break
+            window_gain = 0.0
+    stats[0] = accepted
+    stats[1] = made
+    stats[2] = objective0 - objective
+
+
+def _concat(X1: Featurized, X2: Featurized) -> Featurized:
+    indptr = np.concatenate([X1.indptr, X2.indptr[1:] + X1.indptr[-1]])
+    attrs = np.concatenate([X1.attrs, X2.attrs])
+    offsets = np.concatenate([X1.offsets, X2.offsets[1:] + X1.offsets[-1]])
+    kwargs = {}
+    v1, v2 = _values(X1), _values(X2)
+    if v1.shape[0] or v2.shape[0]:
+        ones1 = v1 if v1.shape[0] else np.ones(len(X1.attrs))
+        ones2 = v2 if v2.shape[0] else np.ones(len(X2.attrs))
+        kwargs["values"] = np.concatenate([ones1, ones2])
+    return Featurized(indptr, attrs, offsets, **kwargs)
+
+
+class SSVMAnnealing(Learner):
+    """Semi-supervised L2 structural SVM with domain constraints by deterministic annealing
+    (Balamurugan, Shevade & Sellamanickam; ALGORITHMS.md 4).
+
+    Objective: (1/2)||w||^2 + C sum_L R_i(w) + C_u sum_U R_j(w; y_j) + sum_c rho_c pen_c(y_U),
+    minimised alternately over the imputed labelings y_U (label switching) and w (SDM), C_u
+    raised on a schedule; the model with the best dev score is kept. Needs
+    ``TrainingProblem.unlabeled``; ``TrainingProblem.constraints`` is optional. See the module
+    docstring.
+    """
+
+    name = "ssvm-annealing"
+    needs_unlabeled = True
+    params = (
+        Param("C", 0.1, float, "weight C_l of each labeled sentence's hinge", low=0.0,
+              low_open=True),
+        Param("cu_start", 0.01, float, "first C_u of the schedule, as a fraction of C",
+              low=0.0, low_open=True),
+        Param("cu_end", 1.0, float, "last C_u of the schedule, as a fraction of C", low=0.0,
+              low_open=True),
+        Param("steps", 6, int, "C_u values on the geometric schedule (annealing steps)", low=1),
+        Param("rounds", 2, int, "constraint matching + supervised step rounds per C_u", low=1),
+        Param("switches", 5.0, float, "label-switch proposals per unlabeled token and round "
+              "(the switch budget)", low=0.0),
+        Param("run_moves", True, bool, "half of the proposals move a whole run of equal "
+              "labels to a neighbouring run's label (single switches cannot merge two "
+              "segments of one field without passing through worse labelings)"),
+        Param("switch_tol", 1e-4, float, "stop switching when one proposal per unlabeled token "
+              "lowered the objective by less than this fraction of it", low=0.0),
+        Param("penalty_scale", 1.0, float, "multiply every soft constraint weight by this",
+              low=0.0),
+        Param("hard_weight", 100.0, float, "penalty weight rho of hard constraints", low=0.0,
+              low_open=True),
+        Param("epochs", 6, int, "SDM passes per supervised step (at most; warm-started)",
+              low=1),
+        Param("start_epochs", 30, int, "SDM passes of the supervised start (at most)", low=1),
+        Param("max_inner", 3, int, "SDM minimal steps per sentence visit", low=1),
+        Param("tol", 1e-2, float, "SDM relative duality gap to stop a supervised step",
+              low=0.0),
+        Param("max_working_set", 16, int, "competitor labelings kept per sentence", low=1),
+        Param("select", "dev", str, "which weights to return: the best on dev along the "
+              "schedule, or the last", choices=("dev", "last")),
+    )
+
+    def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
+        U = getattr(problem, "unlabeled", None)
+        if U is None or U.n_sentences == 0:
+            raise ParameterError("ssvm-annealing learns from unlabeled sentences: give some "
+                                 "(--unlabeled FILE, or Tagger.fit(..., unlabeled=...))")
+        model, XL = problem.model, problem.X
+        L = model.n_labels
+        nL, nU = XL.n_sentences, U.n_sentences
+        X = _concat(XL, U)
+        y = np.concatenate([np.asarray(problem.y, np.int32), np.zeros(U.n_tokens, np.int32)])
+        Cl = settings["C"]
+        Cvec = np.concatenate([np.full(nL, Cl), np.zeros(nU)])
+        solver = SDMSolver(model, X, y, C=Cvec, max_working_set=settings["max_working_set"],
+                           max_inner=settings["max_inner"], seed=seed)
+        cons = getattr(problem, "constraints", None)
+        rng = np.random.default_rng(seed)
+        clock = Stopwatch()
+        best = {"score": -math.inf, "w": None}
+        uo = U.offsets
+        seq_of = np.repeat(np.arange(nU, dtype=np.int64), np.diff(uo))
+        NU = U.n_tokens
+        M = np.zeros((NU, L))
+        fwd = np.zeros((NU, L))
+        bwd = np.zeros((NU, L))
+        top = np.zeros(nU)
+        yU = np.zeros(NU, np.int32)
+
+        def evaluate(row: dict, w: np.ndarray) -> None:
+            if problem.dev_score is not None:
+                row.update(problem.dev_score(w))
+            report = getattr(problem, "report_score", None)
+            if report is not None:
+                row.update({("test_" + k[4:] if k.startswith("dev_") else "test_" + k): v
+                            for k, v in report(w).items()})
+            score = _selection_score(row)
+            if settings["select"] == "last" or score > best["score"]:
+                best["score"], best["w"] = score, w.copy()
+                row["selected"] = True
+            row["time"] = round(clock(), 2)
+            self._report(problem, row)
+
+        res = solver.solve(settings["start_epochs"], settings["tol"])
+        w = solver.weights()
+        evaluate({"step": 0, "C_u": 0.0, "objective": res.primal, "gap": res.gap,
+                  "nonzero": int(np.count_nonzero(w))}, w)
+        steps = settings["steps"]
+        lo, hi = settings["cu_start"] * Cl, settings["cu_end"] * Cl
+        schedule = [lo] if steps == 1 else list(np.geomspace(lo, hi, steps))
+        for step, cu in enumerate(schedule, 1):
+            for rnd in range(1, settings["rounds"] + 1):
+                t_match = clock()
+                w = solver.weights()
+                state = model.state_scores(U, w)
+                trans = np.ascontiguousarray(model.transitions(w))
+                if cons is not None:
+                    # start from the best labeling meeting every hard rule the expanded-state
+                    # Viterbi enforces (exact); the switching below weighs in everything else
+                    yU[:] = constrained_decode(state, uo, trans, cons.compiled, cons.indicators,
+                                               soft=False)[0]
+                else:
+                    _viterbi_batch(state, uo, trans, yU, np.empty(nU))
+                n_viterbi_violations = 0.0
+                stats = np.zeros(3)
+                _all_max_marginals(state, trans, yU, uo, M, fwd, bwd, top)
+                F = _path_scores(state, trans, yU, uo)
+                hinge = float(np.maximum(top - F, 0.0).sum())
+                if cons is not None:
+                    vs = ViolationState(cons.compiled, cons.indicators, yU,
+                                        hard_weight=settings["hard_weight"],
+                                        scale=settings["penalty_scale"])
+                    # hard weights must not be scaled by penalty_scale
+                    vs.rho = np.where(cons.compiled.hard, settings["hard_weight"], vs.rho)
+                    vs.crho = np.where(cons.compiled.chard, settings["hard_weight"], vs.crho)
+                    pen0 = vs.penalty()
+                    n_viterbi_violations = float(_violations(vs))
+                    args = vs.args()
+                else:
+                    pen0 = 0.0
+                    args = _no_constraints(NU, uo, L)
+                budget = int(settings["switches"] * NU)
+                _label_switching(state, trans, yU, uo, cu, M, fwd, bwd, top, seq_of, budget,
+                                 max(NU, 1), settings["switch_tol"], int(rng.integers(2**31 - 1)),
+                                 *args, cu * hinge + pen0, settings["run_moves"], stats)
+                pen1 = vs.penalty() if cons is not None else 0.0
+                y_new = y.copy()
+                y_new[XL.n_tokens:] = yU
+                Cvec[nL:] = cu
+                changed = solver.set_labels(y_new)
+                y = y_new
+                t_solve = clock()
+                res = solver.solve(settings["epochs"], settings["tol"], C=Cvec)
+                t_solve = clock() - t_solve
+                t_match = clock() - t_match - t_solve
+                w = solver.weights()
+                row = {"step": step, "round": rnd, "C_u": float(cu), "objective": res.primal,
+                       "gap": res.gap, "switches": int(stats[0]), "proposals": int(stats[1]),
+                       "penalty_viterbi": pen0, "penalty": pen1,
+                       "violations_viterbi": n_viterbi_violations,
+                       "violations": float(_violations(vs)) if cons is not None else 0.0,
+                       "changed": int(changed), "nonzero": int(np.count_nonzero(w)),
+                       "match_time": round(t_match, 2), "solve_time": round(t_solve, 2)}
+                evaluate(row, w)
+                if changed == 0 and rnd > 1:
+                    break
+        return best["w"] if best["w"] is not None else solver.weights()
+
+
+def _selection_score(row: dict) -> float:
+    for key in ("dev_f1", "dev_acc"):
+        if key in row:
+            return float(row[key])
+    return -math.inf
+
+
+def _violations(vs: ViolationState) -> float:
+    cc = vs.cc
+    d = np.maximum(vs.phi - cc.hi, 0) + np.maximum(cc.lo - vs.phi, 0)
+    return float(d.sum())
+
+
+def _no_constraints(N: int, offsets: np.ndarray, L: int) -> tuple:
+    z = np.zeros(0)
+    return (np.zeros((1, N), np.uint8), offsets, np.zeros(0, np.int32),
+            np.zeros((0, L), np.bool_), np.zeros(0, np.int32), z, z, z, np.zeros(0, np.bool_),
+            np.zeros(0, np.int32), np.zeros((0, L), np.bool_), np.zeros(0, np.int32), z, z, z,
+            np.zeros(0, np.bool_), np.zeros((len(offsets) - 1, 0)),
+            np.zeros((len(offsets) - 1, L), np.int64), z.copy(), z.copy())
+
+
+@numba.njit(**NUMBA_OPTS)
+def _path_scores_kernel(state, trans, y, offsets, out):
+    for s in range(offsets.shape[0] - 1):
+        a, b = offsets[s], offsets[s + 1]
+        if b <= a:
+            out[s] = 0.0
+            continue
+        f = state[a, y[a]]
+        for t in range(a + 1, b):
+            f += state[t, y[t]] + trans[y[t - 1], y[t]]
+        out[s] = f
+
+
+def _path_scores(state, trans, y, offsets) -> np.ndarray:
+    out = np.zeros(len(offsets) - 1)
+    _path_scores_kernel(state, trans, y, offsets, out)
+    return out

@@ -1,0 +1,118 @@
+"""Constrained decoding against brute-force enumeration of every labeling of tiny chains."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from tagger.constrained import constrained_decode
+from tagger.constraints import ConstraintSet, ViolationState
+
+LABELS = ["a", "b", "c", "d"]
+WORDS = ["pp", "x", ",", "y", "9", "z", "."]
+
+HARD = """
+labels = ["a", "b", "c", "d"]
+[defaults]
+hard = true
+[[instance]]
+rule = "start"
+labels = ["a", "b"]
+[[instance]]
+rule = "one-segment"
+labels = ["a", "c", "d"]
+[[instance]]
+rule = "tokens"
+words = ["pp"]
+take = ["c", "d"]
+[[instance]]
+rule = "tokens"
+pattern = '^[0-9]$'
+avoid = ["a"]
+[[instance]]
+rule = "change-on-punctuation"
+"""
+
+COUNTS = """
+labels = ["a", "b", "c", "d"]
+[[instance]]
+rule = "one-segment"
+labels = "all"
+hard = true
+[[instance]]
+rule = "count"
+labels = ["b"]
+max = 1
+hard = true
+"""
+
+
+def _score(state, trans, y):
+    return state[0, y[0]] + sum(state[t, y[t]] + trans[y[t - 1], y[t]] for t in range(1, len(y)))
+
+
+def _brute_best(state, trans, cc, toks):
+    # every labeling of the chain at once, as one corpus of L^T sequences
+    T = len(toks)
+    ys = np.array(list(itertools.product(range(len(LABELS)), repeat=T)), np.int32)
+    st = ViolationState(cc, cc.indicators([toks] * len(ys)), ys.ravel())
+    ok = ~np.any((st.phi > cc.hi) | (st.phi < cc.lo), axis=1)
+    if not ok.any():
+        return -np.inf
+    scores = state[0, ys[:, 0]] + sum(state[t, ys[:, t]] + trans[ys[:, t - 1], ys[:, t]]
+                                      for t in range(1, T))
+    return float(scores[ok].max())
+
+
+@pytest.mark.parametrize("text", [HARD, COUNTS])
+def test_hard_constraints_exact_against_brute_force(text):
+    cc = ConstraintSet.from_text(text).compile(LABELS)
+    rng = np.random.default_rng(3)
+    checked = 0
+    for trial in range(60):
+        T = int(rng.integers(1, 7))
+        toks = [WORDS[i] for i in rng.integers(0, len(WORDS), T)]
+        state = rng.normal(size=(T, len(LABELS)))
+        trans = rng.normal(size=(len(LABELS), len(LABELS)))
+        ti = cc.indicators([toks])
+        y, feasible = constrained_decode(state, np.array([0, T]), trans, cc, ti)
+        best = _brute_best(state, trans, cc, toks)
+        if best == -np.inf:
+            assert not feasible[0]
+            continue
+        checked += 1
+        assert feasible[0]
+        assert ViolationState(cc, ti, y).penalty() == 0
+        if text is HARD:  # every rule is enforced by the expanded Viterbi: exact
+            assert _score(state, trans, y) == pytest.approx(best, abs=1e-9)
+        else:  # count rules: label switching finds a feasible labeling, at most the best
+            assert _score(state, trans, y) <= best + 1e-9
+    assert checked > 30
+
+
+def test_soft_rules_give_a_local_optimum_of_score_minus_penalty():
+    text = HARD.replace("hard = true", "hard = false\nweight = 0.8")
+    cc = ConstraintSet.from_text(text).compile(LABELS)
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        T = int(rng.integers(2, 7))
+        toks = [WORDS[i] for i in rng.integers(0, len(WORDS), T)]
+        state = rng.normal(size=(T, len(LABELS)))
+        trans = rng.normal(size=(len(LABELS), len(LABELS)))
+        ti = cc.indicators([toks])
+        y, _ = constrained_decode(state, np.array([0, T]), trans, cc, ti)
+
+        def objective(lab):
+            return _score(state, trans, lab) - ViolationState(cc, ti, lab).penalty()
+
+        here = objective(y)
+        for t in range(T):
+            for new in range(len(LABELS)):
+                z = y.copy()
+                z[t] = new
+                assert objective(z) <= here + 1e-9
+        plain, _ = constrained_decode(state, np.array([0, T]), trans,
+                                      ConstraintSet.from_text(HARD.replace("hard = true", "hard = false\nweight = 0.0")).compile(LABELS), ti)
+        assert here >= objective(plain) - 1e-9

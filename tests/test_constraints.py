@@ -1,0 +1,233 @@
+"""The constraint language: validation messages, compiled counts against a plain-Python
+recount, and the incremental switch deltas against a full recount after the switch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tagger.constraints import (ConstraintSet, ViolationState, apply_switch,
+                                boundary_on_punctuation, normalize_word, switch_penalty_delta)
+from tagger.errors import ConstraintError
+
+ROOT = Path(__file__).resolve().parent.parent
+LABELS = ["a", "b", "c", "d"]
+
+FULL = """
+labels = ["a", "b", "c", "d"]
+[[instance]]
+rule = "start"
+labels = ["a", "b"]
+weight = 1.5
+[[instance]]
+rule = "one-segment"
+labels = "all"
+shape = "squared"
+[[instance]]
+rule = "tokens"
+words = ["pp"]
+take = ["c"]
+weight = 2.0
+[[instance]]
+rule = "tokens"
+pattern = '^[0-9]+$'
+avoid = ["a"]
+[[instance]]
+rule = "only-inside"
+property = "quote"
+labels = ["d"]
+[[instance]]
+rule = "change-on-punctuation"
+weight = 0.7
+[[instance]]
+rule = "count"
+labels = ["b"]
+min = 1
+max = 2
+shape = "squared"
+[[instance]]
+rule = "count"
+labels = ["a", "c"]
+unit = "segments"
+max = 1
+[[corpus]]
+rule = "label-fraction"
+labels = ["a"]
+fraction = 0.3
+tolerance = 0.05
+weight = 3.0
+shape = "squared"
+[[corpus]]
+rule = "change-off-punctuation"
+fraction = 0.1
+weight = 2.0
+"""
+
+WORDS = ["pp.", "12", "x", ",", '"q', "y", "7", "pp", ".", "z", "(w", "v"]
+
+
+def _corpus(rng, n=30):
+    sents, ys = [], []
+    for _ in range(n):
+        T = int(rng.integers(1, 9))
+        sents.append([WORDS[i] for i in rng.integers(0, len(WORDS), T)])
+        ys.append(rng.integers(0, len(LABELS), T).astype(np.int32))
+    return sents, ys
+
+
+# ---- a plain-Python definition of every penalty, independent of the kernels
+
+def _segments(y):
+    segs = {}
+    for t, lab in enumerate(y):
+        if t == 0 or y[t - 1] != lab:
+            segs[lab] = segs.get(lab, 0) + 1
+    return segs
+
+
+def _direct_penalty(cs: ConstraintSet, sents, ys, hard_weight=1000.0):
+    lid = {lab: i for i, lab in enumerate(LABELS)}
+    total = 0.0
+    for toks, y in zip(sents, ys):
+        for r in [r for r in cs.rules if r.level == "instance"]:
+            ids = {lid[x] for x in r.labels}
+            if r.rule == "start":
+                phi, lo, hi = float(y[0] not in ids), 0, 0
+            elif r.rule == "one-segment":
+                phi = sum(max(0, v - 1) for k, v in _segments(y).items() if k in ids)
+                lo, hi = 0, 0
+            elif r.rule == "tokens":
+                hit = [normalize_word(w) in r.options["words"] or
+                       (r.options.get("pattern") is not None and r.options["pattern"].search(w))
+                       for w in toks]
+                if r.options["mode"] == "take":
+                    phi = sum(1 for h, lab in zip(hit, y) if h and lab not in ids)
+                else:
+                    phi = sum(1 for h, lab in zip(hit, y) if h and lab in ids)
+                lo, hi = 0, 0
+            elif r.rule == "only-inside":
+                phi = sum(1 for w, lab in zip(toks, y) if '"' in w and lab not in ids)
+                lo, hi = 0, 0
+            elif r.rule == "change-on-punctuation":
+                phi = sum(1 for t in range(1, len(y)) if y[t] != y[t - 1]
+                          and not boundary_on_punctuation(toks[t - 1], toks[t]))
+                lo, hi = 0, 0
+            else:
+                if r.options["unit"] == "tokens":
+                    phi = sum(1 for lab in y if lab in ids)
+                else:
+                    phi = sum(v for k, v in _segments(y).items() if k in ids)
+                lo = r.options["min"]
+                hi = np.inf if r.options["max"] is None else r.options["max"]
+            d = max(0, phi - hi) + max(0, lo - phi)
+            rho = hard_weight if r.hard else r.weight
+            total += rho * (d * d if r.shape == "squared" else d)
+    n = len(sents)
+    for r in [r for r in cs.rules if r.level == "corpus"]:
+        if r.rule == "label-fraction":
+            ids = {lid[x] for x in r.labels}
+            num = sum(1 for y in ys for lab in y if lab in ids)
+            den = sum(len(y) for y in ys)
+        else:
+            num = den = 0
+            for toks, y in zip(sents, ys):
+                for t in range(1, len(y)):
+                    if y[t] != y[t - 1]:
+                        den += 1
+                        num += not boundary_on_punctuation(toks[t - 1], toks[t])
+        ratio = num / den if den else r.options["fraction"]
+        d = max(0.0, abs(ratio - r.options["fraction"]) - r.options["tolerance"])
+        rho = hard_weight if r.hard else r.weight
+        total += rho * n * (d * d if r.shape == "squared" else d)
+    return total
+
+
+def test_penalty_matches_direct_count():
+    cs = ConstraintSet.from_text(FULL)
+    cc = cs.compile(LABELS)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        sents, ys = _corpus(rng)
+        st = ViolationState(cc, cc.indicators(sents), np.concatenate(ys))
+        assert st.penalty() == pytest.approx(_direct_penalty(cs, sents, ys), rel=1e-12, abs=1e-9)
+
+
+def test_switch_delta_matches_recount():
+    cs = ConstraintSet.from_text(FULL)
+    cc = cs.compile(LABELS)
+    rng = np.random.default_rng(1)
+    sents, ys = _corpus(rng, 25)
+    st = ViolationState(cc, cc.indicators(sents), np.concatenate(ys))
+    phi_new = np.zeros(cc.n_instance)
+    dnum, dden = np.zeros(cc.n_corpus), np.zeros(cc.n_corpus)
+    offsets = st.ti.offsets
+    for _ in range(400):
+        s = int(rng.integers(0, len(sents)))
+        a, b = int(offsets[s]), int(offsets[s + 1])
+        t = int(rng.integers(a, b))
+        new = int(rng.integers(0, len(LABELS)))
+        before = st.penalty()
+        delta = switch_penalty_delta(st.y, s, t, new, *st.args(), phi_new, dnum, dden)
+        apply_switch(st.y, s, t, new, offsets, st.phi, st.segs, st.num, st.den, phi_new, dnum,
+                     dden)
+        kept = (st.phi.copy(), st.segs.copy(), st.num.copy(), st.den.copy())
+        st.recount()  # the incremental bookkeeping equals a recount from scratch
+        for k0, k1 in zip(kept, (st.phi, st.segs, st.num, st.den)):
+            np.testing.assert_allclose(k0, k1)
+        ys_now = [st.y[offsets[i]:offsets[i + 1]] for i in range(len(sents))]
+        after = _direct_penalty(cs, sents, ys_now)
+        assert after - before == pytest.approx(delta, abs=1e-9)
+
+
+def test_all_mistakes_reported_at_once():
+    text = """
+labels = ["author", "title", "date"]
+colour = "red"
+[[instance]]
+rule = "start"
+labels = ["autor"]
+[[instance]]
+rule = "tokens"
+pattern = '([0-9]'
+take = ["dat"]
+[[instance]]
+rule = "count"
+labels = ["title"]
+min = 5
+max = 2
+[[instance]]
+rule = "one-segment"
+labels = "all"
+wieght = 2
+[[corpus]]
+rule = "label-fraction"
+labels = ["author"]
+fraction = 1.5
+"""
+    with pytest.raises(ConstraintError) as info:
+        ConstraintSet.from_text(text, "ads.toml")
+    msg = str(info.value)
+    assert msg.startswith("ads.toml: 7 mistakes")
+    for fragment in ("colour: unknown key", "instance[0].labels[0]: unknown label 'autor'; did "
+                     "you mean 'author'", "instance[1].pattern: bad regular expression",
+                     "instance[1].take[0]: unknown label 'dat'; did you mean 'date'",
+                     "instance[2].min: min (5) is larger than max (2)",
+                     "instance[3].wieght: unknown key 'wieght'; did you mean 'weight'",
+                     "corpus[0].fraction: must be between 0.0 and 1.0"):
+        assert fragment in msg, (fragment, msg)
+
+
+def test_compile_refuses_labels_the_model_lacks():
+    cs = ConstraintSet.from_text(FULL)
+    with pytest.raises(ConstraintError, match="not labels of the model"):
+        cs.compile(["a", "b", "c"])
+
+
+def test_shipped_citation_file_is_valid_and_complete():
+    cs = ConstraintSet.load(ROOT / "constraints" / "citations.toml")
+    rules = {r.rule for r in cs.rules}
+    assert {"start", "one-segment", "change-on-punctuation", "tokens", "only-inside",
+            "label-fraction", "change-off-punctuation"} <= rules
+    assert len(cs.labels) == 13

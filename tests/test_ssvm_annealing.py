@@ -1,0 +1,107 @@
+"""The semi-supervised learner: exact hinge bookkeeping of label switching (against brute
+force and a recount), and the learner's contract on a small synthetic task."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from tagger.constraints import ConstraintSet, ViolationState
+from tagger.learners.ssvm_annealing import (_all_max_marginals, _aug_max_marginals,
+                                            _label_switching, _no_constraints, _path_scores)
+
+L = 3
+
+
+def _aug_brute(state, trans, y):
+    T = len(y)
+    M = np.full((T, L), -np.inf)
+    for z in itertools.product(range(L), repeat=T):
+        v = state[0, z[0]] + (z[0] != y[0]) + sum(state[t, z[t]] + trans[z[t - 1], z[t]] +
+                                                  (z[t] != y[t]) for t in range(1, T))
+        for t in range(T):
+            M[t, z[t]] = max(M[t, z[t]], v)
+    return M
+
+
+def test_max_marginals_against_brute_force():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        T = int(rng.integers(1, 6))
+        state = rng.normal(size=(T, L))
+        trans = rng.normal(size=(L, L))
+        y = rng.integers(0, L, T).astype(np.int32)
+        M = np.zeros((T, L))
+        top = _aug_max_marginals(state, trans, y, 0, T, M, np.zeros((T, L)), np.zeros((T, L)))
+        np.testing.assert_allclose(M, _aug_brute(state, trans, y), atol=1e-9)
+        assert top == pytest.approx(_aug_brute(state, trans, y).max())
+
+
+CONS = """
+labels = ["a", "b", "c"]
+[[instance]]
+rule = "one-segment"
+labels = "all"
+weight = 0.5
+[[instance]]
+rule = "tokens"
+words = ["x"]
+take = ["b"]
+[[corpus]]
+rule = "label-fraction"
+labels = ["a"]
+fraction = 0.4
+weight = 2.0
+shape = "squared"
+"""
+
+
+def _objective(state, trans, y, offsets, cu, vs):
+    n = len(offsets) - 1
+    M = np.zeros((len(y), L))
+    top = np.zeros(n)
+    _all_max_marginals(state, trans, y, offsets, M, np.zeros_like(M), np.zeros_like(M), top)
+    hinge = np.maximum(top - _path_scores(state, trans, y, offsets), 0).sum()
+    return cu * hinge + (vs.penalty() if vs is not None else 0.0)
+
+
+@pytest.mark.parametrize("with_constraints", [False, True])
+@pytest.mark.parametrize("run_moves", [False, True])
+def test_switching_lowers_the_objective_by_what_it_reports(with_constraints, run_moves):
+    rng = np.random.default_rng(1)
+    words = ["x", "y", ",", "z"]
+    sents = [[words[i] for i in rng.integers(0, 4, int(rng.integers(2, 7)))] for _ in range(12)]
+    offsets = np.zeros(len(sents) + 1, np.int64)
+    np.cumsum([len(s) for s in sents], out=offsets[1:])
+    N = int(offsets[-1])
+    state = rng.normal(size=(N, L))
+    trans = rng.normal(size=(L, L))
+    y = rng.integers(0, L, N).astype(np.int32)
+    cu = 0.3
+    vs = None
+    if with_constraints:
+        cc = ConstraintSet.from_text(CONS).compile(["a", "b", "c"])
+        vs = ViolationState(cc, cc.indicators(sents), y)
+        args = vs.args()
+        y = vs.y
+    else:
+        args = _no_constraints(N, offsets, L)
+    before = _objective(state, trans, y.copy(), offsets, cu, vs)
+    M = np.zeros((N, L))
+    top = np.zeros(len(sents))
+    _all_max_marginals(state, trans, y, offsets, M, np.zeros_like(M), np.zeros_like(M), top)
+    seq_of = np.repeat(np.arange(len(sents)), np.diff(offsets))
+    stats = np.zeros(3)
+    _label_switching(state, trans, y, offsets, cu, M, np.zeros_like(M), np.zeros_like(M), top,
+                     seq_of, 2000, N, 0.0, 7, *args, before, run_moves, stats)
+    if vs is not None:
+        kept = vs.phi.copy(), vs.num.copy()
+        vs.recount()
+        np.testing.assert_allclose(kept[0], vs.phi)
+        np.testing.assert_allclose(kept[1], vs.num)
+    after = _objective(state, trans, y, offsets, cu, vs)
+    assert stats[0] > 0
+    assert before - after == pytest.approx(stats[2], abs=1e-7)
+    assert after < before
