@@ -22,7 +22,7 @@ Config:
                  component is added and when the pipeline is initialized
 ``scores``       name of a ``Token._`` extension that receives the marginal probability of
                  each token's label (forward-backward over the model's scores), or null
-``constraints``  a constraint file for constrained decoding (needs ``tagger.constraints``)
+``constraints``  a constraint file (TOML, see constraints/README.md): decode under its rules
 
 ``predict`` reads the Docs and decodes a whole batch with one kernel call; ``set_annotations``
 writes the result. The model travels with the pipeline: ``nlp.to_disk`` stores a copy of the
@@ -140,17 +140,14 @@ class SparseTagger(Pipe):
     def _load_constraints(self, path):
         if not path:
             return None
-        try:
-            from tagger import constraints as constraint_module
-        except ImportError:
-            constraint_module = None
-        loader = getattr(constraint_module, "load_constraints", None)
-        if loader is None or not hasattr(self.tagger, "decode_constrained"):
+        from tagger.constraints import ConstraintSet
+
+        if self.cfg["scores"]:
             raise ComponentConfigError(
-                f"[{self.name}] 'constraints' needs constrained decoding "
-                f"(tagger.constraints.load_constraints and Tagger.decode_constrained), which "
-                f"this version of tagger does not have; remove 'constraints' from the config")
-        return loader(path, self.tagger.labels_)
+                f"[{self.name}] 'scores' and 'constraints' cannot be combined: the marginals are "
+                f"those of the unconstrained model; drop one of them from the config")
+        # every mistake of the file is reported here, before any Doc is processed
+        return ConstraintSet.load(path).compile(self.tagger.labels_.labels)
 
     def _require_model(self) -> Tagger:
         if self.tagger is None:
@@ -242,8 +239,10 @@ class SparseTagger(Pipe):
             return np.empty(0, np.int32), np.zeros(1, np.int64), None
         sentences = self._sentences(nonempty)
         if self._constraints is not None:
-            return tagger.decode_constrained(sentences, self._constraints,
-                                             marginals=bool(self.cfg["scores"]))
+            ids = tagger._decode_constrained(sentences, self._constraints)
+            offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
+            np.cumsum([len(s) for s in sentences], out=offsets[1:])
+            return ids, offsets, None
         return tagger.decode_batch(sentences, marginals=bool(self.cfg["scores"]))
 
     def set_annotations(self, docs: Iterable[Doc], predictions) -> None:

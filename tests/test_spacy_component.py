@@ -232,12 +232,9 @@ def test_config_errors(models):
         nlp.add_pipe("sparse_tagger", config={"model": str(models["pos"]), "target": "pos"})
     with pytest.raises(ComponentConfigError, match="target must be one of"):
         nlp.add_pipe("sparse_tagger", config={"model": str(models["pos"]), "target": "heads"})
-    try:
-        from tagger.constraints import load_constraints  # noqa: F401
-    except ImportError:
-        with pytest.raises(ComponentConfigError, match="constrained decoding"):
-            nlp.add_pipe("sparse_tagger", config={"model": str(models["pos"]),
-                                                  "constraints": "fields.toml"})
+    with pytest.raises(ComponentConfigError, match="cannot be combined"):
+        nlp.add_pipe("sparse_tagger", config={"model": str(models["pos"]), "scores": "p",
+                                              "constraints": "fields.toml"})
     missing = nlp.add_pipe("sparse_tagger", name="later", config={"model": "nowhere.tgm"})
     with pytest.raises(ComponentConfigError, match="nowhere.tgm does not exist"):
         missing(Doc(nlp.vocab, words=["a"]))
@@ -310,3 +307,21 @@ def test_nlp_pipe_on_conll2000_test_equals_tagger_tag(corpora, tmp_path):
     sents = load_corpus(test)
     docs = [Doc(nlp.vocab, words=s.tokens, tags=s.columns[1]) for s in sents]
     assert [_spans(d) for d in nlp.pipe(docs, batch_size=1000)] == want
+
+
+def test_constraints_decode_as_the_api_does(models, dev, tmp_path):
+    """With a constraint file the component's chunks are Tagger.predict(constraints=...)'s."""
+    tagger = models["chunk_tagger"]
+    rules = tmp_path / "rules.toml"
+    labels = ", ".join(f'"{lab}"' for lab in tagger.labels_.labels)
+    rules.write_text(f'labels = [{labels}]\n\n[[instance]]\nname = "starts outside a chunk"\n'
+                     f'rule = "start"\nlabels = ["O"]\nhard = true\n', encoding="utf-8")
+    expected = tagger.predict(dev, constraints=str(rules))
+    assert all(labs[0] == "O" for labs in expected if labs)
+    assert expected != tagger.predict(dev)  # the rule changes some labels
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sparse_tagger", config={"model": str(models["chunk"]), "target": "spans",
+                                          "spans_key": "chunks", "preannotated": True,
+                                          "constraints": str(rules)})
+    docs = [Doc(nlp.vocab, words=s.tokens, tags=s.columns[1]) for s in dev]
+    assert [_spans(d) for d in nlp.pipe(docs)] == [bio_spans(p) for p in expected]
