@@ -341,3 +341,18 @@ def test_evaluate_lists_gold_labels_the_model_never_saw(tagger, train):
     result = tagger.evaluate([odd])
     assert result["unknown_labels"] == ["B-XYZ"]
     assert tagger.evaluate(train[:3])["unknown_labels"] == []
+
+
+def test_loading_the_api_imports_no_learner():
+    """Tagging never trains: importing the API must not import the learners (and with them
+    scipy's optimizers and HiGHS), which would double the start-up of `tagger tag`."""
+    import subprocess
+    import sys
+
+    code = ("import sys, tagger.api\n"
+            "mods = [m for m in sys.modules if m.startswith('tagger.learners.')"
+            " and m != 'tagger.learners.base']\n"
+            "print(sorted(mods), 'scipy.optimize' in sys.modules, 'highspy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[] False False"

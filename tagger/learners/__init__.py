@@ -1,31 +1,58 @@
-"""Learners by CLI name. Each module holds one learner; each docstring gives its objective."""
+"""Learners by CLI name. Each module holds one learner; each docstring gives its objective.
+
+The learner modules are imported on first use of :data:`LEARNERS` or :func:`get_learner`, not
+with this package: tagging never trains, and the learners bring scipy's optimizers and HiGHS,
+which would double the start-up of ``tagger tag``.
+"""
 
 from __future__ import annotations
 
+import importlib
+
 from tagger.errors import ParameterError
 from tagger.learners.base import Learner, Param, TrainingProblem
-from tagger.learners.lp import CuttingPlaneM3N, ExtragradientLP, SimplexLP
-from tagger.learners.m3n_subgradient import SubgradientL2M3N, SubgradientM3N
-from tagger.learners.crf_grafting import GraftingLight, GreedyGrafting
-from tagger.learners.crf_lbfgs import CRFL1, CRFL2
-from tagger.learners.m3n_em import EML1M3N
-from tagger.learners.ssvm_annealing import SSVMAnnealing
-from tagger.learners.ssvm_dual import SDML2M3N
 
-LEARNERS: dict[str, type[Learner]] = {
-    cls.name: cls for cls in (SubgradientM3N, SubgradientL2M3N, SDML2M3N, EML1M3N,
-                              CuttingPlaneM3N, ExtragradientLP, SimplexLP,
-                              CRFL2, CRFL1, GraftingLight, GreedyGrafting, SSVMAnnealing)
-}
 DEFAULT_LEARNER = "m3n-subgradient"
+
+# (module, class) of every learner, in the order `tagger learners` lists them
+_REGISTRY = (
+    ("m3n_subgradient", "SubgradientM3N"),
+    ("m3n_subgradient", "SubgradientL2M3N"),
+    ("ssvm_dual", "SDML2M3N"),
+    ("m3n_em", "EML1M3N"),
+    ("lp", "CuttingPlaneM3N"),
+    ("lp", "ExtragradientLP"),
+    ("lp", "SimplexLP"),
+    ("crf_lbfgs", "CRFL2"),
+    ("crf_lbfgs", "CRFL1"),
+    ("crf_grafting", "GraftingLight"),
+    ("crf_grafting", "GreedyGrafting"),
+    ("ssvm_annealing", "SSVMAnnealing"),
+)
+_learners: dict[str, type[Learner]] | None = None
+
+
+def _load() -> dict[str, type[Learner]]:
+    global _learners
+    if _learners is None:
+        classes = [getattr(importlib.import_module(f"tagger.learners.{module}"), name)
+                   for module, name in _REGISTRY]
+        _learners = {cls.name: cls for cls in classes}
+    return _learners
+
+
+def __getattr__(name: str):
+    if name == "LEARNERS":
+        return _load()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_learner(name: str) -> type[Learner]:
     try:
-        return LEARNERS[name]
+        return _load()[name]
     except KeyError:
         raise ParameterError(f"unknown learner {name!r}; available: "
-                             f"{', '.join(sorted(LEARNERS))}") from None
+                             f"{', '.join(sorted(_load()))}") from None
 
 
 __all__ = ["LEARNERS", "DEFAULT_LEARNER", "get_learner", "Learner", "Param", "TrainingProblem"]
