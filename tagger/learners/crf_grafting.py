@@ -66,6 +66,18 @@ _SHARED = (
 )
 
 
+def _start(learner, problem: TrainingProblem, settings: dict, w0):
+    """What both grafting loops begin with: the objective, an OWL-QN optimiser at w0 (or 0),
+    the working set (the initial set plus the weights already non-zero), the stopping rule and
+    a clock."""
+    fun = learner._objective_fn(problem, settings)
+    w = np.zeros(fun.n_weights) if w0 is None else np.array(w0, dtype=np.float64)
+    active = _initial_set(problem, fun.free) | (w != 0)
+    opt = OWLQN(fun, w, settings["c1"], settings["memory"])
+    stop = Convergence(settings["delta"], settings["period"])
+    return fun, opt, active, stop, Stopwatch()
+
+
 class GraftingLight(CRFLearner):
     """L1 CRF by Grafting-Light (Zhu, Lao & Xing, KDD 2010): one orthant-wise step on the
     working set per iteration, then growth by the top-M violating features.
@@ -77,13 +89,8 @@ class GraftingLight(CRFLearner):
     params = _SHARED
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
-        fun = self._objective_fn(problem, settings)
+        fun, opt, active, stop, clock = _start(self, problem, settings, w0)
         c1, M = settings["c1"], settings["select_unit"]
-        w = np.zeros(fun.n_weights) if w0 is None else np.array(w0, dtype=np.float64)
-        active = _initial_set(problem, fun.free) | (w != 0)
-        clock = Stopwatch()
-        opt = OWLQN(fun, w, c1, settings["memory"])
-        stop = Convergence(settings["delta"], settings["period"])
         for it in range(1, settings["epochs"] + 1):
             moved = opt.step(active)
             F = opt.objective
@@ -111,13 +118,8 @@ class GreedyGrafting(CRFLearner):
     params = _SHARED
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
-        fun = self._objective_fn(problem, settings)
+        fun, opt, active, stop, clock = _start(self, problem, settings, w0)
         c1, M = settings["c1"], settings["select_unit"]
-        w = np.zeros(fun.n_weights) if w0 is None else np.array(w0, dtype=np.float64)
-        active = _initial_set(problem, fun.free) | (w != 0)
-        clock = Stopwatch()
-        opt = OWLQN(fun, w, c1, settings["memory"])
-        stop = Convergence(settings["delta"], settings["period"])
         for it in range(1, settings["epochs"] + 1):
             moved = opt.step(active)
             F = opt.objective
