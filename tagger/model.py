@@ -116,6 +116,52 @@ def _add_joint_features(indptr, attrs, vals, attr_ptr, param_label, a, b, y, n_s
         out[n_state + n_labels * n_labels + n_labels + y[b - 1]] += scale
 
 
+@numba.njit(**NUMBA_OPTS)
+def _touch(k, v, d, mark, touched, n):
+    """d[k] += v, recording k in touched[0:n] the first time (sparse accumulation)."""
+    if not mark[k]:
+        mark[k] = True
+        touched[n] = k
+        n += 1
+    d[k] += v
+    return n
+
+
+@numba.njit(**NUMBA_OPTS)
+def _add_difference(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b, plus, minus,
+                    coef, d, mark, touched, n):
+    """d += coef * (f(x, plus) - f(x, minus)) on tokens a..b-1; only where the labelings differ.
+
+    plus / minus are label arrays indexed by token (their rows a..b-1 are read)."""
+    valued = vals.shape[0] > 0
+    s0 = n_state + L * L
+    e0 = s0 + L
+    for i in range(a, b):
+        yp = plus[i]
+        ym = minus[i]
+        if yp != ym:
+            for j in range(indptr[i], indptr[i + 1]):
+                at = attrs[j]
+                v = coef * vals[j] if valued else coef
+                p = _param_index(attr_ptr, param_label, at, yp)
+                if p >= 0:
+                    n = _touch(p, v, d, mark, touched, n)
+                p = _param_index(attr_ptr, param_label, at, ym)
+                if p >= 0:
+                    n = _touch(p, -v, d, mark, touched, n)
+        if i > a and (yp != ym or plus[i - 1] != minus[i - 1]):
+            n = _touch(n_state + plus[i - 1] * L + yp, coef, d, mark, touched, n)
+            n = _touch(n_state + minus[i - 1] * L + ym, -coef, d, mark, touched, n)
+    if b > a:
+        if plus[a] != minus[a]:
+            n = _touch(s0 + plus[a], coef, d, mark, touched, n)
+            n = _touch(s0 + minus[a], -coef, d, mark, touched, n)
+        if plus[b - 1] != minus[b - 1]:
+            n = _touch(e0 + plus[b - 1], coef, d, mark, touched, n)
+            n = _touch(e0 + minus[b - 1], -coef, d, mark, touched, n)
+    return n
+
+
 class ChainModel:
     """Parameter index of a linear-chain model over a fixed attribute set and label set."""
 

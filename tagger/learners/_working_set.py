@@ -20,7 +20,7 @@ from numba import prange
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.inference._chain import _loss_augmented_viterbi, _second_best_viterbi, _viterbi
-from tagger.model import _param_index
+from tagger.model import _add_difference
 
 #: separation modes
 LOSS_AUGMENTED = 0   # argmax_y Delta(y_i, y) + F(x_i, y); value H_i = that max - F(x_i, y_i)
@@ -57,55 +57,22 @@ def _separate(state, offsets, trans, gold, mode, pred, value):
 
 
 @numba.njit(**NUMBA_OPTS)
-def _touch(k, v, dense, mark, touched, m):
-    if not mark[k]:
-        mark[k] = True
-        touched[m] = k
-        m += 1
-    dense[k] += v
-    return m
-
-
-@numba.njit(**NUMBA_OPTS)
 def _difference_rows(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, n_labels,
                      gold, pred, sents, row_ptr, idx, val, loss, dense, mark, touched):
     """Rows f(x_s, gold) - f(x_s, pred) for s in ``sents`` (CSR into row_ptr/idx/val) and
     their Hamming losses. Positions where the labelings agree cancel and are skipped."""
-    L = n_labels
-    t0 = n_state
-    s0 = n_state + L * L
-    e0 = s0 + L
     nz = 0
     row_ptr[0] = 0
     for r in range(sents.shape[0]):
         s = sents[r]
         a = offsets[s]
         b = offsets[s + 1]
-        m = 0
         hamming = 0
         for i in range(a, b):
-            yp = pred[i]
-            yg = gold[i]
-            if yp != yg:
+            if pred[i] != gold[i]:
                 hamming += 1
-                for j in range(indptr[i], indptr[i + 1]):
-                    v = vals[j] if vals.shape[0] > 0 else 1.0
-                    p = _param_index(attr_ptr, param_label, attrs[j], yg)
-                    if p >= 0:
-                        m = _touch(p, v, dense, mark, touched, m)
-                    p = _param_index(attr_ptr, param_label, attrs[j], yp)
-                    if p >= 0:
-                        m = _touch(p, -v, dense, mark, touched, m)
-            if i > a and (yp != yg or pred[i - 1] != gold[i - 1]):
-                m = _touch(t0 + gold[i - 1] * L + yg, 1.0, dense, mark, touched, m)
-                m = _touch(t0 + pred[i - 1] * L + yp, -1.0, dense, mark, touched, m)
-        if b > a:
-            if pred[a] != gold[a]:
-                m = _touch(s0 + gold[a], 1.0, dense, mark, touched, m)
-                m = _touch(s0 + pred[a], -1.0, dense, mark, touched, m)
-            if pred[b - 1] != gold[b - 1]:
-                m = _touch(e0 + gold[b - 1], 1.0, dense, mark, touched, m)
-                m = _touch(e0 + pred[b - 1], -1.0, dense, mark, touched, m)
+        m = _add_difference(indptr, attrs, vals, attr_ptr, param_label, n_state, n_labels,
+                            a, b, gold, pred, 1.0, dense, mark, touched, 0)
         for k in range(m):
             c = touched[k]
             if dense[c] != 0.0:

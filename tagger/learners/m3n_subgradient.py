@@ -62,7 +62,7 @@ from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.inference._chain import _loss_augmented_viterbi
 from tagger.learners._l1ball import _project_l1_ball
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.model import ChainModel, _param_index, _sentence_state_scores
+from tagger.model import ChainModel, _add_difference, _sentence_state_scores
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
@@ -86,52 +86,14 @@ def _decode_batch(indptr, attrs, vals, offsets, attr_ptr, param_label, w, n_stat
 
 
 @numba.njit(**NUMBA_OPTS)
-def _touch(k, v, grad, mark, touched, n):
-    if not mark[k]:
-        mark[k] = True
-        touched[n] = k
-        n += 1
-    grad[k] += v
-    return n
-
-
-@numba.njit(**NUMBA_OPTS)
 def _accumulate_difference(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, n_labels,
                            gold, pred, order, lo, hi, grad, mark, touched):
     """grad += sum_k f(x, pred) - f(x, gold) over sentences order[lo:hi]; only where they differ."""
-    L = n_labels
     n = 0
-    valued = vals.shape[0] > 0
-    t0 = n_state
-    s0 = n_state + L * L
-    e0 = s0 + L
     for k in range(lo, hi):
         s = order[k]
-        a = offsets[s]
-        b = offsets[s + 1]
-        for i in range(a, b):
-            yp = pred[i]
-            yg = gold[i]
-            if yp != yg:
-                for j in range(indptr[i], indptr[i + 1]):
-                    at = attrs[j]
-                    v = vals[j] if valued else 1.0
-                    p = _param_index(attr_ptr, param_label, at, yp)
-                    if p >= 0:
-                        n = _touch(p, v, grad, mark, touched, n)
-                    p = _param_index(attr_ptr, param_label, at, yg)
-                    if p >= 0:
-                        n = _touch(p, -v, grad, mark, touched, n)
-            if i > a:
-                if yp != yg or pred[i - 1] != gold[i - 1]:
-                    n = _touch(t0 + pred[i - 1] * L + yp, 1.0, grad, mark, touched, n)
-                    n = _touch(t0 + gold[i - 1] * L + yg, -1.0, grad, mark, touched, n)
-        if pred[a] != gold[a]:
-            n = _touch(s0 + pred[a], 1.0, grad, mark, touched, n)
-            n = _touch(s0 + gold[a], -1.0, grad, mark, touched, n)
-        if pred[b - 1] != gold[b - 1]:
-            n = _touch(e0 + pred[b - 1], 1.0, grad, mark, touched, n)
-            n = _touch(e0 + gold[b - 1], -1.0, grad, mark, touched, n)
+        n = _add_difference(indptr, attrs, vals, attr_ptr, param_label, n_state, n_labels,
+                            offsets[s], offsets[s + 1], pred, gold, 1.0, grad, mark, touched, n)
     return n
 
 

@@ -56,8 +56,7 @@ from tagger.errors import ParameterError
 from tagger.features import Featurized
 from tagger.inference._chain import _loss_augmented_viterbi
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.learners.m3n_subgradient import _touch
-from tagger.model import ChainModel, _param_index, _sentence_state_scores
+from tagger.model import ChainModel, _add_difference, _sentence_state_scores
 
 def _values(X: Featurized) -> np.ndarray:
     """The kernels' ``vals`` argument: the real values of X, or empty for indicators."""
@@ -77,41 +76,6 @@ def _path_score(state, trans, lab, a, b):
     for t in range(a + 1, b):
         v += state[t - a, lab[t]] + trans[lab[t - 1], lab[t]]
     return v
-
-
-@numba.njit(**NUMBA_OPTS)
-def _add_difference(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b, plus, minus,
-                    coef, d, mark, touched, n):
-    """d += coef * (f(x, plus) - f(x, minus)) on tokens a..b-1; only where the labelings differ.
-
-    plus / minus are label arrays indexed by token (their rows a..b-1 are read)."""
-    valued = vals.shape[0] > 0
-    s0 = n_state + L * L
-    e0 = s0 + L
-    for i in range(a, b):
-        yp = plus[i]
-        ym = minus[i]
-        if yp != ym:
-            for j in range(indptr[i], indptr[i + 1]):
-                at = attrs[j]
-                v = coef * vals[j] if valued else coef
-                p = _param_index(attr_ptr, param_label, at, yp)
-                if p >= 0:
-                    n = _touch(p, v, d, mark, touched, n)
-                p = _param_index(attr_ptr, param_label, at, ym)
-                if p >= 0:
-                    n = _touch(p, -v, d, mark, touched, n)
-        if i > a and (yp != ym or plus[i - 1] != minus[i - 1]):
-            n = _touch(n_state + plus[i - 1] * L + yp, coef, d, mark, touched, n)
-            n = _touch(n_state + minus[i - 1] * L + ym, -coef, d, mark, touched, n)
-    if b > a:
-        if plus[a] != minus[a]:
-            n = _touch(s0 + plus[a], coef, d, mark, touched, n)
-            n = _touch(s0 + minus[a], -coef, d, mark, touched, n)
-        if plus[b - 1] != minus[b - 1]:
-            n = _touch(e0 + plus[b - 1], coef, d, mark, touched, n)
-            n = _touch(e0 + minus[b - 1], -coef, d, mark, touched, n)
-    return n
 
 
 @numba.njit(**NUMBA_OPTS)
