@@ -521,8 +521,10 @@ class _HeadReader:
                    "[default: the last field when a line has one field more than the model "
                    "reads]")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Worker processes; with more than one the input is streamed through them in "
-                   "blocks (constant memory) and the output keeps the input's order.")
+              help="Cores to use. 1 tags in this process on one thread; N > 1 streams the "
+                   "input through N worker processes in blocks (constant memory, output in the "
+                   "input's order), or, where the input cannot be cut into blocks (--marginals, "
+                   "--constraints, inline format), decodes on N threads.")
 @click.option("--marginals", is_flag=True,
               help="CRF models: after each token's predicted label, print P(label | sentence) "
                    "for every label as LABEL:PROB fields (one token per line, CoNLL-style, "
@@ -568,6 +570,7 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs, margin
         with open(input_path, "rb") as fh:
             head = fh.read(65536)
     parallel_ok = not marginals and cset is None
+    _use_threads(jobs)
     if jobs > 1 and parallel_ok and _tag_in_parallel(tagger, model_path, input_path, source, head,
                                      output_path, fmt, label_column, jobs,
                                      {"sep": _conll_sep(head)}):
@@ -597,6 +600,14 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs, margin
         if sents:
             write_corpus(out, sents, labels, **write_options)
         out.flush()
+
+
+def _use_threads(jobs: int) -> None:
+    """Decode on at most ``jobs`` threads, so that ``--jobs 1`` keeps to one core as the option
+    promises (the kernels otherwise use every core numba sees)."""
+    import numba
+
+    numba.set_num_threads(max(1, min(jobs, numba.config.NUMBA_NUM_THREADS)))
 
 
 def _tag_in_parallel(tagger, model_path, input_path, source, head, output_path, fmt,

@@ -17,8 +17,9 @@ from typing import Iterator
 from tagger.corpus import gc_paused, read_corpus, write_corpus
 from tagger.errors import CorpusFormatError
 
-#: bytes of input per block: about 2,000 CoNLL-2000 sentences
-BLOCK_BYTES = 1 << 20
+#: bytes of input per block: about 800 CoNLL-2000 sentences, small enough that the last
+#: blocks of an input keep every worker busy, large enough that decoding dominates each one
+BLOCK_BYTES = 1 << 18
 #: formats whose sentences are separated by blank lines / that hold one sentence per line
 BLANK_LINE_FORMATS = ("conll", "conllu", "tab")
 LINE_FORMATS = ("text", "raw")

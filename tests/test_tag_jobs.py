@@ -94,3 +94,19 @@ def test_jobs_2_on_conll2000_test_x3(corpora, model, tmp_path):
     two = _run("tag", model, src, "-o", tmp_path / "two.txt", "--jobs", 2)
     assert one.exit_code == 0 and two.exit_code == 0
     assert (tmp_path / "two.txt").read_bytes() == (tmp_path / "one.txt").read_bytes()
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_jobs_bounds_the_decoding_threads(model, tmp_path, jobs):
+    """--jobs is a number of cores also where the input is decoded in this process
+    (--marginals and --constraints cannot be cut into blocks): the kernels get N threads."""
+    import numba
+
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        r = _run("tag", model, DEV, "-o", tmp_path / "out.txt", "--jobs", jobs)
+        assert r.exit_code == 0, r.output
+        assert numba.get_num_threads() == min(jobs, numba.config.NUMBA_NUM_THREADS)
+    finally:
+        numba.set_num_threads(before)
