@@ -459,13 +459,17 @@ class SDMSolver:
         self.epochs_done += 1
 
     def solve(self, epochs: int = 50, tol: float = 1e-3, *, y=None, C=None, scale=None,
-              callback=None) -> SDMResult:
+              callback=None, check_every: int = 1) -> SDMResult:
         """Optimise from the current duals (a warm start) for at most ``epochs`` passes.
 
         ``y`` / ``C`` / ``scale`` given here are applied first (see :meth:`set_labels`,
         :meth:`set_example_weights`, :meth:`set_scale`). Stops when the relative duality gap
         is at most ``tol``. ``callback(epoch, primal, dual, gap)`` is called after every pass
-        (its ``True`` return stops the loop early)."""
+        (its ``True`` return stops the loop early). With ``check_every`` k > 1 the gap (a full
+        decoding pass over the weighted examples) is computed only after every k-th pass and
+        the last one, and the callback called only then."""
+        if check_every < 1:
+            raise ValueError("check_every must be at least 1")
         if y is not None:
             self.set_labels(y)
         if C is not None:
@@ -477,6 +481,8 @@ class SDMSolver:
         for e in range(1, epochs + 1):
             self.epoch()
             done = e
+            if e % check_every and e < epochs:
+                continue
             primal, dual, _ = self.objectives()
             gap = (primal - dual) / max(abs(primal), 1e-12)
             stop = callback(e, primal, dual, gap) if callback is not None else False
