@@ -15,6 +15,11 @@ enforced *exactly*:
   labels the best path splits, until it splits none (the optimum of a relaxation that meets
   every rule is the optimum), so most sentences need a lattice of L or 2L states.
 
+A sequence for which no labeling meets every hard rule (a year inside a proceedings title
+where years must be DATE and DATE must be one segment) is decoded by the same exact Viterbi with
+each broken token or change rule costing ``hard_weight`` instead of being forbidden: the best
+labeling among those breaking the fewest, not the unconstrained one.
+
 Everything else (hard ``count`` rules, hard one-segment rules beyond ``MAX_SEGMENT_BITS``
 labels, and -- when asked -- the soft rules with their penalties) is handled by label switching
 from the exact solution: greedy single-label changes that raise F(x, y) - penalties, until none
@@ -37,9 +42,10 @@ MAX_SEGMENT_BITS = 14
 
 
 @numba.njit(**NUMBA_OPTS)
-def _expanded_viterbi(state, trans, bit, stay, out):
+def _expanded_viterbi(state, trans, bit, change_cost, out):
     """Best path of the (T, L) lattice in which a label with ``bit[l] >= 0`` may form only one
-    segment and ``stay[t]`` forces y_t = y_{t-1}. Returns the score (-inf: no feasible path)."""
+    segment and a label change at t costs ``change_cost[t]`` (``inf``: y_t = y_{t-1} is forced).
+    Returns the score (-inf: no feasible path)."""
     T, L = state.shape
     K = 0
     for l in range(L):
@@ -67,7 +73,8 @@ def _expanded_viterbi(state, trans, bit, stay, out):
             if cand > nxt[j]:
                 nxt[j] = cand
                 back[t, j] = s
-            if stay[t]:
+            cost = change_cost[t]
+            if cost == np.inf:
                 continue
             m2 = m
             if bit[l] >= 0:
@@ -77,7 +84,7 @@ def _expanded_viterbi(state, trans, bit, stay, out):
                     continue
                 if bit[l2] >= 0 and (m2 >> bit[l2]) & 1:
                     continue
-                cand = v + trans[l, l2] + state[t, l2]
+                cand = v + trans[l, l2] + state[t, l2] - cost
                 j = l2 * M + m2
                 if cand > nxt[j]:
                     nxt[j] = cand
@@ -99,7 +106,7 @@ def _expanded_viterbi(state, trans, bit, stay, out):
 
 
 @numba.njit(**NUMBA_OPTS)
-def _lazy_expanded_viterbi(state, trans, bit, stay, out):
+def _lazy_expanded_viterbi(state, trans, bit, change_cost, out):
     """:func:`_expanded_viterbi` with one-segment bits added only for labels that the current
     best path splits. The relaxed problem's best path is an upper bound; once it splits no
     one-segment label it meets every rule and is the exact optimum (a cutting-plane argument),
@@ -109,7 +116,7 @@ def _lazy_expanded_viterbi(state, trans, bit, stay, out):
     n_active = 0
     segs = np.zeros(L, np.int64)
     while True:
-        score = _expanded_viterbi(state, trans, active, stay, out)
+        score = _expanded_viterbi(state, trans, active, change_cost, out)
         if score == -np.inf:
             return score
         for l in range(L):
@@ -182,7 +189,7 @@ def _hill_climb(state, trans, y, a, b, ind, kind, mask, row, lo, hi, rho, square
 @numba.njit(**NUMBA_PARALLEL_OPTS)
 def _decode_batch(state, offsets, trans, ind, hard_unary_mask, unary_row, n_hard_unary, bit,
                   stay_row, kind, mask, row, lo, hi, rho, squared, climb, max_passes,
-                  out, feasible):
+                  hard_weight, out, feasible):
     n = offsets.shape[0] - 1
     L = state.shape[1]
     for s in numba.prange(n):
@@ -198,17 +205,29 @@ def _decode_batch(state, offsets, trans, ind, hard_unary_mask, unary_row, n_hard
                     for l in range(L):
                         if hard_unary_mask[c, l]:
                             st[t - a, l] = -np.inf
-        stay = np.zeros(b - a, np.bool_)
+        cost = np.zeros(b - a)
         if stay_row >= 0:
             for t in range(a + 1, b):
                 if ind[stay_row, t]:
-                    stay[t - a] = True
+                    cost[t - a] = np.inf
         y = out[a:b]
-        score = _lazy_expanded_viterbi(st, trans, bit, stay, y)
+        score = _lazy_expanded_viterbi(st, trans, bit, cost, y)
         feasible[s] = score > -np.inf
         if not feasible[s]:
-            # no labeling satisfies every hard rule: the unconstrained best, then penalties
-            _viterbi(state[a:b], trans, y)
+            # no labeling meets every hard rule: the best labeling with the fewest broken token
+            # and change rules (each costs hard_weight, still exact, one-segment rules kept)
+            st = state[a:b].copy()
+            for c in range(n_hard_unary):
+                r = unary_row[c]
+                for t in range(a, b):
+                    if ind[r, t]:
+                        for l in range(L):
+                            if hard_unary_mask[c, l]:
+                                st[t - a, l] -= hard_weight
+            for t in range(b - a):
+                if cost[t] == np.inf:
+                    cost[t] = hard_weight
+            _lazy_expanded_viterbi(st, trans, bit, cost, y)
             st = state[a:b].copy()
         if climb:
             _hill_climb(st, trans, out, a, b, ind, kind, mask, row, lo, hi, rho, squared,
@@ -260,5 +279,5 @@ def constrained_decode(state: np.ndarray, offsets: np.ndarray, trans: np.ndarray
     ind = ti.ind if ti.ind.shape[0] else np.zeros((1, int(offsets[-1])), np.uint8)
     _decode_batch(state, offsets, trans, ind, hum, urow, len(hard_unary), bit, stay_row,
                   cc.kind, cc.mask, cc.row, cc.lo, cc.hi, rho, cc.squared, climb, max_passes,
-                  out, feasible)
+                  float(hard_weight), out, feasible)
     return out, feasible

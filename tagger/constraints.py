@@ -65,14 +65,15 @@ FRACTION_CHANGE = 1
 #: properties a token may have (``only-inside`` rules); punctuation is also what
 #: ``change-on-punctuation`` looks at
 PROPERTIES = {
-    "quote": "contains a quotation mark (\" ' ` or typographic quotes)",
+    "quote": "contains a double quotation mark (\" `` '' or typographic double quotes); a "
+             "single ' or ` is an apostrophe (Master's, '91, D'Andrea), not a quotation",
     "punct": "is made of punctuation only",
     "digit": "contains a digit",
     "number": "is a number (digits, optionally with . , - / inside)",
     "capitalized": "starts with an upper-case letter",
     "upper": "is all upper-case letters",
 }
-_QUOTES = set("\"'`\u2018\u2019\u201c\u201d")
+_QUOTES = ("\"", "``", "''", "\u201c", "\u201d", "\u201e", "\u00ab", "\u00bb")
 _NUMBER = re.compile(r"^[0-9]+([.,/-][0-9]+)*$")
 _TRAILING = ".,;:!?)]}\"'`\u2019\u201d"
 _LEADING = "([{\"'`\u2018\u201c"
@@ -84,7 +85,7 @@ def _is_punct(s: str) -> bool:
 
 def _has_property(token: str, prop: str) -> bool:
     if prop == "quote":
-        return any(ch in _QUOTES for ch in token)
+        return any(q in token for q in _QUOTES)
     if prop == "punct":
         return _is_punct(token)
     if prop == "digit":

@@ -116,3 +116,37 @@ def test_soft_rules_give_a_local_optimum_of_score_minus_penalty():
         plain, _ = constrained_decode(state, np.array([0, T]), trans,
                                       ConstraintSet.from_text(HARD.replace("hard = true", "hard = false\nweight = 0.0")).compile(LABELS), ti)
         assert here >= objective(plain) - 1e-9
+
+
+def test_infeasible_sequences_get_the_fewest_broken_rules_not_plain_viterbi():
+    # when no labeling meets every hard rule, the decoder returns the best labeling among those
+    # breaking the fewest token / change rules (one-segment rules kept): brute force agrees
+    from tagger.constraints import SEGMENTS
+
+    cc = ConstraintSet.from_text(HARD).compile(LABELS)
+    seg = np.array([cc.kind[c] == SEGMENTS for c in range(cc.n_instance)])
+    W = 1e3
+    rng = np.random.default_rng(11)
+    checked = 0
+    for trial in range(400):
+        T = int(rng.integers(2, 7))
+        toks = [WORDS[i] for i in rng.integers(0, len(WORDS), T)]
+        if _brute_best(np.zeros((T, len(LABELS))), np.zeros((4, 4)), cc, toks) > -np.inf:
+            continue
+        state = rng.normal(size=(T, len(LABELS)))
+        trans = rng.normal(size=(len(LABELS), len(LABELS)))
+        ti = cc.indicators([toks])
+        y, feasible = constrained_decode(state, np.array([0, T]), trans, cc, ti, hard_weight=W)
+        assert not feasible[0]
+        ys = np.array(list(itertools.product(range(len(LABELS)), repeat=T)), np.int32)
+        st = ViolationState(cc, cc.indicators([toks] * len(ys)), ys.ravel())
+        d = np.maximum(st.phi - cc.hi, 0) + np.maximum(cc.lo - st.phi, 0)
+        scores = np.array([_score(state, trans, z) for z in ys]) - W * d[:, ~seg].sum(axis=1)
+        scores[d[:, seg].sum(axis=1) > 0] = -np.inf
+        mine = ViolationState(cc, ti, y)
+        dm = np.maximum(mine.phi - cc.hi, 0) + np.maximum(cc.lo - mine.phi, 0)
+        assert dm[0, seg].sum() == 0
+        assert _score(state, trans, y) - W * dm[0, ~seg].sum() == pytest.approx(scores.max(),
+                                                                                abs=1e-6)
+        checked += 1
+    assert checked >= 10

@@ -231,3 +231,12 @@ def test_shipped_citation_file_is_valid_and_complete():
     assert {"start", "one-segment", "change-on-punctuation", "tokens", "only-inside",
             "label-fraction", "change-off-punctuation"} <= rules
     assert len(cs.labels) == 13
+
+
+def test_quote_property_means_double_quotation_marks_not_apostrophes():
+    from tagger.constraints import _has_property
+
+    for tok in ['"', "``Telnet", "parameters''", "\u201cword", "end\u201d"]:
+        assert _has_property(tok, "quote"), tok
+    for tok in ["Master's", "'91", "D'Andrea", "Minsky`s", "word"]:
+        assert not _has_property(tok, "quote"), tok

@@ -211,6 +211,14 @@ def test_zero_weight_example_has_no_influence():
     assert full.ws_n[C == 0].sum() == 0
     ref_w, _ = reference(model, X, y, C)
     np.testing.assert_allclose(full.weights(), ref_w, atol=2e-4 * max(1.0, np.abs(ref_w).max()))
+    # the primal leaves the weightless examples out (they are not decoded for it) but the
+    # hinges of every example are still there on request
+    primal, _, hinge = full.objectives()
+    all_hinges = full.hinges()
+    w = full.weights()
+    assert primal == pytest.approx(0.5 * w @ w + C @ all_hinges, rel=1e-12)
+    np.testing.assert_array_equal(hinge[C > 0], all_hinges[C > 0])
+    assert np.all(hinge[C == 0] == 0) and np.any(all_hinges[C == 0] > 0)
 
 
 # ------------------------------------------------------------------------------ warm starts
@@ -390,3 +398,18 @@ def test_em_beta_step_is_the_closed_form():
     w2 = two.fit(TrainingProblem(model, X, y))
     ref2, _ = reference(model, X, y, C / (2 * lam), scale=beta)
     np.testing.assert_allclose(w2, ref2, atol=2e-4 * max(1.0, np.abs(ref2).max()))
+
+
+def test_checking_the_gap_less_often_changes_nothing_but_the_checks():
+    model, X, y = tiny(5, n=6)
+    C = np.full(6, 0.7)
+    every, sparse = SDMSolver(model, X, y, C=C, seed=3), SDMSolver(model, X, y, C=C, seed=3)
+    seen = []
+    r1 = every.solve(epochs=12, tol=0.0)
+    r2 = sparse.solve(epochs=12, tol=0.0, check_every=5,
+                      callback=lambda e, p, d, g: seen.append(e))
+    assert seen == [5, 10, 12]
+    np.testing.assert_array_equal(every.weights(), sparse.weights())
+    assert (r1.epochs, r1.primal, r1.dual) == (r2.epochs, r2.primal, r2.dual)
+    with pytest.raises(ValueError):
+        sparse.solve(epochs=1, check_every=0)

@@ -288,13 +288,15 @@ class SSVMAnnealing(Learner):
               low=0.0),
         Param("hard_weight", 100.0, float, "penalty weight rho of hard constraints", low=0.0,
               low_open=True),
-        Param("epochs", 6, int, "SDM passes per supervised step (at most; warm-started)",
+        Param("epochs", 15, int, "SDM passes per supervised step (at most; warm-started)",
               low=1),
-        Param("start_epochs", 30, int, "SDM passes of the supervised start (at most)", low=1),
+        Param("start_epochs", 50, int, "SDM passes of the supervised start (at most)", low=1),
         Param("max_inner", 3, int, "SDM minimal steps per sentence visit", low=1),
         Param("tol", 1e-2, float, "SDM relative duality gap to stop a supervised step",
               low=0.0),
-        Param("max_working_set", 16, int, "competitor labelings kept per sentence", low=1),
+        Param("gap_every", 5, int, "SDM passes between two duality-gap checks (each check "
+              "decodes every weighted sentence once more)", low=1),
+        Param("max_working_set", 64, int, "competitor labelings kept per sentence", low=1),
         Param("select", "dev", str, "which weights to return: the best on dev along the "
               "schedule, or the last", choices=("dev", "last")),
     )
@@ -340,7 +342,8 @@ class SSVMAnnealing(Learner):
             row["time"] = round(clock(), 2)
             self._report(problem, row)
 
-        res = solver.solve(settings["start_epochs"], settings["tol"])
+        res = solver.solve(settings["start_epochs"], settings["tol"],
+                           check_every=settings["gap_every"])
         w = solver.weights()
         evaluate({"step": 0, "C_u": 0.0, "objective": res.primal, "gap": res.gap,
                   "nonzero": int(np.count_nonzero(w))}, w)
@@ -389,7 +392,8 @@ class SSVMAnnealing(Learner):
                 changed = solver.set_labels(y_new)
                 y = y_new
                 t_solve = clock()
-                res = solver.solve(settings["epochs"], settings["tol"], C=Cvec)
+                res = solver.solve(settings["epochs"], settings["tol"], C=Cvec,
+                                   check_every=settings["gap_every"])
                 t_solve = clock() - t_solve
                 t_match = clock() - t_match - t_solve
                 w = solver.weights()

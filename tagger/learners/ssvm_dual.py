@@ -211,13 +211,14 @@ def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, 
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
-def _hinges(indptr, attrs, vals, offsets, attr_ptr, param_label, w, n_state, L, gold, out):
-    """out[i] = R_i(w) (structured hinge with Hamming loss), in parallel over sentences."""
+def _hinges(indptr, attrs, vals, offsets, attr_ptr, param_label, w, n_state, L, gold, skip, out):
+    """out[i] = R_i(w) (structured hinge with Hamming loss), in parallel over sentences;
+    0 where ``skip[i]`` (when ``skip`` is non-empty)."""
     trans = w[n_state:n_state + L * L].reshape((L, L))
     for i in numba.prange(offsets.shape[0] - 1):
         a = offsets[i]
         b = offsets[i + 1]
-        if b <= a:
+        if b <= a or (skip.shape[0] > 0 and skip[i]):
             out[i] = 0.0
             continue
         state = np.empty((b - a, L))
@@ -425,18 +426,22 @@ class SDMSolver:
         """Effective weights ``s * w`` in the current model's layout (a copy): score with these."""
         return self.w.copy()
 
-    def hinges(self, w: np.ndarray | None = None) -> np.ndarray:
-        """R_i at the effective weights (default: the current ones), one per sentence."""
+    def hinges(self, w: np.ndarray | None = None, weighted_only: bool = False) -> np.ndarray:
+        """R_i at the effective weights (default: the current ones), one per sentence; with
+        ``weighted_only``, 0 for the examples with C_i = 0 (they are not decoded)."""
         indptr, attrs, vals, attr_ptr, param_label, n_state, L = self._kernel_args()
         out = np.empty(self.X.n_sentences)
+        skip = self.C <= 0.0 if weighted_only else np.zeros(0, np.bool_)
         _hinges(indptr, attrs, vals, self.X.offsets, attr_ptr, param_label,
-                self.w if w is None else w, n_state, L, self.y, out)
+                self.w if w is None else w, n_state, L, self.y, skip, out)
         return out
 
     def objectives(self) -> tuple[float, float, np.ndarray]:
-        """(primal, dual, hinges) at the current duals."""
+        """(primal, dual, hinges) at the current duals. Examples with C_i = 0 (unlabeled
+        sentences before they get a weight) add nothing to the primal and are not decoded:
+        their hinge is reported as 0."""
         reg = 0.5 * float(np.dot(self.s2 * self.u, self.u))
-        hinge = self.hinges()
+        hinge = self.hinges(weighted_only=True)
         primal = reg + float(self.C @ hinge)
         dual = float(np.sum(self.ws_alpha * self.ws_loss)) - reg
         return primal, dual, hinge
@@ -454,13 +459,17 @@ class SDMSolver:
         self.epochs_done += 1
 
     def solve(self, epochs: int = 50, tol: float = 1e-3, *, y=None, C=None, scale=None,
-              callback=None) -> SDMResult:
+              callback=None, check_every: int = 1) -> SDMResult:
         """Optimise from the current duals (a warm start) for at most ``epochs`` passes.
 
         ``y`` / ``C`` / ``scale`` given here are applied first (see :meth:`set_labels`,
         :meth:`set_example_weights`, :meth:`set_scale`). Stops when the relative duality gap
         is at most ``tol``. ``callback(epoch, primal, dual, gap)`` is called after every pass
-        (its ``True`` return stops the loop early)."""
+        (its ``True`` return stops the loop early). With ``check_every`` k > 1 the gap (a full
+        decoding pass over the weighted examples) is computed only after every k-th pass and
+        the last one, and the callback called only then."""
+        if check_every < 1:
+            raise ValueError("check_every must be at least 1")
         if y is not None:
             self.set_labels(y)
         if C is not None:
@@ -472,6 +481,8 @@ class SDMSolver:
         for e in range(1, epochs + 1):
             self.epoch()
             done = e
+            if e % check_every and e < epochs:
+                continue
             primal, dual, _ = self.objectives()
             gap = (primal - dual) / max(abs(primal), 1e-12)
             stop = callback(e, primal, dual, gap) if callback is not None else False
