@@ -176,6 +176,7 @@ def first_within(trace, target, rel=1e-3):
 
 def main(argv):
     args = parse_args(argv)
+    mach = C.machine()
     if args.task == "synthetic":
         problem, f1, about = synthetic_data(args.seed)
     else:
@@ -195,37 +196,39 @@ def main(argv):
         log(f"{name}: objective {r['objective']:.4f}, {r['seconds']:.1f} s, "
             f"{r['grad_evals']} gradient evaluations, {r['nonzero']} non-zeros, F1 {r['test_f1']:.2f}")
         results[name] = r
-    best = min(r["objective"] for r in results.values())
-    out = [f"## {args.task}: c1={args.c1:g}, select unit M={args.select_unit}, "
-           f"{about['weights']:,} weights", ""]
-    rows = []
-    for name, r in results.items():
-        rows.append([name, f"{r['objective']:.4f}", f"{100 * (r['objective'] / best - 1):.4f} %",
-                     f"{r['seconds']:.1f}", r["grad_evals"], r["iterations"],
-                     C.fmt_int(r["nonzero"]), f"{r['test_f1']:.2f}"])
-    out.append(C.markdown_table(["learner", "final objective", "gap to best", "seconds",
-                                 "gradient evals", "iterations", "non-zeros", "test F1"], rows))
-    if "crf-l1" in results:
-        target = results["crf-l1"]["objective"]
-        out += ["", "Within 0.1 % of full OWL-QN's final objective:", ""]
+    out = C.machine_lines(mach) + [""]
+    if results:
+        best = min(r["objective"] for r in results.values())
+        out += [f"## {args.task}: c1={args.c1:g}, select unit M={args.select_unit}, "
+               f"{about['weights']:,} weights", ""]
         rows = []
         for name, r in results.items():
-            hit = first_within(r["trace"], target)
-            rows.append([name, "never" if hit is None else f"{hit['seconds']:.1f}",
-                         "" if hit is None else hit["grad_evals"],
-                         "" if hit is None else C.fmt_int(hit["nonzero"]),
-                         "" if hit is None else f"{hit['test_f1']:.2f}"])
-        out.append(C.markdown_table(["learner", "seconds", "gradient evals", "non-zeros",
-                                     "test F1"], rows))
-    out += ["", "Traces (seconds, objective, test F1, gradient evals, working set, non-zeros):"]
-    for name, r in results.items():
-        tr = r["trace"]
-        picks = sorted(set(np.unique(np.linspace(0, len(tr) - 1, 12).astype(int)).tolist()))
-        out.append(f"\n{name}:")
-        out.append(C.markdown_table(["s", "objective", "F1", "grad evals", "|S|", "nnz"], [
-            [f"{tr[i]['seconds']:.1f}", f"{tr[i]['objective']:.4f}", f"{tr[i]['test_f1']:.2f}",
-             tr[i]["grad_evals"], C.fmt_int(tr[i]["working_set"]), C.fmt_int(tr[i]["nonzero"])]
-            for i in picks]))
+            rows.append([name, f"{r['objective']:.4f}", f"{100 * (r['objective'] / best - 1):.4f} %",
+                         f"{r['seconds']:.1f}", r["grad_evals"], r["iterations"],
+                         C.fmt_int(r["nonzero"]), f"{r['test_f1']:.2f}"])
+        out.append(C.markdown_table(["learner", "final objective", "gap to best", "seconds",
+                                     "gradient evals", "iterations", "non-zeros", "test F1"], rows))
+        if "crf-l1" in results:
+            target = results["crf-l1"]["objective"]
+            out += ["", "Within 0.1 % of full OWL-QN's final objective:", ""]
+            rows = []
+            for name, r in results.items():
+                hit = first_within(r["trace"], target)
+                rows.append([name, "never" if hit is None else f"{hit['seconds']:.1f}",
+                             "" if hit is None else hit["grad_evals"],
+                             "" if hit is None else C.fmt_int(hit["nonzero"]),
+                             "" if hit is None else f"{hit['test_f1']:.2f}"])
+            out.append(C.markdown_table(["learner", "seconds", "gradient evals", "non-zeros",
+                                         "test F1"], rows))
+        out += ["", "Traces (seconds, objective, test F1, gradient evals, working set, non-zeros):"]
+        for name, r in results.items():
+            tr = r["trace"]
+            picks = sorted(set(np.unique(np.linspace(0, len(tr) - 1, 12).astype(int)).tolist()))
+            out.append(f"\n{name}:")
+            out.append(C.markdown_table(["s", "objective", "F1", "grad evals", "|S|", "nnz"], [
+                [f"{tr[i]['seconds']:.1f}", f"{tr[i]['objective']:.4f}", f"{tr[i]['test_f1']:.2f}",
+                 tr[i]["grad_evals"], C.fmt_int(tr[i]["working_set"]), C.fmt_int(tr[i]["nonzero"])]
+                for i in picks]))
     path_rows = []
     if args.task == "np" and args.path:
         w = None
@@ -256,10 +259,11 @@ def main(argv):
                          f"{dense['test_f1']:.2f}", "+0.00", f"{dense['seconds']:.1f}"])
         out.append(C.markdown_table(["model", "non-zeros", "of all weights", "test F1",
                                      "vs dense", "seconds"], rows))
-    out += ["", "command: " + C.command_line()]
+    out += ["", "load average at the end: " + " ".join(map(str, C.load_average())),
+            "command: " + C.command_line()]
     print("\n".join(out))
     path = Path(args.json) if args.json else C.OUT / f"grafting-{args.task}.json"
-    C.write_json(path, {"command": C.command_line(), "machine": C.machine(), "about": about,
+    C.write_json(path, {"command": C.command_line(), "machine": mach, "about": about,
                         "results": results, "path": path_rows, "dense": dense})
     return 0
 

@@ -59,6 +59,8 @@ class CRFLearner(Learner):
     def _row(self, problem, iteration, objective, nll, w, evals, clock, **extra) -> None:
         row = {"epoch": iteration, "objective": float(objective), "nll": float(nll),
                "nonzero": int(np.count_nonzero(w)), "grad_evals": int(evals)}
+        # every evaluation of crf-l1 / crf-l2 is a gradient over all weights
+        row.setdefault("full_grads", int(evals))
         row.update(extra)
         if problem.dev_score is not None:
             row.update(problem.dev_score(w))

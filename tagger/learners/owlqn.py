@@ -19,10 +19,11 @@ smooth and convex (here the CRF negative log-likelihood). One iteration:
 
 The optimiser can be restricted to a working set (a boolean mask over the coordinates): the
 pseudo-gradient and the direction are zero outside it and the stored gradient differences are
-restricted to it, so it runs L-BFGS on the subspace. Grafting-Light takes one such step per
-iteration and then grows the set; full OWL-QN uses every coordinate. With ``c1 = 0`` it is
-plain L-BFGS (no orthant constraints) with the same backtracking line search. ``f`` is always
-evaluated with its full gradient (the growth step needs it).
+restricted to it, so it runs L-BFGS on the subspace. The grafting learners instead give it a
+compact objective over their working set alone (:class:`~tagger.learners.crf_objective.
+WorkingSetObjective`) and :meth:`OWLQN.relayout` it when the set grows, so that its vector
+work is O(|S| m) rather than O(n m); full OWL-QN uses every coordinate. With ``c1 = 0`` it is
+plain L-BFGS (no orthant constraints) with the same backtracking line search.
 """
 
 from __future__ import annotations
@@ -148,6 +149,24 @@ class OWLQN:
         self.Y[k] = y
         self.rho[k] = 1.0 / sy
         self.order.append(k)
+
+    def relayout(self, n: int, pos: np.ndarray, g_new: np.ndarray) -> None:
+        """Grow the coordinates to ``n``: old coordinate j moves to ``pos[j]``; the new ones
+        start at 0 with gradient ``g_new`` (indexed by the new layout). The stored pairs get 0
+        there: those coordinates did not move and their gradient changes were not seen, which
+        is the L-BFGS memory of the subspace the pairs were taken in (a working set that
+        grows)."""
+        def spread(old, fill=0.0):
+            new = np.full(old.shape[:-1] + (n,), fill)
+            new[..., pos] = old
+            return new
+
+        self.w = spread(self.w)
+        g = np.array(g_new, dtype=np.float64, copy=True)
+        g[pos] = self.g
+        self.g = g
+        self.S = spread(self.S)
+        self.Y = spread(self.Y)
 
     def step(self, active: np.ndarray | None = None) -> bool:
         """One orthant-wise quasi-Newton iteration on the ``active`` coordinates (all when
