@@ -68,6 +68,8 @@ _SHARED = (
           "objective over the last 'period' iterations below this", low=0.0),
     Param("period", 10, int, "iterations over which 'delta' is measured", low=1),
     Param("start_end", True, bool, "learn start and end weights (false holds them at 0)"),
+    Param("adaptive_step", True, bool, "start each line search at the last accepted step "
+          "(doubled back towards 1 after 5 first-trial acceptances) instead of at 1"),
 )
 
 
@@ -89,7 +91,8 @@ class _WorkingSet:
         self.active = _initial_set(problem, self.fun.free) | (w != 0)
         self.active[model.n_state:] = True      # the compact layout keeps the whole tail
         index = self.fun.set_active(self.active)
-        self.opt = OWLQN(self.fun, w[index], self.c1, settings["memory"])
+        self.opt = OWLQN(self.fun, w[index], self.c1, settings["memory"],
+                         adaptive_step=settings["adaptive_step"])
         self.stop = Convergence(settings["delta"], settings["period"])
         self.clock = Stopwatch()
 

@@ -39,6 +39,8 @@ from tagger._config import NUMBA_OPTS
 ARMIJO = 1e-4
 #: line search trials before giving up (the step is then too small to matter)
 MAX_LINESEARCH = 40
+#: adaptive first step: steps accepted at their first trial before it is doubled again
+ADAPT_AFTER = 5
 
 
 def pseudo_gradient(w: np.ndarray, g: np.ndarray, c1: float, out: np.ndarray | None = None
@@ -104,7 +106,7 @@ class OWLQN:
     """
 
     def __init__(self, fun: Callable[[np.ndarray], tuple[float, np.ndarray]], w0: np.ndarray,
-                 c1: float, memory: int = 10):
+                 c1: float, memory: int = 10, adaptive_step: bool = False):
         self.fun = fun
         self.c1 = float(c1)
         self.w = np.array(w0, dtype=np.float64, copy=True)
@@ -118,6 +120,11 @@ class OWLQN:
         self.order: list[int] = []       # slots in use, oldest first
         self.n_steps = 0
         self.last_step_size = 0.0
+        # first trial step of the line search: 1, or with ``adaptive_step`` the last accepted
+        # step, doubled back towards 1 after ADAPT_AFTER steps accepted at their first trial
+        self.adaptive_step = adaptive_step
+        self.first_step = 1.0
+        self._streak = 0
 
     @property
     def objective(self) -> float:
@@ -188,7 +195,11 @@ class OWLQN:
             zero = xi == 0
             xi[zero] = np.sign(-pg[zero])
         F0 = self.objective
-        alpha = 1.0 if self.order else 1.0 / max(float(np.sqrt(dot(d, d))), 1e-300)
+        if self.order:
+            alpha = self.first_step if self.adaptive_step else 1.0
+        else:
+            alpha = 1.0 / max(float(np.sqrt(dot(d, d))), 1e-300)
+        first = alpha
         for _ in range(MAX_LINESEARCH):
             wn = self.w + alpha * d
             if l1:
@@ -208,6 +219,13 @@ class OWLQN:
         self.w, self.f, self.g = wn, fn, np.array(gn, copy=True)
         self.n_steps += 1
         self.last_step_size = alpha
+        if self.adaptive_step and self.order:
+            if alpha < first:
+                self.first_step, self._streak = alpha, 0
+            else:
+                self._streak += 1
+                if self._streak >= ADAPT_AFTER and self.first_step < 1.0:
+                    self.first_step, self._streak = min(1.0, 2.0 * self.first_step), 0
         return True
 
 
