@@ -128,7 +128,8 @@ def _l1_optimality(fun, w, c1):
     return float(np.abs(pseudo_gradient(w, g, c1)).max())
 
 
-def test_owlqn_solves_a_lasso_exactly():
+@pytest.mark.parametrize("adaptive_step", [False, True])
+def test_owlqn_solves_a_lasso_exactly(adaptive_step):
     # a smooth quadratic whose L1 solution is known in closed form (soft thresholding)
     rng = np.random.default_rng(0)
     d = rng.uniform(0.5, 3.0, size=40)
@@ -138,7 +139,7 @@ def test_owlqn_solves_a_lasso_exactly():
     def fun(w):
         return 0.5 * float(d @ (w - b) ** 2), d * (w - b)
 
-    opt = OWLQN(fun, np.zeros(40), c1, memory=5)
+    opt = OWLQN(fun, np.zeros(40), c1, memory=5, adaptive_step=adaptive_step)
     for _ in range(200):
         if not opt.step():
             break
@@ -164,10 +165,12 @@ def toy_problem():
     return _problem(toy_chain(120, seed=4, p_amb=0.5))
 
 
-@pytest.mark.parametrize("name", ["crf-l1", "crf-grafting", "crf-grafting-greedy"])
-def test_l1_learners_reach_the_same_optimum(name, toy_problem):
+@pytest.mark.parametrize("name,adaptive", [("crf-l1", False), ("crf-l1", True),
+                                           ("crf-grafting", True), ("crf-grafting", False),
+                                           ("crf-grafting-greedy", True)])
+def test_l1_learners_reach_the_same_optimum(name, adaptive, toy_problem):
     c1 = 0.5
-    params = {"c1": c1, "delta": 1e-10, "epochs": 3000}
+    params = {"c1": c1, "delta": 1e-10, "epochs": 3000, "adaptive_step": adaptive}
     if name != "crf-l1":
         params["select_unit"] = 3
     learner = LEARNERS[name](**params)
@@ -181,6 +184,8 @@ def test_l1_learners_reach_the_same_optimum(name, toy_problem):
     rows = learner.trace_
     assert rows[-1]["objective"] == pytest.approx(F, rel=1e-12)
     assert all(r["grad_evals"] >= r["epoch"] for r in rows)
+    # a full gradient at most once per working-set pass
+    assert all(r["full_grads"] <= r["grad_evals"] for r in rows)
 
 
 def test_grafting_grows_by_select_unit(toy_problem):
