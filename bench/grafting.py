@@ -54,6 +54,9 @@ def parse_args(argv):
     p.add_argument("--l2", type=float, default=None, help="np: also train the dense L2 CRF")
     p.add_argument("--limit", type=int, default=None, help="np: first N training sentences")
     p.add_argument("--delta", type=float, default=1e-5)
+    p.add_argument("--l1-adaptive-step", action="store_true",
+                   help="crf-l1 with adaptive_step=true (the grafting learners' line-search "
+                        "start) instead of its default unit first step")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None)
     a = p.parse_args(argv)
@@ -197,6 +200,8 @@ def main(argv):
         params = dict(base)
         if name != "crf-l1":
             params["select_unit"] = args.select_unit
+        elif args.l1_adaptive_step:
+            params["adaptive_step"] = True
         log(f"training {name} {params}")
         _, r = run(name, params, problem, f1)
         log(f"{name}: objective {r['objective']:.4f}, {r['seconds']:.1f} s, "
