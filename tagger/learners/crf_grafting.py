@@ -106,8 +106,10 @@ class _WorkingSet:
             self.active[grow] = True
             new = fun.set_active(self.active)
             opt.relayout(len(new), np.searchsorted(new, old), g[new])
-            # a grown set is a new problem for the stopping rule
+            # a grown set is a new problem for the stopping rule and for the line search's
+            # first step (new coordinates often need a different step than the last one)
             self.stop.history.clear()
+            opt.first_step = 1.0
         return len(grow)
 
     def row(self, learner, problem, it, added):
