@@ -16,7 +16,11 @@ no violating weight left). Printed: final objective (and its gap to the best of 
 seconds, gradient evaluations, iterations, non-zeros, test F1; then the trace of every learner
 (seconds, objective, F1, gradient evaluations, working set, non-zeros) at a few points, and
 when and after how many gradient evaluations each learner first came within 0.1 % of full
-OWL-QN's final objective. Test F1 along the trace is computed from each iterate by a scorer
+OWL-QN's final objective. "Gradient evals" counts forward-backward passes over the training
+data (each gives the objective and a gradient: over all weights for crf-l1, over the working
+set S for the grafting learners); "full-gradient passes" counts gradients over all weights
+(every evaluation of crf-l1; for the grafting learners a scatter from the marginals of an
+accepted working-set pass, without inference, once per growth check). Test F1 along the trace is computed from each iterate by a scorer
 whose own time is subtracted from the clock.
 
 ``np --path c1,c1,...`` adds Grafting-Light along a decreasing c1 path (each run warm-started
@@ -50,6 +54,9 @@ def parse_args(argv):
     p.add_argument("--l2", type=float, default=None, help="np: also train the dense L2 CRF")
     p.add_argument("--limit", type=int, default=None, help="np: first N training sentences")
     p.add_argument("--delta", type=float, default=1e-5)
+    p.add_argument("--l1-adaptive-step", action="store_true",
+                   help="crf-l1 with adaptive_step=true (the grafting learners' line-search "
+                        "start) instead of its default unit first step")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None)
     a = p.parse_args(argv)
@@ -159,11 +166,13 @@ def run(name, params, problem, f1, w0=None, trace_f1=True):
     for r in learner.trace_:
         trace.append({"seconds": r["time"] - r.get("score_seconds", 0.0),
                       "objective": r["objective"], "test_f1": r.get("test_f1"),
-                      "grad_evals": r["grad_evals"], "nonzero": r["nonzero"],
+                      "grad_evals": r["grad_evals"], "full_grads": r.get("full_grads"),
+                      "nonzero": r["nonzero"],
                       "working_set": r.get("working_set", problem.model.n_weights)})
     last = learner.trace_[-1]
     return w, {"learner": name, "params": params, "objective": last["objective"],
-               "seconds": seconds, "grad_evals": last["grad_evals"], "iterations": last["epoch"],
+               "seconds": seconds, "grad_evals": last["grad_evals"],
+               "full_grads": last.get("full_grads", last["grad_evals"]), "iterations": last["epoch"],
                "nonzero": int(np.count_nonzero(w)), "test_f1": f1(w), "trace": trace}
 
 
@@ -176,6 +185,7 @@ def first_within(trace, target, rel=1e-3):
 
 def main(argv):
     args = parse_args(argv)
+    mach = C.machine()
     if args.task == "synthetic":
         problem, f1, about = synthetic_data(args.seed)
     else:
@@ -190,42 +200,49 @@ def main(argv):
         params = dict(base)
         if name != "crf-l1":
             params["select_unit"] = args.select_unit
+        elif args.l1_adaptive_step:
+            params["adaptive_step"] = True
         log(f"training {name} {params}")
         _, r = run(name, params, problem, f1)
         log(f"{name}: objective {r['objective']:.4f}, {r['seconds']:.1f} s, "
             f"{r['grad_evals']} gradient evaluations, {r['nonzero']} non-zeros, F1 {r['test_f1']:.2f}")
         results[name] = r
-    best = min(r["objective"] for r in results.values())
-    out = [f"## {args.task}: c1={args.c1:g}, select unit M={args.select_unit}, "
-           f"{about['weights']:,} weights", ""]
-    rows = []
-    for name, r in results.items():
-        rows.append([name, f"{r['objective']:.4f}", f"{100 * (r['objective'] / best - 1):.4f} %",
-                     f"{r['seconds']:.1f}", r["grad_evals"], r["iterations"],
-                     C.fmt_int(r["nonzero"]), f"{r['test_f1']:.2f}"])
-    out.append(C.markdown_table(["learner", "final objective", "gap to best", "seconds",
-                                 "gradient evals", "iterations", "non-zeros", "test F1"], rows))
-    if "crf-l1" in results:
-        target = results["crf-l1"]["objective"]
-        out += ["", "Within 0.1 % of full OWL-QN's final objective:", ""]
+    out = C.machine_lines(mach) + [""]
+    if results:
+        best = min(r["objective"] for r in results.values())
+        out += [f"## {args.task}: c1={args.c1:g}, select unit M={args.select_unit}, "
+               f"{about['weights']:,} weights", ""]
         rows = []
         for name, r in results.items():
-            hit = first_within(r["trace"], target)
-            rows.append([name, "never" if hit is None else f"{hit['seconds']:.1f}",
-                         "" if hit is None else hit["grad_evals"],
-                         "" if hit is None else C.fmt_int(hit["nonzero"]),
-                         "" if hit is None else f"{hit['test_f1']:.2f}"])
-        out.append(C.markdown_table(["learner", "seconds", "gradient evals", "non-zeros",
-                                     "test F1"], rows))
-    out += ["", "Traces (seconds, objective, test F1, gradient evals, working set, non-zeros):"]
-    for name, r in results.items():
-        tr = r["trace"]
-        picks = sorted(set(np.unique(np.linspace(0, len(tr) - 1, 12).astype(int)).tolist()))
-        out.append(f"\n{name}:")
-        out.append(C.markdown_table(["s", "objective", "F1", "grad evals", "|S|", "nnz"], [
-            [f"{tr[i]['seconds']:.1f}", f"{tr[i]['objective']:.4f}", f"{tr[i]['test_f1']:.2f}",
-             tr[i]["grad_evals"], C.fmt_int(tr[i]["working_set"]), C.fmt_int(tr[i]["nonzero"])]
-            for i in picks]))
+            rows.append([name, f"{r['objective']:.4f}", f"{100 * (r['objective'] / best - 1):.4f} %",
+                         f"{r['seconds']:.1f}", r["grad_evals"], r["full_grads"], r["iterations"],
+                         C.fmt_int(r["nonzero"]), f"{r['test_f1']:.2f}"])
+        out.append(C.markdown_table(["learner", "final objective", "gap to best", "seconds",
+                                     "gradient evals", "full-gradient passes", "iterations",
+                                     "non-zeros", "test F1"], rows))
+        if "crf-l1" in results:
+            target = results["crf-l1"]["objective"]
+            out += ["", "Within 0.1 % of full OWL-QN's final objective:", ""]
+            rows = []
+            for name, r in results.items():
+                hit = first_within(r["trace"], target)
+                rows.append([name, "never" if hit is None else f"{hit['seconds']:.1f}",
+                             "" if hit is None else hit["grad_evals"],
+                             "" if hit is None else hit["full_grads"],
+                             "" if hit is None else C.fmt_int(hit["nonzero"]),
+                             "" if hit is None else f"{hit['test_f1']:.2f}"])
+            out.append(C.markdown_table(["learner", "seconds", "gradient evals",
+                                         "full-gradient passes", "non-zeros", "test F1"], rows))
+        out += ["", "Traces (seconds, objective, test F1, gradient evals, working set, non-zeros):"]
+        for name, r in results.items():
+            tr = r["trace"]
+            picks = sorted(set(np.unique(np.linspace(0, len(tr) - 1, 12).astype(int)).tolist()))
+            out.append(f"\n{name}:")
+            out.append(C.markdown_table(["s", "objective", "F1", "grad evals", "full grads", "|S|",
+                                         "nnz"], [
+                [f"{tr[i]['seconds']:.1f}", f"{tr[i]['objective']:.4f}", f"{tr[i]['test_f1']:.2f}",
+                 tr[i]["grad_evals"], tr[i]["full_grads"], C.fmt_int(tr[i]["working_set"]), C.fmt_int(tr[i]["nonzero"])]
+                for i in picks]))
     path_rows = []
     if args.task == "np" and args.path:
         w = None
@@ -256,10 +273,11 @@ def main(argv):
                          f"{dense['test_f1']:.2f}", "+0.00", f"{dense['seconds']:.1f}"])
         out.append(C.markdown_table(["model", "non-zeros", "of all weights", "test F1",
                                      "vs dense", "seconds"], rows))
-    out += ["", "command: " + C.command_line()]
+    out += ["", "load average at the end: " + " ".join(map(str, C.load_average())),
+            "command: " + C.command_line()]
     print("\n".join(out))
     path = Path(args.json) if args.json else C.OUT / f"grafting-{args.task}.json"
-    C.write_json(path, {"command": C.command_line(), "machine": C.machine(), "about": about,
+    C.write_json(path, {"command": C.command_line(), "machine": mach, "about": about,
                         "results": results, "path": path_rows, "dense": dense})
     return 0
 

@@ -128,7 +128,8 @@ def _l1_optimality(fun, w, c1):
     return float(np.abs(pseudo_gradient(w, g, c1)).max())
 
 
-def test_owlqn_solves_a_lasso_exactly():
+@pytest.mark.parametrize("adaptive_step", [False, True])
+def test_owlqn_solves_a_lasso_exactly(adaptive_step):
     # a smooth quadratic whose L1 solution is known in closed form (soft thresholding)
     rng = np.random.default_rng(0)
     d = rng.uniform(0.5, 3.0, size=40)
@@ -138,7 +139,7 @@ def test_owlqn_solves_a_lasso_exactly():
     def fun(w):
         return 0.5 * float(d @ (w - b) ** 2), d * (w - b)
 
-    opt = OWLQN(fun, np.zeros(40), c1, memory=5)
+    opt = OWLQN(fun, np.zeros(40), c1, memory=5, adaptive_step=adaptive_step)
     for _ in range(200):
         if not opt.step():
             break
@@ -164,10 +165,12 @@ def toy_problem():
     return _problem(toy_chain(120, seed=4, p_amb=0.5))
 
 
-@pytest.mark.parametrize("name", ["crf-l1", "crf-grafting", "crf-grafting-greedy"])
-def test_l1_learners_reach_the_same_optimum(name, toy_problem):
+@pytest.mark.parametrize("name,adaptive", [("crf-l1", False), ("crf-l1", True),
+                                           ("crf-grafting", True), ("crf-grafting", False),
+                                           ("crf-grafting-greedy", True)])
+def test_l1_learners_reach_the_same_optimum(name, adaptive, toy_problem):
     c1 = 0.5
-    params = {"c1": c1, "delta": 1e-10, "epochs": 3000}
+    params = {"c1": c1, "delta": 1e-10, "epochs": 3000, "adaptive_step": adaptive}
     if name != "crf-l1":
         params["select_unit"] = 3
     learner = LEARNERS[name](**params)
@@ -181,6 +184,8 @@ def test_l1_learners_reach_the_same_optimum(name, toy_problem):
     rows = learner.trace_
     assert rows[-1]["objective"] == pytest.approx(F, rel=1e-12)
     assert all(r["grad_evals"] >= r["epoch"] for r in rows)
+    # a full gradient at most once per working-set pass
+    assert all(r["full_grads"] <= r["grad_evals"] for r in rows)
 
 
 def test_grafting_grows_by_select_unit(toy_problem):
@@ -298,3 +303,63 @@ def test_label_table_maps_gold_labels():
     tg = Tagger(features=spec, learner="crf-l2", params={"epochs": 20}).fit(train)
     assert sorted(tg.labels_.labels) == ["B-NP", "I-NP", "O"]
     assert tg.evaluate(train)["f1"] == 1.0
+
+
+# ------------------------------------------------------------------ working-set objective
+
+
+@pytest.mark.parametrize("real", [False, True])
+@pytest.mark.parametrize("ends", [(), ("ends",)])
+def test_working_set_objective_equals_the_full_one(real, ends):
+    from tagger.learners.crf_objective import WorkingSetObjective
+
+    X, y, model, w = random_problem(11, n_sent=6, n_attrs=7, all_pairs=True, real=real)
+    rng = np.random.default_rng(3)
+    active = rng.random(model.n_weights) < 0.4
+    w_full = np.where(active, w, 0.0)
+    w_full[model.n_state:] = w[model.n_state:]      # the tail is always in S
+    full = CRFObjective(model, X, y, fixed=ends)
+    if ends:
+        L = model.n_labels
+        w_full[model.n_state + L * L:] = 0.0
+    f_ref, g_ref = full(w_full)
+    ws = WorkingSetObjective(model, X, y, fixed=ends)
+    index = ws.set_active(active)
+    assert np.all(np.diff(index) > 0)
+    w_c = w_full[index]
+    f, g = ws(w_c)
+    # same likelihood, and the working-set gradient is the full one restricted to S
+    assert f == pytest.approx(f_ref, rel=1e-12)
+    np.testing.assert_allclose(g, g_ref[index], rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(ws.expand(w_c), w_full)
+    # the gradient over every weight, scattered from the working-set pass's marginals
+    np.testing.assert_allclose(ws.full_gradient(w_c, g), g_ref, rtol=1e-10, atol=1e-12)
+    assert (ws.n_evals, ws.n_full) == (1, 1)
+    # at another point the full gradient needs (and counts) a new working-set pass
+    w2 = w_c * 0.5
+    _, g2_ref = full(ws.expand(w2))
+    np.testing.assert_allclose(ws.full_gradient(w2, g), g2_ref, rtol=1e-10, atol=1e-12)
+    assert (ws.n_evals, ws.n_full) == (2, 2)
+
+
+def test_owlqn_relayout_keeps_the_iterate_and_memory():
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(8, 5))
+
+    def fun(x):
+        r = A[:, :len(x)] @ x - 1.0
+        return 0.5 * r @ r, A[:, :len(x)].T @ r
+
+    opt = OWLQN(fun, np.zeros(3), 0.1, memory=4)
+    for _ in range(3):
+        opt.step()
+    w, S, Y = opt.w.copy(), opt.S.copy(), opt.Y.copy()
+    pos = np.array([0, 2, 4])
+    g_new = np.arange(5.0)
+    opt.relayout(5, pos, g_new)
+    np.testing.assert_array_equal(opt.w[pos], w)
+    np.testing.assert_array_equal(opt.w[[1, 3]], 0.0)
+    np.testing.assert_array_equal(opt.g[[1, 3]], g_new[[1, 3]])
+    np.testing.assert_array_equal(opt.S[:, pos], S)
+    np.testing.assert_array_equal(opt.Y[:, [1, 3]], 0.0)
+    np.testing.assert_array_equal(opt.Y[:, pos], Y)

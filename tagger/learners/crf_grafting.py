@@ -13,10 +13,12 @@ contain 0); G is the set of such weights.
 Selection and Structure Learning of Markov Random Fields* (KDD 2010); ALGORITHMS.md 3. Each
 iteration takes ONE orthant-wise quasi-Newton step on S (OWL-QN restricted to S, its L-BFGS
 memory kept across iterations), then adds to S the top ``select_unit`` members of G by
-``|dL/dw_k| - c1``. The gradient over all weights comes from the same forward-backward pass
-that the step's line search evaluated, so growing S costs no extra inference. It stops when G
-is empty and the step on S has converged (CRFsuite's relative-decrease rule, or no descent
-direction left on S).
+``|dL/dw_k| - c1``. The step works on S alone: token scores from S's weights, the gradient
+over S, L-BFGS vectors of length |S|, one forward-backward pass per line-search trial (a
+*working-set pass*); the gradient over all weights, which growth needs, is then scattered once
+from the accepted trial's marginals (a *full-gradient pass*, no second inference). It stops
+when G is empty and the step on S has converged (CRFsuite's relative-decrease rule, or no
+descent direction left on S).
 
 ``crf-grafting-greedy``: Grafting, Perkins, Lacker & Theiler, *Grafting: Fast, Incremental
 Feature Selection by Gradient Descent in Function Space* (JMLR 2003): optimise the objective
@@ -24,8 +26,10 @@ on S to convergence, then add the top ``select_unit`` members of G (Perkins et a
 time; ``select_unit=1``), and repeat until G is empty. The baseline Grafting-Light is compared
 with.
 
-Progress rows, one per quasi-Newton iteration: objective, working-set size, non-zeros and the
-number of gradient evaluations so far (the cost measure of the paper).
+Progress rows, one per quasi-Newton iteration: objective, working-set size, non-zeros, the
+number of working-set passes (``grad_evals``: forward-backward passes over the data, each
+giving the objective and its gradient on S) and of full-gradient passes (``full_grads``)
+so far.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import numpy as np
 
 from tagger.learners.base import Param, Stopwatch, TrainingProblem
 from tagger.learners.crf_lbfgs import CRFLearner
+from tagger.learners.crf_objective import WorkingSetObjective
 from tagger.learners.owlqn import OWLQN, Convergence
 
 
@@ -63,19 +68,55 @@ _SHARED = (
           "objective over the last 'period' iterations below this", low=0.0),
     Param("period", 10, int, "iterations over which 'delta' is measured", low=1),
     Param("start_end", True, bool, "learn start and end weights (false holds them at 0)"),
+    Param("adaptive_step", True, bool, "start each line search at the last accepted step "
+          "(doubled back towards 1 after 5 first-trial acceptances) instead of at 1"),
 )
 
 
-def _start(learner, problem: TrainingProblem, settings: dict, w0):
-    """What both grafting loops begin with: the objective, an OWL-QN optimiser at w0 (or 0),
-    the working set (the initial set plus the weights already non-zero), the stopping rule and
-    a clock."""
-    fun = learner._objective_fn(problem, settings)
-    w = np.zeros(fun.n_weights) if w0 is None else np.array(w0, dtype=np.float64)
-    active = _initial_set(problem, fun.free) | (w != 0)
-    opt = OWLQN(fun, w, settings["c1"], settings["memory"])
-    stop = Convergence(settings["delta"], settings["period"])
-    return fun, opt, active, stop, Stopwatch()
+class _WorkingSet:
+    """What both grafting loops share: the working-set objective, OWL-QN on the compact vector
+    of S, the set itself and its growth.
+
+    Each quasi-Newton step evaluates only S (scores from S's weights, gradient over S,
+    O(|S|) vector work; one forward-backward pass per line-search trial); the gradient over
+    every weight, which growth needs, is scattered from the marginals of the accepted trial,
+    once per growth check (:meth:`WorkingSetObjective.full_gradient`)."""
+
+    def __init__(self, learner, problem: TrainingProblem, settings: dict, w0):
+        fixed = () if settings.get("start_end", True) else ("ends",)
+        model = problem.model
+        self.fun = WorkingSetObjective(model, problem.X, problem.y, fixed=fixed)
+        w = np.zeros(model.n_weights) if w0 is None else np.array(w0, dtype=np.float64)
+        self.c1, self.M = settings["c1"], settings["select_unit"]
+        self.active = _initial_set(problem, self.fun.free) | (w != 0)
+        self.active[model.n_state:] = True      # the compact layout keeps the whole tail
+        index = self.fun.set_active(self.active)
+        self.opt = OWLQN(self.fun, w[index], self.c1, settings["memory"],
+                         adaptive_step=settings["adaptive_step"])
+        self.stop = Convergence(settings["delta"], settings["period"])
+        self.clock = Stopwatch()
+
+    def grow(self) -> int:
+        """Add the top M violators of the optimality conditions to S; returns how many."""
+        fun, opt = self.fun, self.opt
+        g = fun.full_gradient(opt.w, opt.g)
+        grow = _violators(g, self.active, self.c1, fun.free)[:self.M]
+        if len(grow):
+            old = fun.index
+            self.active[grow] = True
+            new = fun.set_active(self.active)
+            opt.relayout(len(new), np.searchsorted(new, old), g[new])
+            # a grown set is a new problem for the stopping rule and for the line search's
+            # first step (new coordinates often need a different step than the last one)
+            self.stop.history.clear()
+            opt.first_step = 1.0
+        return len(grow)
+
+    def row(self, learner, problem, it, added):
+        fun, opt = self.fun, self.opt
+        learner._row(problem, it, opt.objective, opt.f, fun.expand(opt.w), fun.n_evals,
+                     self.clock, working_set=int(fun.n_weights - (~fun.free).sum()),
+                     added=int(added), full_grads=fun.n_full)
 
 
 class GraftingLight(CRFLearner):
@@ -89,22 +130,15 @@ class GraftingLight(CRFLearner):
     params = _SHARED
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
-        fun, opt, active, stop, clock = _start(self, problem, settings, w0)
-        c1, M = settings["c1"], settings["select_unit"]
+        ws = _WorkingSet(self, problem, settings, w0)
         for it in range(1, settings["epochs"] + 1):
-            moved = opt.step(active)
-            F = opt.objective
-            converged = stop.update(F) or not moved
-            grow = _violators(opt.g, active, c1, fun.free)[:M]
-            active[grow] = True
-            if len(grow):
-                # a grown set is a new problem for the stopping rule
-                stop.history.clear()
-            self._row(problem, it, F, opt.f, opt.w, fun.n_evals, clock,
-                      working_set=int(active.sum()), added=int(len(grow)))
-            if converged and not len(grow):
+            moved = ws.opt.step()
+            converged = ws.stop.update(ws.opt.objective) or not moved
+            added = ws.grow()
+            ws.row(self, problem, it, added)
+            if converged and not added:
                 break
-        return opt.w
+        return ws.fun.expand(ws.opt.w)
 
 
 class GreedyGrafting(CRFLearner):
@@ -118,22 +152,16 @@ class GreedyGrafting(CRFLearner):
     params = _SHARED
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
-        fun, opt, active, stop, clock = _start(self, problem, settings, w0)
-        c1, M = settings["c1"], settings["select_unit"]
+        ws = _WorkingSet(self, problem, settings, w0)
         for it in range(1, settings["epochs"] + 1):
-            moved = opt.step(active)
-            F = opt.objective
+            moved = ws.opt.step()
             added = 0
-            if stop.update(F) or not moved:
+            if ws.stop.update(ws.opt.objective) or not moved:
                 # S is optimised: graft the strongest violators, or finish
-                grow = _violators(opt.g, active, c1, fun.free)[:M]
-                active[grow] = True
-                added = len(grow)
-                stop.history.clear()
+                added = ws.grow()
+                ws.stop.history.clear()
                 if not added:
-                    self._row(problem, it, F, opt.f, opt.w, fun.n_evals, clock,
-                              working_set=int(active.sum()), added=0)
+                    ws.row(self, problem, it, 0)
                     break
-            self._row(problem, it, F, opt.f, opt.w, fun.n_evals, clock,
-                      working_set=int(active.sum()), added=int(added))
-        return opt.w
+            ws.row(self, problem, it, added)
+        return ws.fun.expand(ws.opt.w)

@@ -59,6 +59,8 @@ class CRFLearner(Learner):
     def _row(self, problem, iteration, objective, nll, w, evals, clock, **extra) -> None:
         row = {"epoch": iteration, "objective": float(objective), "nll": float(nll),
                "nonzero": int(np.count_nonzero(w)), "grad_evals": int(evals)}
+        # every evaluation of crf-l1 / crf-l2 is a gradient over all weights
+        row.setdefault("full_grads", int(evals))
         row.update(extra)
         if problem.dev_score is not None:
             row.update(problem.dev_score(w))
@@ -130,13 +132,16 @@ class CRFL1(CRFLearner):
 
     name = "crf-l1"
     params = (Param("c1", 1.0, float, "L1 coefficient c1 (CRFsuite's c1: c1 ||w||_1 on the "
-                    "summed likelihood)", low=0.0, low_open=True),) + _common_params(1000)
+                    "summed likelihood)", low=0.0, low_open=True),) + _common_params(1000) + (
+        Param("adaptive_step", False, bool, "start each line search at the last accepted "
+              "step (doubled back towards 1 after 5 first-trial acceptances) instead of at 1"),)
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
         fun = self._objective_fn(problem, settings)
         w = np.zeros(fun.n_weights) if w0 is None else np.array(w0, dtype=np.float64)
         clock = Stopwatch()
-        opt = OWLQN(fun, w, settings["c1"], settings["memory"])
+        opt = OWLQN(fun, w, settings["c1"], settings["memory"],
+                    adaptive_step=settings["adaptive_step"])
         stop = Convergence(settings["delta"], settings["period"])
         for it in range(1, settings["epochs"] + 1):
             moved = opt.step()

@@ -30,15 +30,17 @@ from tagger.model import ChainModel, _sentence_state_scores
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
 def _nll_grad(indptr, attrs, vals, offsets, attr_ptr, param_label, w, trans, gold,
-              n_state, chunk_bounds, grad_buf, nll_buf):
+              n_state, chunk_bounds, grad_buf, nll_buf, marg):
     """nll_buf[c] and grad_buf[c] = the chunk's NLL and gradient (sentences
-    chunk_bounds[c]..chunk_bounds[c+1]-1); both overwritten."""
+    chunk_bounds[c]..chunk_bounds[c+1]-1); both overwritten. When ``marg`` has a row per
+    token, the node marginals P(y_i = l | x) are also written there."""
     L = trans.shape[0]
     n_chunks = chunk_bounds.shape[0] - 1
     t_off = n_state
     s_off = n_state + L * L
     e_off = s_off + L
     has_vals = vals.shape[0] > 0
+    keep_marg = marg.shape[0] > 0
     et = np.empty((L, L), dtype=np.float64)
     et_t = np.empty((L, L), dtype=np.float64)
     cm = np.empty(L, dtype=np.float64)
@@ -79,6 +81,9 @@ def _nll_grad(indptr, attrs, vals, offsets, attr_ptr, param_label, w, trans, gol
             for i in range(a, b):
                 nt = node[i - a]
                 yi = gold[i]
+                if keep_marg:
+                    for lab in range(L):
+                        marg[i, lab] = nt[lab]
                 for j in range(indptr[i], indptr[i + 1]):
                     v = vals[j] if has_vals else 1.0
                     at = attrs[j]
@@ -131,6 +136,9 @@ class CRFObjective:
             L = model.n_labels
             self.free[model.n_state + L * L:] = False
         self.n_evals = 0
+        #: node marginals of the last evaluation, one row per token, when given a (N, L)
+        #: array (see :class:`WorkingSetObjective`); an empty array keeps none
+        self.marginals = np.empty((0, model.n_labels))
 
     def __call__(self, w: np.ndarray, grad: np.ndarray | None = None) -> tuple[float, np.ndarray]:
         """(L(w), grad L(w)); ``grad`` is filled in place when given."""
@@ -141,9 +149,121 @@ class CRFObjective:
         trans = np.ascontiguousarray(model.transitions(w))
         _nll_grad(X.indptr, X.attrs, self.vals, X.offsets, model.attr_ptr, model.param_label,
                   w, trans, self.gold, model.n_state, self.bounds, self.grad_buf,
-                  self.nll_buf)
+                  self.nll_buf, self.marginals)
         np.sum(self.grad_buf, axis=0, out=grad)
         if not self.free.all():
             grad[~self.free] = 0.0
         self.n_evals += 1
         return float(self.nll_buf.sum()), grad
+
+
+@numba.njit(**NUMBA_PARALLEL_OPTS)
+def _state_grad_from_marginals(t_ptr, t_tok, t_val, attr_ptr, param_label, marg, gold, g):
+    """g[p] = dL/dw_p for every state weight p, from the node marginals ``marg`` of a
+    forward-backward pass: sum over the tokens i carrying p's attribute (value v) of
+    v * (P(y_i = label_p) - [gold_i = label_p]). ``t_ptr, t_tok, t_val`` is the token CSR
+    transposed (the tokens of each attribute), so each attribute's weights are written by one
+    thread: no per-thread gradient copies to clear and add up."""
+    has_vals = t_val.shape[0] > 0
+    for at in numba.prange(t_ptr.shape[0] - 1):
+        p0 = attr_ptr[at]
+        p1 = attr_ptr[at + 1]
+        for p in range(p0, p1):
+            g[p] = 0.0
+        for j in range(t_ptr[at], t_ptr[at + 1]):
+            i = t_tok[j]
+            v = t_val[j] if has_vals else 1.0
+            yi = gold[i]
+            for p in range(p0, p1):
+                lab = param_label[p]
+                if lab == yi:
+                    g[p] += v * (marg[i, lab] - 1.0)
+                else:
+                    g[p] += v * marg[i, lab]
+
+
+class WorkingSetObjective:
+    """``L`` and its gradient over a working set S of the weights of ``model``, the others held
+    at zero: what Grafting-Light and greedy Grafting optimise.
+
+    The state weights of S form a sub-model (a filtered copy of the attribute -> weight CSR,
+    rebuilt when S grows) whose layout is the model's: ``[S's state weights in the model's
+    order | transitions | start | end]``. Calling the objective on such a compact vector scores
+    tokens from S's weights only, runs forward-backward, and returns ``L`` and its gradient
+    over S: a *working-set pass*, whose vector work is O(|S|) instead of O(n). The node
+    marginals of that pass are kept, so :meth:`full_gradient` gives ``dL/dw`` for every weight
+    (the growth step needs it) by one scatter over the data without a second inference: a
+    *full-gradient pass*. ``n_evals`` counts working-set passes and ``n_full`` full-gradient
+    passes.
+    """
+
+    def __init__(self, model: ChainModel, X: Featurized, y: np.ndarray, fixed: tuple = ()):
+        self.model, self.X, self.fixed = model, X, fixed
+        self.gold = np.ascontiguousarray(y, dtype=np.int32)
+        L = model.n_labels
+        self.free = np.ones(model.n_weights, dtype=bool)
+        if "ends" in fixed:
+            self.free[model.n_state + L * L:] = False
+        # the token CSR transposed, once: the tokens that carry each attribute
+        N = int(X.offsets[-1])
+        tok = np.repeat(np.arange(N, dtype=np.int64), np.diff(X.indptr))
+        order = np.argsort(X.attrs, kind="stable")
+        self.t_tok = np.ascontiguousarray(tok[order])
+        vals = np.asarray(X.vals, dtype=np.float64)
+        self.t_val = np.ascontiguousarray(vals[order]) if len(vals) else np.empty(0)
+        self.t_ptr = np.zeros(model.n_attrs + 1, dtype=np.int64)
+        np.cumsum(np.bincount(X.attrs, minlength=model.n_attrs), out=self.t_ptr[1:])
+        self.attr_of_param = np.repeat(np.arange(model.n_attrs, dtype=np.int64),
+                                       np.diff(model.attr_ptr))
+        self.marginals = np.empty((N, L))
+        self.n_evals = 0
+        self.n_full = 0
+        self._last_w: np.ndarray | None = None
+        self.sub: CRFObjective | None = None
+        self.index = np.empty(0, dtype=np.int64)
+
+    def set_active(self, active: np.ndarray) -> np.ndarray:
+        """Make S the state weights marked in ``active`` (plus every transition, start and end
+        weight); returns the model index of each compact coordinate (increasing)."""
+        model = self.model
+        n_state = model.n_state
+        sel = np.flatnonzero(active[:n_state])
+        ptr = np.zeros(model.n_attrs + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.attr_of_param[sel], minlength=model.n_attrs), out=ptr[1:])
+        sub = ChainModel(model.n_labels, ptr, model.param_label[sel])
+        self.sub = CRFObjective(sub, self.X, self.gold, fixed=self.fixed)
+        self.sub.marginals = self.marginals
+        self.index = np.concatenate([sel, np.arange(n_state, model.n_weights)])
+        self._last_w = None
+        return self.index
+
+    @property
+    def n_weights(self) -> int:
+        return len(self.index)
+
+    def __call__(self, w: np.ndarray, grad: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+        """(L, grad L restricted to S) at the compact vector ``w``: a working-set pass."""
+        f, g = self.sub(w, grad)
+        self.n_evals += 1
+        self._last_w = np.array(w, copy=True)
+        return f, g
+
+    def expand(self, w: np.ndarray) -> np.ndarray:
+        """The model's weight vector for the compact vector ``w`` (zero outside S)."""
+        full = np.zeros(self.model.n_weights)
+        full[self.index] = w
+        return full
+
+    def full_gradient(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """``dL/dw`` over every weight of the model at the compact point ``w`` whose working-set
+        gradient is ``g``, from the marginals of the working-set pass at ``w`` (one more pass
+        only when the last one was elsewhere)."""
+        if self._last_w is None or not np.array_equal(self._last_w, w):
+            _, g = self(w)
+        model = self.model
+        full = np.empty(model.n_weights)
+        _state_grad_from_marginals(self.t_ptr, self.t_tok, self.t_val, model.attr_ptr,
+                                   model.param_label, self.marginals, self.gold, full)
+        full[model.n_state:] = g[len(self.index) - (model.n_weights - model.n_state):]
+        self.n_full += 1
+        return full

@@ -19,10 +19,11 @@ smooth and convex (here the CRF negative log-likelihood). One iteration:
 
 The optimiser can be restricted to a working set (a boolean mask over the coordinates): the
 pseudo-gradient and the direction are zero outside it and the stored gradient differences are
-restricted to it, so it runs L-BFGS on the subspace. Grafting-Light takes one such step per
-iteration and then grows the set; full OWL-QN uses every coordinate. With ``c1 = 0`` it is
-plain L-BFGS (no orthant constraints) with the same backtracking line search. ``f`` is always
-evaluated with its full gradient (the growth step needs it).
+restricted to it, so it runs L-BFGS on the subspace. The grafting learners instead give it a
+compact objective over their working set alone (:class:`~tagger.learners.crf_objective.
+WorkingSetObjective`) and :meth:`OWLQN.relayout` it when the set grows, so that its vector
+work is O(|S| m) rather than O(n m); full OWL-QN uses every coordinate. With ``c1 = 0`` it is
+plain L-BFGS (no orthant constraints) with the same backtracking line search.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from tagger._config import NUMBA_OPTS
 ARMIJO = 1e-4
 #: line search trials before giving up (the step is then too small to matter)
 MAX_LINESEARCH = 40
+#: adaptive first step: steps accepted at their first trial before it is doubled again
+ADAPT_AFTER = 5
 
 
 def pseudo_gradient(w: np.ndarray, g: np.ndarray, c1: float, out: np.ndarray | None = None
@@ -103,7 +106,7 @@ class OWLQN:
     """
 
     def __init__(self, fun: Callable[[np.ndarray], tuple[float, np.ndarray]], w0: np.ndarray,
-                 c1: float, memory: int = 10):
+                 c1: float, memory: int = 10, adaptive_step: bool = False):
         self.fun = fun
         self.c1 = float(c1)
         self.w = np.array(w0, dtype=np.float64, copy=True)
@@ -117,6 +120,11 @@ class OWLQN:
         self.order: list[int] = []       # slots in use, oldest first
         self.n_steps = 0
         self.last_step_size = 0.0
+        # first trial step of the line search: 1, or with ``adaptive_step`` the last accepted
+        # step, doubled back towards 1 after ADAPT_AFTER steps accepted at their first trial
+        self.adaptive_step = adaptive_step
+        self.first_step = 1.0
+        self._streak = 0
 
     @property
     def objective(self) -> float:
@@ -149,6 +157,24 @@ class OWLQN:
         self.rho[k] = 1.0 / sy
         self.order.append(k)
 
+    def relayout(self, n: int, pos: np.ndarray, g_new: np.ndarray) -> None:
+        """Grow the coordinates to ``n``: old coordinate j moves to ``pos[j]``; the new ones
+        start at 0 with gradient ``g_new`` (indexed by the new layout). The stored pairs get 0
+        there: those coordinates did not move and their gradient changes were not seen, which
+        is the L-BFGS memory of the subspace the pairs were taken in (a working set that
+        grows)."""
+        def spread(old, fill=0.0):
+            new = np.full(old.shape[:-1] + (n,), fill)
+            new[..., pos] = old
+            return new
+
+        self.w = spread(self.w)
+        g = np.array(g_new, dtype=np.float64, copy=True)
+        g[pos] = self.g
+        self.g = g
+        self.S = spread(self.S)
+        self.Y = spread(self.Y)
+
     def step(self, active: np.ndarray | None = None) -> bool:
         """One orthant-wise quasi-Newton iteration on the ``active`` coordinates (all when
         None). Returns False when no descent is possible there (the iterate is optimal on
@@ -169,7 +195,11 @@ class OWLQN:
             zero = xi == 0
             xi[zero] = np.sign(-pg[zero])
         F0 = self.objective
-        alpha = 1.0 if self.order else 1.0 / max(float(np.sqrt(dot(d, d))), 1e-300)
+        if self.order:
+            alpha = self.first_step if self.adaptive_step else 1.0
+        else:
+            alpha = 1.0 / max(float(np.sqrt(dot(d, d))), 1e-300)
+        first = alpha
         for _ in range(MAX_LINESEARCH):
             wn = self.w + alpha * d
             if l1:
@@ -189,6 +219,13 @@ class OWLQN:
         self.w, self.f, self.g = wn, fn, np.array(gn, copy=True)
         self.n_steps += 1
         self.last_step_size = alpha
+        if self.adaptive_step and self.order:
+            if alpha < first:
+                self.first_step, self._streak = alpha, 0
+            else:
+                self._streak += 1
+                if self._streak >= ADAPT_AFTER and self.first_step < 1.0:
+                    self.first_step, self._streak = min(1.0, 2.0 * self.first_step), 0
         return True
 
 
