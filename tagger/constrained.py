@@ -186,6 +186,20 @@ def _hill_climb(state, trans, y, a, b, ind, kind, mask, row, lo, hi, rho, square
             break
 
 
+@numba.njit(**NUMBA_OPTS)
+def _penalise_token_rules(st, a, b, ind, hard_unary_mask, unary_row, n_hard_unary, penalty):
+    """Take ``penalty`` off the scores ``st`` (tokens a..b) of every label a hard token rule
+    forbids at a token it flags: ``inf`` forbids outright, a finite weight counts a break."""
+    L = st.shape[1]
+    for c in range(n_hard_unary):
+        r = unary_row[c]
+        for t in range(a, b):
+            if ind[r, t]:
+                for l in range(L):
+                    if hard_unary_mask[c, l]:
+                        st[t - a, l] -= penalty
+
+
 @numba.njit(**NUMBA_PARALLEL_OPTS)
 def _decode_batch(state, offsets, trans, ind, hard_unary_mask, unary_row, n_hard_unary, bit,
                   stay_row, kind, mask, row, lo, hi, rho, squared, climb, max_passes,
@@ -198,13 +212,7 @@ def _decode_batch(state, offsets, trans, ind, hard_unary_mask, unary_row, n_hard
             continue
         st = state[a:b].copy()
         # hard token rules: forbidden labels at flagged tokens
-        for c in range(n_hard_unary):
-            r = unary_row[c]
-            for t in range(a, b):
-                if ind[r, t]:
-                    for l in range(L):
-                        if hard_unary_mask[c, l]:
-                            st[t - a, l] = -np.inf
+        _penalise_token_rules(st, a, b, ind, hard_unary_mask, unary_row, n_hard_unary, np.inf)
         cost = np.zeros(b - a)
         if stay_row >= 0:
             for t in range(a + 1, b):
@@ -217,13 +225,8 @@ def _decode_batch(state, offsets, trans, ind, hard_unary_mask, unary_row, n_hard
             # no labeling meets every hard rule: the best labeling with the fewest broken token
             # and change rules (each costs hard_weight, still exact, one-segment rules kept)
             st = state[a:b].copy()
-            for c in range(n_hard_unary):
-                r = unary_row[c]
-                for t in range(a, b):
-                    if ind[r, t]:
-                        for l in range(L):
-                            if hard_unary_mask[c, l]:
-                                st[t - a, l] -= hard_weight
+            _penalise_token_rules(st, a, b, ind, hard_unary_mask, unary_row, n_hard_unary,
+                                  hard_weight)
             for t in range(b - a):
                 if cost[t] == np.inf:
                     cost[t] = hard_weight
