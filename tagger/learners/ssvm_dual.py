@@ -56,7 +56,9 @@ from tagger.errors import ParameterError
 from tagger.features import Featurized
 from tagger.inference._chain import _loss_augmented_viterbi
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.model import ChainModel, _add_difference, _sentence_state_scores
+from tagger.model import (ChainModel, _add_difference, _release_param_table,
+                          _sentence_param_table, _sentence_state_scores,
+                          _sentence_state_scores_table)
 
 def _values(X: Featurized) -> np.ndarray:
     """The kernels' ``vals`` argument: the real values of X, or empty for indicators."""
@@ -97,11 +99,18 @@ def _remove_example(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b
 @numba.njit(**NUMBA_OPTS)
 def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, gold, Cw, s2,
                u, w, order, ws_n, ws_alpha, ws_loss, ws_lab, max_inner, eps, d, mark, touched,
-               stats):
+               stats, param_attr, attr_row, table=True):
     """One pass of the Sequential Dual Method over the examples in ``order``.
 
     ``w`` (= s2 * u) and ``u`` are updated in place. stats[0] += competitors added,
-    stats[1] += minimal steps, stats[2] += examples whose working set was full."""
+    stats[1] += minimal steps, stats[2] += examples whose working set was full.
+
+    A visit rescores its sentence after every minimal step; a gather of every attribute's
+    weights from the whole weight vector is most of the cost of a pass (cache misses). With
+    ``table`` the sentence's weights are copied once per visit into a small dense table kept
+    in step with ``w``, and the rescoring reads that (the same scores: ``table=False`` is the
+    plain form, kept for the tests). ``param_attr`` is each state parameter's attribute,
+    ``attr_row`` scratch of -1 per attribute."""
     M = ws_alpha.shape[1]
     trans = w[n_state:n_state + L * L].reshape((L, L))  # a view: follows the updates of w
     max_len = 0
@@ -110,6 +119,11 @@ def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, 
     state_buf = np.empty((max_len, L))
     ystar = np.empty(gold.shape[0], dtype=np.int32)
     H = np.empty(M + 1)
+    max_nnz = 0
+    for s in range(offsets.shape[0] - 1):
+        max_nnz = max(max_nnz, indptr[offsets[s + 1]] - indptr[offsets[s]])
+    ptable = np.empty((max_nnz if table else 0, L))
+    row_attr = np.empty(max_nnz if table else 0, dtype=np.int64)
     for k in range(order.shape[0]):
         i = order[k]
         a = offsets[i]
@@ -117,7 +131,14 @@ def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, 
         if b <= a or (Cw[i] <= 0.0 and ws_n[i] == 0):
             continue
         state = state_buf[:b - a]
-        _state_rows(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, state)
+        n_rows = 0
+        if table:
+            n_rows = _sentence_param_table(indptr, attrs, attr_ptr, param_label, w, a, b,
+                                           attr_row, row_attr, ptable)
+            _sentence_state_scores_table(indptr, attrs, vals, attr_row, ptable, w, a, b,
+                                         n_state, L, state)
+        else:
+            _state_rows(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, state)
         aug = _loss_augmented_viterbi(state, trans, gold[a:b], 1.0, ystar[a:b])
         g = _path_score(state, trans, gold, a, b)
         h_star = aug - g
@@ -186,13 +207,22 @@ def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, 
                 w[kk] += delta * s2[kk] * d[kk]
                 d[kk] = 0.0
                 mark[kk] = False
+                if table and kk < n_state:  # the sentence's own attributes: rows of the table
+                    ptable[attr_row[param_attr[kk]], param_label[kk]] = w[kk]
             if up != n_i:
                 ws_alpha[i, up] += delta
             if down != n_i:
                 ws_alpha[i, down] = 0.0 if delta >= cap else ws_alpha[i, down] - delta
             stats[1] += 1
-            _state_rows(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, state)
+            if table:
+                _sentence_state_scores_table(indptr, attrs, vals, attr_row, ptable, w, a, b,
+                                             n_state, L, state)
+            else:
+                _state_rows(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L,
+                            state)
             g = _path_score(state, trans, gold, a, b)
+        if table:
+            _release_param_table(attr_row, row_attr, n_rows)
         # members at alpha = 0 leave the working set
         m = 0
         while m < ws_n[i]:
@@ -321,6 +351,8 @@ class SDMSolver:
         self._d = np.zeros(n_w)
         self._mark = np.zeros(n_w, dtype=np.bool_)
         self._touched = np.empty(n_w, dtype=np.int64)
+        self._param_attr = self.model.state_param_attr()
+        self._attr_row = np.full(self.model.n_attrs, -1, dtype=np.int64)
 
     def _check_labels(self, y) -> np.ndarray:
         y = np.asarray(y)
@@ -455,7 +487,7 @@ class SDMSolver:
         _sdm_epoch(indptr, attrs, vals, self.X.offsets, attr_ptr, param_label, n_state, L,
                    self.y, self.C, self.s2, self.u, self.w, order, self.ws_n, self.ws_alpha,
                    self.ws_loss, self.ws_lab, self.max_inner, self.eps, self._d, self._mark,
-                   self._touched, self.stats)
+                   self._touched, self.stats, self._param_attr, self._attr_row)
         self.epochs_done += 1
 
     def solve(self, epochs: int = 50, tol: float = 1e-3, *, y=None, C=None, scale=None,
