@@ -54,7 +54,7 @@ from tagger.errors import ParameterError
 from tagger.features import Featurized
 from tagger.inference._chain import _viterbi_batch
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.learners.ssvm_dual import SDMSolver, _values
+from tagger.learners.ssvm_dual import SDMSolver
 
 
 @numba.njit(**NUMBA_OPTS)
@@ -247,7 +247,7 @@ def _concat(X1: Featurized, X2: Featurized) -> Featurized:
     attrs = np.concatenate([X1.attrs, X2.attrs])
     offsets = np.concatenate([X1.offsets, X2.offsets[1:] + X1.offsets[-1]])
     kwargs = {}
-    v1, v2 = _values(X1), _values(X2)
+    v1, v2 = X1.vals, X2.vals
     if v1.shape[0] or v2.shape[0]:
         ones1 = v1 if v1.shape[0] else np.ones(len(X1.attrs))
         ones2 = v2 if v2.shape[0] else np.ones(len(X2.attrs))

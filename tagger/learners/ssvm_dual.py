@@ -60,14 +60,6 @@ from tagger.model import (ChainModel, _add_difference, _release_param_table,
                           _sentence_param_table, _sentence_state_scores,
                           _sentence_state_scores_table)
 
-def _values(X: Featurized) -> np.ndarray:
-    """The kernels' ``vals`` argument: the real values of X, or empty for indicators."""
-    return X.vals
-
-
-_state_rows = _sentence_state_scores
-
-
 # --------------------------------------------------------------------------------- kernels
 
 
@@ -138,7 +130,7 @@ def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, 
             _sentence_state_scores_table(indptr, attrs, vals, attr_row, ptable, w, a, b,
                                          n_state, L, state)
         else:
-            _state_rows(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, state)
+            _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, state)
         aug = _loss_augmented_viterbi(state, trans, gold[a:b], 1.0, ystar[a:b])
         g = _path_score(state, trans, gold, a, b)
         h_star = aug - g
@@ -218,7 +210,7 @@ def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, 
                 _sentence_state_scores_table(indptr, attrs, vals, attr_row, ptable, w, a, b,
                                              n_state, L, state)
             else:
-                _state_rows(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L,
+                _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L,
                             state)
             g = _path_score(state, trans, gold, a, b)
         if table:
@@ -253,7 +245,7 @@ def _hinges(indptr, attrs, vals, offsets, attr_ptr, param_label, w, n_state, L, 
             continue
         state = np.empty((b - a, L))
         pred = np.empty(b - a, dtype=np.int32)
-        _state_rows(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, state)
+        _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, state)
         aug = _loss_augmented_viterbi(state, trans, gold[a:b], 1.0, pred)
         g = state[0, gold[a]]
         for t in range(a + 1, b):
@@ -285,7 +277,7 @@ def restrict_featurized(X: Featurized, keep_attr: np.ndarray) -> Featurized:
     np.cumsum(np.bincount(token[entry_keep], minlength=X.n_tokens), out=indptr[1:])
     attrs = new_id[X.attrs[entry_keep]].astype(np.int32)
     kwargs = {}
-    vals = _values(X)
+    vals = X.vals
     if vals.shape[0] > 0:
         kwargs["values"] = np.ascontiguousarray(vals[entry_keep])
     return Featurized(indptr, attrs, X.offsets, **kwargs)
@@ -328,7 +320,7 @@ class SDMSolver:
             raise ParameterError("max_working_set must be at least 1")
         self.model = model
         self.X = X
-        self.vals = _values(X)
+        self.vals = X.vals
         n, n_tok, n_w = X.n_sentences, X.n_tokens, model.n_weights
         self.y = self._check_labels(y)
         self.C = self._check_weights(C)
@@ -443,7 +435,7 @@ class SDMSolver:
                                 np.arange(m.n_state, m.n_weights)]).astype(np.int64)
         self.model = model
         self.X = restrict_featurized(self.X, keep_attr)
-        self.vals = _values(self.X)
+        self.vals = self.X.vals
         self.u = np.ascontiguousarray(self.u[index])
         self.s2 = np.ascontiguousarray(self.s2[index])
         self.w = self.s2 * self.u
