@@ -9,12 +9,13 @@ chunker writing ``doc.spans``) through ``nlp.pipe`` and compares its throughput 
 command's own read -> tag -> write path in this process, after a first run).
 
 Table 2 runs ``tagger tag --jobs 1`` (one core) and ``--jobs 2`` (two worker processes) on the
-test file repeated ``--repeat`` times (and on one sentence, which is the start-up), each
-``--runs`` times: median wall time, speed-up (also with each
-command's start-up taken off), identical output, and memory (the largest single
-process, from wait4, and the sum over the process tree sampled every 20 ms from /proc), so
-that memory independent of input size shows as equal figures at 1x and 10x. python-crfsuite
-tags the same files with the script a user would write (bench/crfsuite_tag.py) as the peer.
+test file repeated ``--repeat`` times, on one sentence (the start-up), and beside them numba's
+own floor (importing numba and loading one cached kernel), each ``--runs`` times: median wall
+time, speed-up (also with each command's start-up taken off), identical output, and memory (the
+largest single process, from wait4, and the sum over the process tree sampled every 20 ms from
+/proc), so that memory independent of input size shows as equal figures at 1x and 10x.
+python-crfsuite tags the same files with the script a user would write
+(bench/crfsuite_tag.py) as the peer.
 """
 
 from __future__ import annotations
@@ -217,6 +218,15 @@ def jobs_table(model: str, test: Path, work: Path, repeats: list[int], crf_model
              "", "", "", "", f"{start[j]['max_process_mb']:.0f}", f"{start[j]['tree_mb']:.0f}"]
             for j in (1, 2)]
     raw = {f"startup_j{j}": start[j] for j in (1, 2)}
+    # the floor under any start-up: numba imported and one cached kernel loaded, no tagger code
+    floor_script = work / "numba_floor.py"
+    floor_script.write_text("import numba\n\n\n@numba.njit(cache=True)\ndef one(x):\n"
+                            "    return x + 1\n\n\none(1)\n")
+    run_sampled([sys.executable, str(floor_script)])  # compiles and caches the kernel
+    floor = run_median([sys.executable, str(floor_script)], runs)
+    rows.append(["numba alone (import, one cached kernel)", "", "", f"{floor['wall']:.2f}", "",
+                 "", "", "", f"{floor['max_process_mb']:.0f}", f"{floor['tree_mb']:.0f}"])
+    raw["numba_floor"] = floor
     for rep in repeats:
         name = f"{rep}x"
         path = test if rep == 1 else work / f"test_x{rep}.txt"
