@@ -105,3 +105,85 @@ def test_switching_lowers_the_objective_by_what_it_reports(with_constraints, run
     assert stats[0] > 0
     assert before - after == pytest.approx(stats[2], abs=1e-7)
     assert after < before
+
+
+# ---- restarts: independent annealing runs, the dev score picks among them
+
+_FIELDS = {"name": ["Ann", "Bob", "Eve", "Max"], "street": ["Main", "Oak", "Elm", "road"],
+           "city": ["Paris", "Rome", "Oslo", "Bern"]}
+_RULES = """
+labels = ["name", "street", "city"]
+[[instance]]
+rule = "start"
+labels = ["name"]
+[[instance]]
+rule = "one-segment"
+labels = "all"
+[[instance]]
+rule = "tokens"
+words = ["road"]
+take = ["street"]
+"""
+
+
+def _addresses(rng, n, labeled=True):
+    from tagger.sentence import Sentence
+
+    out = []
+    for _ in range(n):
+        toks, labs = [], []
+        for field, words in _FIELDS.items():
+            for _ in range(int(rng.integers(1, 3))):
+                toks.append(words[int(rng.integers(0, 4))])
+                labs.append(field)
+            toks.append(",")
+            labs.append(field)
+        out.append(Sentence([toks], labs if labeled else None))
+    return out
+
+
+@pytest.fixture(scope="module")
+def addresses(tmp_path_factory):
+    rng = np.random.default_rng(1)
+    rules = tmp_path_factory.mktemp("rules") / "addresses.toml"
+    rules.write_text(_RULES)
+    return {"train": _addresses(rng, 2), "dev": _addresses(rng, 8),
+            "unlabeled": _addresses(rng, 30, labeled=False), "rules": str(rules)}
+
+
+def _annealed(data, **params):
+    from tagger import Tagger
+
+    base = {"steps": 2, "epochs": 2, "start_epochs": 2}
+    return Tagger(features="citation", learner="ssvm-annealing", params={**base, **params},
+                  seed=2).fit(data["train"], dev=data["dev"], unlabeled=data["unlabeled"],
+                              constraints=data["rules"])
+
+
+def test_restarts_keep_the_best_dev_score_over_every_run(addresses):
+    one = _annealed(addresses)
+    three = _annealed(addresses, restarts=3)
+    assert all("restart" not in row for row in one.trace_)
+    runs = sorted({row["restart"] for row in three.trace_})
+    assert runs == [0, 1, 2]
+    # the first run is the run of restarts = 1 (same seed), step by step
+    first = [row for row in three.trace_ if row["restart"] == 0]
+    assert [r["dev_acc"] for r in first] == [r["dev_acc"] for r in one.trace_]
+    # with these short solves a later run ends better on dev than the first (the case
+    # restarts are for), and its weights are the ones kept
+    best = max(row["dev_acc"] for row in three.trace_)
+    assert best > max(r["dev_acc"] for r in first)
+    kept = [row for row in three.trace_ if row.get("selected")][-1]
+    assert kept["restart"] > 0 and kept["dev_acc"] == best
+    assert three.evaluate(addresses["dev"])["accuracy"] * 100 == pytest.approx(best, abs=1e-6)
+
+
+def test_restarts_need_a_dev_set(addresses):
+    from tagger import Tagger
+    from tagger.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="dev"):
+        Tagger(features="citation", learner="ssvm-annealing",
+               params={"restarts": 2, "steps": 1, "epochs": 2, "start_epochs": 2}).fit(
+            addresses["train"], unlabeled=addresses["unlabeled"],
+            constraints=addresses["rules"])

@@ -31,7 +31,10 @@ Algorithm:
       keep theirs).
    c. a-b repeat ``rounds`` times or until no labeling changes; then C_u rises.
 3. Model selection on the dev set: the weights with the best dev score along the schedule
-   (the supervised start included) are returned. The paper picked the best *test* accuracy
+   (the supervised start included) are returned. With ``restarts`` > 1 the whole of 1-2 runs
+   that many times with different seeds (SDM visiting order, label switching) and the best
+   dev score over all runs wins: the objective is not convex, and with a handful of labeled
+   sentences runs from different seeds end several points apart. The paper picked the best *test* accuracy
    along its schedule; test scores, when given, are recorded in the trace for reporting only.
 
 Without constraints the same loop is plain self-training under the hinge (the "semi-supervised
@@ -297,6 +300,9 @@ class SSVMAnnealing(Learner):
         Param("gap_every", 5, int, "SDM passes between two duality-gap checks (each check "
               "decodes every weighted sentence once more)", low=1),
         Param("max_working_set", 64, int, "competitor labelings kept per sentence", low=1),
+        Param("restarts", 1, int, "independent annealing runs (different seeds for the "
+              "SDM visiting order and the label switching); the weights with the best dev "
+              "score over all of them are kept", low=1),
         Param("select", "dev", str, "which weights to return: the best on dev along the "
               "schedule, or the last", choices=("dev", "last")),
     )
@@ -306,6 +312,25 @@ class SSVMAnnealing(Learner):
         if U is None or U.n_sentences == 0:
             raise ParameterError("ssvm-annealing learns from unlabeled sentences: give some "
                                  "(--unlabeled FILE, or Tagger.fit(..., unlabeled=...))")
+        if settings["restarts"] > 1 and (problem.dev_score is None
+                                         or settings["select"] == "last"):
+            raise ParameterError("restarts > 1 chooses among the runs by their dev score: "
+                                 "give a dev set (--dev FILE) and keep select = dev")
+        # the objective is not convex: independent runs end in different local minima, and
+        # the dev score (never the training objective, which every run lowers) picks among them
+        best = {"score": -math.inf, "w": None}
+        clock = Stopwatch()
+        for r in range(settings["restarts"]):
+            run_seed = seed if r == 0 else int(
+                np.random.SeedSequence([seed, r]).generate_state(1)[0] % (2**31 - 1))
+            self._anneal(problem, U, settings, run_seed, best, clock,
+                         r if settings["restarts"] > 1 else None)
+        return best["w"]
+
+    def _anneal(self, problem: TrainingProblem, U: Featurized, settings: dict, seed: int,
+                best: dict, clock: Stopwatch, restart: int | None) -> None:
+        """One annealing run from the supervised start; ``best`` keeps the weights with the
+        best dev score over every run so far."""
         model, XL = problem.model, problem.X
         L = model.n_labels
         nL, nU = XL.n_sentences, U.n_sentences
@@ -317,8 +342,6 @@ class SSVMAnnealing(Learner):
                            max_inner=settings["max_inner"], seed=seed)
         cons = getattr(problem, "constraints", None)
         rng = np.random.default_rng(seed)
-        clock = Stopwatch()
-        best = {"score": -math.inf, "w": None}
         uo = U.offsets
         seq_of = np.repeat(np.arange(nU, dtype=np.int64), np.diff(uo))
         NU = U.n_tokens
@@ -329,6 +352,8 @@ class SSVMAnnealing(Learner):
         yU = np.zeros(NU, np.int32)
 
         def evaluate(row: dict, w: np.ndarray) -> None:
+            if restart is not None:
+                row = {"restart": restart, **row}
             if problem.dev_score is not None:
                 row.update(problem.dev_score(w))
             report = getattr(problem, "report_score", None)
@@ -407,7 +432,8 @@ class SSVMAnnealing(Learner):
                 evaluate(row, w)
                 if changed == 0 and rnd > 1:
                     break
-        return best["w"] if best["w"] is not None else solver.weights()
+        if best["w"] is None:  # no dev set and select = "dev": the last weights
+            best["w"] = solver.weights()
 
 
 def _selection_score(row: dict) -> float:
