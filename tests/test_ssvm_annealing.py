@@ -151,31 +151,39 @@ def addresses(tmp_path_factory):
             "unlabeled": _addresses(rng, 30, labeled=False), "rules": str(rules)}
 
 
-def _annealed(data, **params):
+def _annealed(data, seed=0, **params):
     from tagger import Tagger
 
     base = {"steps": 2, "epochs": 2, "start_epochs": 2}
     return Tagger(features="citation", learner="ssvm-annealing", params={**base, **params},
-                  seed=2).fit(data["train"], dev=data["dev"], unlabeled=data["unlabeled"],
-                              constraints=data["rules"])
+                  seed=seed).fit(data["train"], dev=data["dev"], unlabeled=data["unlabeled"],
+                                 constraints=data["rules"])
 
 
 def test_restarts_keep_the_best_dev_score_over_every_run(addresses):
-    one = _annealed(addresses)
-    three = _annealed(addresses, restarts=3)
-    assert all("restart" not in row for row in one.trace_)
-    runs = sorted({row["restart"] for row in three.trace_})
-    assert runs == [0, 1, 2]
-    # the first run is the run of restarts = 1 (same seed), step by step
-    first = [row for row in three.trace_ if row["restart"] == 0]
-    assert [r["dev_acc"] for r in first] == [r["dev_acc"] for r in one.trace_]
-    # with these short solves a later run ends better on dev than the first (the case
-    # restarts are for), and its weights are the ones kept
-    best = max(row["dev_acc"] for row in three.trace_)
-    assert best > max(r["dev_acc"] for r in first)
-    kept = [row for row in three.trace_ if row.get("selected")][-1]
-    assert kept["restart"] > 0 and kept["dev_acc"] == best
-    assert three.evaluate(addresses["dev"])["accuracy"] * 100 == pytest.approx(best, abs=1e-6)
+    later_won = False
+    for seed in range(8):
+        one = _annealed(addresses, seed)
+        three = _annealed(addresses, seed, restarts=3)
+        assert all("restart" not in row for row in one.trace_)
+        assert sorted({row["restart"] for row in three.trace_}) == [0, 1, 2]
+        # the first run is the run of restarts = 1 (same seed), step by step
+        first = [row for row in three.trace_ if row["restart"] == 0]
+        assert [r["dev_acc"] for r in first] == [r["dev_acc"] for r in one.trace_]
+        # the kept weights are those of the best dev score in any run
+        best = max(row["dev_acc"] for row in three.trace_)
+        kept = [row for row in three.trace_ if row.get("selected")][-1]
+        assert kept["dev_acc"] == best
+        # (the trace keeps two decimals)
+        assert three.evaluate(addresses["dev"])["accuracy"] * 100 == pytest.approx(best,
+                                                                                  abs=0.006)
+        if best > max(r["dev_acc"] for r in first):
+            assert kept["restart"] > 0
+            later_won = True
+            break
+    # with these short solves some seed has a later run ending better on dev than the
+    # first (the case restarts are for)
+    assert later_won
 
 
 def test_restarts_need_a_dev_set(addresses):
