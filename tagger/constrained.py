@@ -35,7 +35,6 @@ import numpy as np
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.constraints import (CHANGES, SEGMENTS, UNARY, CompiledConstraints, TokenIndicators,
                                 _instance_penalty, _segments_of, _sequence_phi, switch_phi)
-from tagger.inference._chain import _viterbi
 
 #: one-segment labels carried in the expanded state; 13 citation fields need 13
 MAX_SEGMENT_BITS = 14
@@ -205,7 +204,6 @@ def _decode_batch(state, offsets, trans, ind, hard_unary_mask, unary_row, n_hard
                   stay_row, kind, mask, row, lo, hi, rho, squared, climb, max_passes,
                   hard_weight, out, feasible):
     n = offsets.shape[0] - 1
-    L = state.shape[1]
     for s in numba.prange(n):
         a, b = offsets[s], offsets[s + 1]
         if b == a:
