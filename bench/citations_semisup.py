@@ -18,7 +18,8 @@ Rows, token accuracy on test (mean and standard deviation over the draws):
 - the last model decoded under the constraints (``Tagger.predict(..., constraints=...)``).
 
 Every semi-supervised model is the one with the best dev accuracy along its annealing
-schedule; test accuracy is never used to choose. Each configuration trains in its own worker
+schedule (at 5 and 20 labeled, along three runs from different seeds); test accuracy is
+never used to choose. Each configuration trains in its own worker
 process (``--workers`` at a time, one numba thread each). Results go to
 ``bench/out/citations_semisup.json``.
 """
