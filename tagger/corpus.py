@@ -986,9 +986,12 @@ def _sniff(head: str, name: str = "") -> str:
             if sniffed:
                 blank_between = True
             continue
-        sniffed.append(line.rstrip("\r"))
-        if len(sniffed) >= 20:
+        if len(sniffed) < 20:
+            sniffed.append(line.rstrip("\r"))
+        elif blank_between:
             break
+        # past 20 lines only a blank line is looked for: one token per line with sentences
+        # longer than 20 tokens (citations) is still a column file, not 20 one-word lines
     if not sniffed:
         return "text"
     first = sniffed[0].strip()

@@ -479,12 +479,17 @@ def test_detect_format_and_dispatch(tmp_path):
         "g.txt": ("The cat sat on the mat .\nIt was happy .\n", "text"),
         "h.txt": ("One\nword\nper\nline\n\nsecond\nsentence\n", "conll"),
         "i.txt": ("-DOCSTART- -X- O\n\nEU NNP B-ORG\n", "conll"),
+        # one token per line, sentences longer than the 20 lines whose fields are compared
+        "j.txt": ("\n".join(f"w{i}" for i in range(35)) + "\n\n" +
+                  "\n".join(f"v{i}" for i in range(30)) + "\n", "conll"),
     }
     for name, (text, fmt) in cases.items():
         p = write(tmp_path, name, text)
         assert detect_format(p) == fmt, name
         sents = list(read_corpus(p, labeled=False))
         assert sents and sents[0].meta["format"] == fmt
+        if name == "j.txt":
+            assert [len(s) for s in sents] == [35, 30]
     assert set(FORMATS) == {"conll", "conllu", "inline", "tab", "text", "raw"}
     with pytest.raises(TypeError, match="unknown reader option"):
         read_corpus(tmp_path / "a.txt", labelled=True)
