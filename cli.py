@@ -372,7 +372,7 @@ def train_cmd(train_files, model_path, fmt, label_column, features, learner, set
             f"{seconds:.1f} s (featurize {info.get('featurize_seconds', 0):.1f} s)\n"
             f"parameters {info['n_params']}, non-zero weights {info['n_nonzero']}, "
             f"labels {len(tagger.labels_)}\n"
-            + (f"final dev: {dev_txt}\n" if dev_txt else "")
+            + (f"dev of the saved weights: {dev_txt}\n" if dev_txt else "")
             + f"saved {model_path} ({_size(size)})",
             err=True,
         )

@@ -94,7 +94,10 @@ class Tagger:
         model, w, keep_attr = model.compact(w)
         featurizer.prune(keep_attr)
         self.featurizer_, self.labels_, self.model_, self.weights_ = featurizer, labels, model, w
-        last = learner.trace_[-1] if learner.trace_ else {}
+        # the row of the weights kept: learners that choose along training (best dev score)
+        # mark it "selected"; otherwise the weights are those of the last row
+        kept = [r for r in learner.trace_ if r.get("selected")]
+        last = kept[-1] if kept else (learner.trace_[-1] if learner.trace_ else {})
         self.info_ = {
             "learner": learner.name, "params": learner.validated(), "seed": int(self.seed),
             "n_params": int(n_params), "n_nonzero": int(np.count_nonzero(w)),

@@ -103,6 +103,7 @@ def test_semisupervised_training_tagging_report_and_trace(files):
     assert r.exit_code == 0, r.output
     assert "read 40 unlabeled sentences" in r.stderr
     assert "ssvm-annealing: step=2" in r.stderr
+    summary = r.stderr
     # the trace is saved: dev and test scores per annealing step, the kept row marked
     r = _run("trace", model, "--json")
     rows = json.loads(r.stdout)
@@ -110,6 +111,8 @@ def test_semisupervised_training_tagging_report_and_trace(files):
     assert all("dev_acc" in row and "test_acc" in row for row in rows)
     best = max(row["dev_acc"] for row in rows)
     assert [row for row in rows if row.get("selected")][-1]["dev_acc"] == best
+    # the summary reports the dev score of the weights saved, not of the last step
+    assert f"dev of the saved weights: dev_acc {best}\n" in summary
     assert "*" in _run("trace", model).stdout
     png = files / "trace.png"
     r = _run("trace", model, "--plot", png)

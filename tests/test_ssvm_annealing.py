@@ -174,6 +174,7 @@ def test_restarts_keep_the_best_dev_score_over_every_run(addresses):
         best = max(row["dev_acc"] for row in three.trace_)
         kept = [row for row in three.trace_ if row.get("selected")][-1]
         assert kept["dev_acc"] == best
+        assert three.info_["final"]["dev_acc"] == best  # the summary's row is the kept one
         # (the trace keeps two decimals)
         assert three.evaluate(addresses["dev"])["accuracy"] * 100 == pytest.approx(best,
                                                                                   abs=0.006)
