@@ -34,8 +34,9 @@ Algorithm:
    (the supervised start included) are returned. With ``restarts`` > 1 the whole of 1-2 runs
    that many times with different seeds (SDM visiting order, label switching) and the best
    dev score over all runs wins: the objective is not convex, and with a handful of labeled
-   sentences runs from different seeds end several points apart. The paper picked the best *test* accuracy
-   along its schedule; test scores, when given, are recorded in the trace for reporting only.
+   sentences runs from different seeds end several points apart. The paper picked the best
+   *test* accuracy along its schedule; test scores, when given, are recorded in the trace for
+   reporting only.
 
 Without constraints the same loop is plain self-training under the hinge (the "semi-supervised
 without constraints" row of the benchmark).
