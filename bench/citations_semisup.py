@@ -68,6 +68,9 @@ SEMISUP = {"C": 1.0, "steps": 3, "rounds": 1, "epochs": 15, "start_epochs": 50,
 #: from 78.43 to 79.75 (5) and from 86.75 to 87.78 (20); 300 keeps one run (the time limit)
 SEMISUP_BY_SIZE = {5: {"restarts": 3}, 20: {"start_epochs": 200, "restarts": 3}}
 
+#: the independent parts of one labeled set's rows, each a job of its own, longest first
+PARTS = ("constrained", "semisup", "supervised")
+
 ROWS = [("crfsuite", "python-crfsuite L-BFGS L2 c2=1 (supervised)"),
         ("supervised", "ours: L2 SSVM, SDM (m3n-l2), supervised"),
         ("semisup", "ours: ssvm-annealing, no constraints"),
@@ -83,8 +86,11 @@ def _data(d: Path) -> dict:
                                           ("unlabeled", "citation_unlabeled.txt"))}
 
 
-def run_config(job: dict) -> dict:
-    """One labeled set: every row. Runs in a worker process."""
+def run_part(job: dict) -> dict:
+    """One labeled set, one part of its rows: ``supervised`` (python-crfsuite and our
+    supervised SSVM), ``semisup`` or ``constrained`` (the latter with constrained decoding).
+    Runs in a worker process; the parts of a labeled set are independent (each semi-supervised
+    learner starts from its own seed), so splitting them only balances the workers."""
     import numpy as np
 
     from tagger import Tagger
@@ -104,38 +110,39 @@ def run_config(job: dict) -> dict:
 
     data = job["data"]
     train, dev, test = load(data["train"]), load(data["dev"]), load(data["test"])
-    unl = load(data["unlabeled"], labeled=False)
     n = job["size"]
     if n < len(train):
         idx = np.random.default_rng(job["draw"]).choice(len(train), n, replace=False)
         train = [train[i] for i in sorted(idx)]
-    cset = ConstraintSet.load(job["constraints"])
     out = {"size": n, "draw": job["draw"], "seconds": {}}
 
-    t0 = time.perf_counter()
-    out["crfsuite"] = _crfsuite(train, test)
-    out["seconds"]["crfsuite"] = round(time.perf_counter() - t0, 1)
-
-    t0 = time.perf_counter()
-    sup = Tagger(features="citation", learner="m3n-l2", params=job["supervised"]).fit(train)
-    out["supervised"] = sup.evaluate(test)["accuracy"]
-    out["seconds"]["supervised"] = round(time.perf_counter() - t0, 1)
-
-    for row, constraints in (("semisup", None), ("constrained", cset)):
+    if job["part"] == "supervised":
         t0 = time.perf_counter()
-        tg = Tagger(features="citation", learner="ssvm-annealing", params=job["semisup"],
-                    seed=job["draw"])
-        tg.fit(train, dev=dev, unlabeled=unl, constraints=constraints, test=test)
-        out[row] = tg.evaluate(test)["accuracy"]
-        out[f"{row}_dev"] = max(r.get("dev_acc", 0) for r in tg.trace_) / 100
-        out[f"{row}_trace"] = [{k: r.get(k) for k in ("step", "C_u", "dev_acc", "test_acc",
-                                                       "violations", "selected")}
-                               for r in tg.trace_]
-        out["seconds"][row] = round(time.perf_counter() - t0, 1)
-        if constraints is not None:
-            t0 = time.perf_counter()
-            out["decoded"] = tg.evaluate(test, constraints=cset)["accuracy"]
-            out["seconds"]["decoded"] = round(time.perf_counter() - t0, 1)
+        out["crfsuite"] = _crfsuite(train, test)
+        out["seconds"]["crfsuite"] = round(time.perf_counter() - t0, 1)
+        t0 = time.perf_counter()
+        sup = Tagger(features="citation", learner="m3n-l2", params=job["supervised"]).fit(train)
+        out["supervised"] = sup.evaluate(test)["accuracy"]
+        out["seconds"]["supervised"] = round(time.perf_counter() - t0, 1)
+        return out
+
+    row = job["part"]
+    cset = ConstraintSet.load(job["constraints"]) if row == "constrained" else None
+    unl = load(data["unlabeled"], labeled=False)
+    t0 = time.perf_counter()
+    tg = Tagger(features="citation", learner="ssvm-annealing", params=job["semisup"],
+                seed=job["draw"])
+    tg.fit(train, dev=dev, unlabeled=unl, constraints=cset, test=test)
+    out[row] = tg.evaluate(test)["accuracy"]
+    out[f"{row}_dev"] = max(r.get("dev_acc", 0) for r in tg.trace_) / 100
+    out[f"{row}_trace"] = [{k: r.get(k) for k in ("restart", "step", "C_u", "dev_acc",
+                                                   "test_acc", "violations", "selected")}
+                           for r in tg.trace_]
+    out["seconds"][row] = round(time.perf_counter() - t0, 1)
+    if cset is not None:
+        t0 = time.perf_counter()
+        out["decoded"] = tg.evaluate(test, constraints=cset)["accuracy"]
+        out["seconds"]["decoded"] = round(time.perf_counter() - t0, 1)
     return out
 
 
@@ -186,20 +193,30 @@ def main(argv) -> int:
     jobs = []
     for n in sizes:
         for draw in (range(args.draws) if n < 300 else [0]):
-            jobs.append({"size": n, "draw": draw, "data": data, "constraints": args.constraints,
-                         "supervised": SUPERVISED,
-                         "semisup": {**semisup, **SEMISUP_BY_SIZE.get(n, {}), **given}})
+            for part in PARTS:
+                jobs.append({"size": n, "draw": draw, "part": part, "data": data,
+                             "constraints": args.constraints, "supervised": SUPERVISED,
+                             "semisup": {**semisup, **SEMISUP_BY_SIZE.get(n, {}), **given}})
+    # the longest parts first (semi-supervised before supervised, restarted sizes first,
+    # constrained before unconstrained), so that the last parts to finish are short ones
+    restarts = {n: SEMISUP_BY_SIZE.get(n, {}).get("restarts", 1) for n in sizes}
+    jobs.sort(key=lambda j: (j["part"] == "supervised", -restarts[j["size"]], -j["size"],
+                             PARTS.index(j["part"])))
     t0 = time.perf_counter()
+    results: dict[tuple, dict] = {}
     # spawn, not fork: the parent has numba's OpenMP threads running already
     with ProcessPoolExecutor(max_workers=args.workers,
                              mp_context=multiprocessing.get_context("spawn")) as pool:
-        results = []
-        # the longest configuration (300 labeled) first, so that it is not the tail
-        order = sorted(range(len(jobs)), key=lambda i: -jobs[i]["size"])
-        for r in pool.map(run_config, [jobs[i] for i in order]):  # each line when it is there
-            results.append(r)
-            print(f"  {r['size']} labeled, draw {r['draw']}: " + ", ".join(
-                f"{k} {100 * r[k]:.2f}" for k, _ in ROWS) + f" ({r['seconds']} s)", flush=True)
+        for part in pool.map(run_part, jobs):
+            r = results.setdefault((part["size"], part["draw"]),
+                                   {"size": part["size"], "draw": part["draw"], "seconds": {}})
+            r["seconds"].update(part.pop("seconds"))
+            r.update(part)
+            if all(k in r for k, _ in ROWS):  # a labeled set's line when its last part is in
+                print(f"  {r['size']} labeled, draw {r['draw']}: " + ", ".join(
+                    f"{k} {100 * r[k]:.2f}" for k, _ in ROWS) + f" ({r['seconds']} s)",
+                    flush=True)
+    results = list(results.values())
     total = time.perf_counter() - t0
     print(f"ours: supervised {C.fmt_params(SUPERVISED)}; ssvm-annealing {C.fmt_params(semisup)}"
           + "".join(f"; at {n} labeled {C.fmt_params({**extra, **given})}"
