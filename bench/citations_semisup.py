@@ -19,8 +19,9 @@ Rows, token accuracy on test (mean and standard deviation over the draws):
 
 Every semi-supervised model is the one with the best dev accuracy along its annealing
 schedule (at 5 and 20 labeled, along three runs from different seeds); test accuracy is
-never used to choose. Each configuration trains in its own worker
-process (``--workers`` at a time, one numba thread each). Results go to
+never used to choose. Each labeled set is three jobs (its supervised rows, its run without
+and its run with constraints) for worker processes (``--workers`` at a time, one numba
+thread each). Results go to
 ``bench/out/citations_semisup.json``.
 """
 
@@ -32,7 +33,7 @@ import os
 import statistics
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -207,16 +208,18 @@ def main(argv) -> int:
     # spawn, not fork: the parent has numba's OpenMP threads running already
     with ProcessPoolExecutor(max_workers=args.workers,
                              mp_context=multiprocessing.get_context("spawn")) as pool:
-        for part in pool.map(run_part, jobs):
+        # parts start in the order above and are collected as they finish
+        for future in as_completed([pool.submit(run_part, j) for j in jobs]):
+            part = future.result()
             r = results.setdefault((part["size"], part["draw"]),
                                    {"size": part["size"], "draw": part["draw"], "seconds": {}})
-            r["seconds"].update(part.pop("seconds"))
+            seconds = part.pop("seconds")
+            r["seconds"].update(seconds)
             r.update(part)
-            if all(k in r for k, _ in ROWS):  # a labeled set's line when its last part is in
-                print(f"  {r['size']} labeled, draw {r['draw']}: " + ", ".join(
-                    f"{k} {100 * r[k]:.2f}" for k, _ in ROWS) + f" ({r['seconds']} s)",
-                    flush=True)
-    results = list(results.values())
+            print(f"  {part['size']} labeled, draw {part['draw']}: " + ", ".join(
+                f"{k} {100 * part[k]:.2f}" for k, _ in ROWS if k in part) + f" ({seconds} s)",
+                flush=True)
+    results = [results[k] for k in sorted(results)]
     total = time.perf_counter() - t0
     print(f"ours: supervised {C.fmt_params(SUPERVISED)}; ssvm-annealing {C.fmt_params(semisup)}"
           + "".join(f"; at {n} labeled {C.fmt_params({**extra, **given})}"
