@@ -10,31 +10,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from _addresses import RULES, addresses
 from cli import cli
-
-FIELDS = {"name": ["Ann", "Bob", "Eve", "Max"], "street": ["Main", "Oak", "Elm", "road"],
-          "city": ["Paris", "Rome", "Oslo", "Bern"]}
-
-GOOD = """
-labels = ["name", "street", "city"]
-[[instance]]
-rule = "start"
-labels = ["name"]
-hard = true
-[[instance]]
-rule = "one-segment"
-labels = "all"
-hard = true
-[[instance]]
-rule = "tokens"
-words = ["road"]
-take = ["street"]
-[[corpus]]
-rule = "label-fraction"
-labels = ["name"]
-fraction = 0.3
-tolerance = 0.1
-"""
 
 BAD = """
 labels = ["name", "street", "city"]
@@ -58,13 +35,8 @@ def _run(*args):
 
 def _write(path, rng, n, labeled=True):
     lines = []
-    for _ in range(n):
-        for field in FIELDS:
-            for _ in range(int(rng.integers(1, 3))):
-                tok = FIELDS[field][int(rng.integers(0, 4))]
-                lines.append(f"{tok}\t{field if labeled else 'name'}")
-            lines.append(f",\t{field if labeled else 'name'}")
-        lines.append("")
+    for toks, labs in addresses(rng, n):
+        lines += [f"{t}\t{lab if labeled else 'name'}" for t, lab in zip(toks, labs)] + [""]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -75,7 +47,7 @@ def files(tmp_path_factory):
     _write(d / "train.tsv", rng, 4)
     _write(d / "dev.tsv", rng, 10)
     _write(d / "unl.tsv", rng, 40, labeled=False)
-    (d / "good.toml").write_text(GOOD)
+    (d / "good.toml").write_text(RULES)
     (d / "bad.toml").write_text(BAD)
     return d
 

@@ -7,6 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
+from _addresses import RULES, addresses
 
 from tagger.constraints import ConstraintSet, ViolationState
 from tagger.learners.ssvm_annealing import (_all_max_marginals, _aug_max_marginals,
@@ -109,46 +110,19 @@ def test_switching_lowers_the_objective_by_what_it_reports(with_constraints, run
 
 # ---- restarts: independent annealing runs, the dev score picks among them
 
-_FIELDS = {"name": ["Ann", "Bob", "Eve", "Max"], "street": ["Main", "Oak", "Elm", "road"],
-           "city": ["Paris", "Rome", "Oslo", "Bern"]}
-_RULES = """
-labels = ["name", "street", "city"]
-[[instance]]
-rule = "start"
-labels = ["name"]
-[[instance]]
-rule = "one-segment"
-labels = "all"
-[[instance]]
-rule = "tokens"
-words = ["road"]
-take = ["street"]
-"""
-
-
-def _addresses(rng, n, labeled=True):
+def _sentences(rng, n, labeled=True):
     from tagger.sentence import Sentence
 
-    out = []
-    for _ in range(n):
-        toks, labs = [], []
-        for field, words in _FIELDS.items():
-            for _ in range(int(rng.integers(1, 3))):
-                toks.append(words[int(rng.integers(0, 4))])
-                labs.append(field)
-            toks.append(",")
-            labs.append(field)
-        out.append(Sentence([toks], labs if labeled else None))
-    return out
+    return [Sentence([toks], labs if labeled else None) for toks, labs in addresses(rng, n)]
 
 
 @pytest.fixture(scope="module")
-def addresses(tmp_path_factory):
+def address_task(tmp_path_factory):
     rng = np.random.default_rng(1)
     rules = tmp_path_factory.mktemp("rules") / "addresses.toml"
-    rules.write_text(_RULES)
-    return {"train": _addresses(rng, 2), "dev": _addresses(rng, 8),
-            "unlabeled": _addresses(rng, 30, labeled=False), "rules": str(rules)}
+    rules.write_text(RULES)
+    return {"train": _sentences(rng, 2), "dev": _sentences(rng, 8),
+            "unlabeled": _sentences(rng, 30, labeled=False), "rules": str(rules)}
 
 
 def _annealed(data, seed=0, **params):
@@ -160,11 +134,11 @@ def _annealed(data, seed=0, **params):
                                  constraints=data["rules"])
 
 
-def test_restarts_keep_the_best_dev_score_over_every_run(addresses):
+def test_restarts_keep_the_best_dev_score_over_every_run(address_task):
     later_won = False
     for seed in range(8):
-        one = _annealed(addresses, seed)
-        three = _annealed(addresses, seed, restarts=3)
+        one = _annealed(address_task, seed)
+        three = _annealed(address_task, seed, restarts=3)
         assert all("restart" not in row for row in one.trace_)
         assert sorted({row["restart"] for row in three.trace_}) == [0, 1, 2]
         # the first run is the run of restarts = 1 (same seed), step by step
@@ -176,7 +150,7 @@ def test_restarts_keep_the_best_dev_score_over_every_run(addresses):
         assert kept["dev_acc"] == best
         assert three.info_["final"]["dev_acc"] == best  # the summary's row is the kept one
         # (the trace keeps two decimals)
-        assert three.evaluate(addresses["dev"])["accuracy"] * 100 == pytest.approx(best,
+        assert three.evaluate(address_task["dev"])["accuracy"] * 100 == pytest.approx(best,
                                                                                   abs=0.006)
         if best > max(r["dev_acc"] for r in first):
             assert kept["restart"] > 0
@@ -187,12 +161,12 @@ def test_restarts_keep_the_best_dev_score_over_every_run(addresses):
     assert later_won
 
 
-def test_restarts_need_a_dev_set(addresses):
+def test_restarts_need_a_dev_set(address_task):
     from tagger import Tagger
     from tagger.errors import ParameterError
 
     with pytest.raises(ParameterError, match="dev"):
         Tagger(features="citation", learner="ssvm-annealing",
                params={"restarts": 2, "steps": 1, "epochs": 2, "start_epochs": 2}).fit(
-            addresses["train"], unlabeled=addresses["unlabeled"],
-            constraints=addresses["rules"])
+            address_task["train"], unlabeled=address_task["unlabeled"],
+            constraints=address_task["rules"])
