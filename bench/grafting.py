@@ -20,8 +20,8 @@ OWL-QN's final objective. "Gradient evals" counts forward-backward passes over t
 data (each gives the objective and a gradient: over all weights for crf-l1, over the working
 set S for the grafting learners); "full-gradient passes" counts gradients over all weights
 (every evaluation of crf-l1; for the grafting learners a scatter from the marginals of an
-accepted working-set pass, without inference, once per growth check). Test F1 along the trace is computed from each iterate by a scorer
-whose own time is subtracted from the clock.
+accepted working-set pass, without inference, once per growth check). Test F1 along the
+trace is computed from each iterate by a scorer whose own time is subtracted from the clock.
 
 ``np --path c1,c1,...`` adds Grafting-Light along a decreasing c1 path (each run warm-started
 from the previous solution): non-zeros and F1 against c1. ``--l2 c2`` adds the dense L2 CRF
@@ -172,7 +172,7 @@ def run(name, params, problem, f1, w0=None, trace_f1=True):
     last = learner.trace_[-1]
     return w, {"learner": name, "params": params, "objective": last["objective"],
                "seconds": seconds, "grad_evals": last["grad_evals"],
-               "full_grads": last.get("full_grads", last["grad_evals"]), "iterations": last["epoch"],
+               "full_grads": last["full_grads"], "iterations": last["epoch"],
                "nonzero": int(np.count_nonzero(w)), "test_f1": f1(w), "trace": trace}
 
 
@@ -214,8 +214,9 @@ def main(argv):
                f"{about['weights']:,} weights", ""]
         rows = []
         for name, r in results.items():
-            rows.append([name, f"{r['objective']:.4f}", f"{100 * (r['objective'] / best - 1):.4f} %",
-                         f"{r['seconds']:.1f}", r["grad_evals"], r["full_grads"], r["iterations"],
+            rows.append([name, f"{r['objective']:.4f}",
+                         f"{100 * (r['objective'] / best - 1):.4f} %", f"{r['seconds']:.1f}",
+                         r["grad_evals"], r["full_grads"], r["iterations"],
                          C.fmt_int(r["nonzero"]), f"{r['test_f1']:.2f}"])
         out.append(C.markdown_table(["learner", "final objective", "gap to best", "seconds",
                                      "gradient evals", "full-gradient passes", "iterations",
@@ -238,11 +239,12 @@ def main(argv):
             tr = r["trace"]
             picks = sorted(set(np.unique(np.linspace(0, len(tr) - 1, 12).astype(int)).tolist()))
             out.append(f"\n{name}:")
-            out.append(C.markdown_table(["s", "objective", "F1", "grad evals", "full grads", "|S|",
-                                         "nnz"], [
-                [f"{tr[i]['seconds']:.1f}", f"{tr[i]['objective']:.4f}", f"{tr[i]['test_f1']:.2f}",
-                 tr[i]["grad_evals"], tr[i]["full_grads"], C.fmt_int(tr[i]["working_set"]), C.fmt_int(tr[i]["nonzero"])]
-                for i in picks]))
+            out.append(C.markdown_table(
+                ["s", "objective", "F1", "grad evals", "full grads", "|S|", "nnz"],
+                [[f"{tr[i]['seconds']:.1f}", f"{tr[i]['objective']:.4f}",
+                  f"{tr[i]['test_f1']:.2f}", tr[i]["grad_evals"], tr[i]["full_grads"],
+                  C.fmt_int(tr[i]["working_set"]), C.fmt_int(tr[i]["nonzero"])]
+                 for i in picks]))
     path_rows = []
     if args.task == "np" and args.path:
         w = None

@@ -28,11 +28,20 @@ from tagger.features import EncodedViews, Featurized, _attribute_id
 
 
 @numba.njit(**NUMBA_OPTS)
+def _add_start_end(w, n_state, n_labels, T, out):
+    """The start weights onto the first of T tokens' scores, the end weights onto the last."""
+    if T > 0:
+        start_off = n_state + n_labels * n_labels
+        end_off = start_off + n_labels
+        for l in range(n_labels):
+            out[0, l] += w[start_off + l]
+            out[T - 1, l] += w[end_off + l]
+
+
+@numba.njit(**NUMBA_OPTS)
 def _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state,
                            n_labels, out):
     """State scores of tokens a..b-1 (one sentence) into out[0:b-a]."""
-    start_off = n_state + n_labels * n_labels
-    end_off = start_off + n_labels
     valued = vals.shape[0] > 0
     for i in range(a, b):
         r = i - a
@@ -47,10 +56,7 @@ def _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, 
             else:
                 for p in range(attr_ptr[at], attr_ptr[at + 1]):
                     out[r, param_label[p]] += w[p]
-    if b > a:
-        for l in range(n_labels):
-            out[0, l] += w[start_off + l]
-            out[b - 1 - a, l] += w[end_off + l]
+    _add_start_end(w, n_state, n_labels, b - a, out)
 
 
 @numba.njit(**NUMBA_OPTS)
@@ -90,8 +96,6 @@ def _sentence_state_scores_table(indptr, attrs, vals, attr_row, table, w, a, b, 
                                  n_labels, out):
     """:func:`_sentence_state_scores` read from the table of :func:`_sentence_param_table`:
     the same sums in the same order (a missing pair adds 0.0), so the same scores."""
-    start_off = n_state + n_labels * n_labels
-    end_off = start_off + n_labels
     valued = vals.shape[0] > 0
     for i in range(a, b):
         r = i - a
@@ -106,10 +110,7 @@ def _sentence_state_scores_table(indptr, attrs, vals, attr_row, table, w, a, b, 
             else:
                 for l in range(n_labels):
                     out[r, l] += table[row, l]
-    if b > a:
-        for l in range(n_labels):
-            out[0, l] += w[start_off + l]
-            out[b - 1 - a, l] += w[end_off + l]
+    _add_start_end(w, n_state, n_labels, b - a, out)
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
@@ -130,8 +131,6 @@ def _state_scores_from_views(view_ids, offsets, t_ptr, t_view, t_off, t_mult, ta
     n_sent = offsets.shape[0] - 1
     n_tmpl = t_ptr.shape[0] - 1
     mask = table_keys.shape[0] - 1
-    start_off = n_state + n_labels * n_labels
-    end_off = start_off + n_labels
     for s in numba.prange(n_sent):
         a = offsets[s]
         b = offsets[s + 1]
@@ -144,10 +143,7 @@ def _state_scores_from_views(view_ids, offsets, t_ptr, t_view, t_off, t_mult, ta
                 if at >= 0:
                     for p in range(attr_ptr[at], attr_ptr[at + 1]):
                         out[i, param_label[p]] += w[p]
-        if b > a:
-            for l in range(n_labels):
-                out[a, l] += w[start_off + l]
-                out[b - 1, l] += w[end_off + l]
+        _add_start_end(w, n_state, n_labels, b - a, out[a:b])
 
 
 @numba.njit(**NUMBA_OPTS)

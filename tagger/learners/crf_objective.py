@@ -115,6 +115,15 @@ def _balanced_chunks(offsets: np.ndarray, n_chunks: int) -> np.ndarray:
     return np.maximum.accumulate(bounds)
 
 
+def _free_mask(model: ChainModel, fixed: tuple) -> np.ndarray:
+    """The weights that learn: all but the blocks named in ``fixed`` (``"ends"``: the start
+    and end weights)."""
+    free = np.ones(model.n_weights, dtype=bool)
+    if "ends" in fixed:
+        free[model.n_state + model.n_labels ** 2:] = False
+    return free
+
+
 class CRFObjective:
     """``L(w)`` and ``grad L(w)`` over a training set; counts its evaluations.
 
@@ -131,10 +140,7 @@ class CRFObjective:
         self.bounds = _balanced_chunks(X.offsets, chunks)
         self.grad_buf = np.empty((len(self.bounds) - 1, self.n_weights))
         self.nll_buf = np.empty(len(self.bounds) - 1)
-        self.free = np.ones(self.n_weights, dtype=bool)
-        if "ends" in fixed:
-            L = model.n_labels
-            self.free[model.n_state + L * L:] = False
+        self.free = _free_mask(model, fixed)
         self.n_evals = 0
         #: node marginals of the last evaluation, one row per token, when given a (N, L)
         #: array (see :class:`WorkingSetObjective`); an empty array keeps none
@@ -201,9 +207,7 @@ class WorkingSetObjective:
         self.model, self.X, self.fixed = model, X, fixed
         self.gold = np.ascontiguousarray(y, dtype=np.int32)
         L = model.n_labels
-        self.free = np.ones(model.n_weights, dtype=bool)
-        if "ends" in fixed:
-            self.free[model.n_state + L * L:] = False
+        self.free = _free_mask(model, fixed)
         # the token CSR transposed, once: the tokens that carry each attribute
         N = int(X.offsets[-1])
         tok = np.repeat(np.arange(N, dtype=np.int64), np.diff(X.indptr))

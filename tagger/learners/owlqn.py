@@ -17,12 +17,10 @@ smooth and convex (here the CRF negative log-likelihood). One iteration:
    search on ``w(a) = P(w + a d)``, P zeroing every coordinate that leaves its orthant, with
    the Armijo condition ``F(w(a)) <= F(w) + gamma pg . (w(a) - w)``.
 
-The optimiser can be restricted to a working set (a boolean mask over the coordinates): the
-pseudo-gradient and the direction are zero outside it and the stored gradient differences are
-restricted to it, so it runs L-BFGS on the subspace. The grafting learners instead give it a
-compact objective over their working set alone (:class:`~tagger.learners.crf_objective.
-WorkingSetObjective`) and :meth:`OWLQN.relayout` it when the set grows, so that its vector
-work is O(|S| m) rather than O(n m); full OWL-QN uses every coordinate. With ``c1 = 0`` it is
+The grafting learners run it on a working set: they give it a compact objective over the
+set alone (:class:`~tagger.learners.crf_objective.WorkingSetObjective`) and
+:meth:`OWLQN.relayout` it when the set grows, so that its vector work is O(|S| m) rather than
+O(n m); full OWL-QN uses every coordinate. With ``c1 = 0`` it is
 plain L-BFGS (no orthant constraints) with the same backtracking line search.
 """
 
@@ -131,11 +129,8 @@ class OWLQN:
         """``f(w) + c1 ||w||_1`` at the current iterate."""
         return self.f + self.c1 * float(np.abs(self.w).sum())
 
-    def pseudo_gradient(self, active: np.ndarray | None = None) -> np.ndarray:
-        pg = pseudo_gradient(self.w, self.g, self.c1)
-        if active is not None:
-            pg[~active] = 0.0
-        return pg
+    def pseudo_gradient(self) -> np.ndarray:
+        return pseudo_gradient(self.w, self.g, self.c1)
 
     def _two_loop(self, q: np.ndarray) -> np.ndarray:
         """H q for the L-BFGS inverse Hessian approximation."""
@@ -175,16 +170,13 @@ class OWLQN:
         self.S = spread(self.S)
         self.Y = spread(self.Y)
 
-    def step(self, active: np.ndarray | None = None) -> bool:
-        """One orthant-wise quasi-Newton iteration on the ``active`` coordinates (all when
-        None). Returns False when no descent is possible there (the iterate is optimal on
-        the working set, or the line search found no decrease)."""
-        pg = self.pseudo_gradient(active)
+    def step(self) -> bool:
+        """One orthant-wise quasi-Newton iteration. Returns False when no descent is possible
+        (the iterate is optimal, or the line search found no decrease)."""
+        pg = self.pseudo_gradient()
         if not pg.any():
             return False
         d = -self._two_loop(pg)
-        if active is not None:
-            d[~active] = 0.0
         l1 = self.c1 > 0.0              # c1 = 0: plain L-BFGS, no orthant constraints
         if l1:
             d[d * pg >= 0.0] = 0.0      # keep the direction in -pg's orthant
@@ -211,11 +203,7 @@ class OWLQN:
             alpha *= 0.5
         else:
             return False
-        s = wn - self.w
-        y = gn - self.g
-        if active is not None:
-            y[~active] = 0.0
-        self._remember(s, y)
+        self._remember(wn - self.w, gn - self.g)
         self.w, self.f, self.g = wn, fn, np.array(gn, copy=True)
         self.n_steps += 1
         self.last_step_size = alpha

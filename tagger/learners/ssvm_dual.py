@@ -130,7 +130,8 @@ def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, 
             _sentence_state_scores_table(indptr, attrs, vals, attr_row, ptable, w, a, b,
                                          n_state, L, state)
         else:
-            _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, state)
+            _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b,
+                                   n_state, L, state)
         aug = _loss_augmented_viterbi(state, trans, gold[a:b], 1.0, ystar[a:b])
         g = _path_score(state, trans, gold, a, b)
         h_star = aug - g
@@ -210,8 +211,8 @@ def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, 
                 _sentence_state_scores_table(indptr, attrs, vals, attr_row, ptable, w, a, b,
                                              n_state, L, state)
             else:
-                _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L,
-                            state)
+                _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b,
+                                       n_state, L, state)
             g = _path_score(state, trans, gold, a, b)
         if table:
             _release_param_table(attr_row, row_attr, n_rows)
@@ -245,7 +246,8 @@ def _hinges(indptr, attrs, vals, offsets, attr_ptr, param_label, w, n_state, L, 
             continue
         state = np.empty((b - a, L))
         pred = np.empty(b - a, dtype=np.int32)
-        _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, state)
+        _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state,
+                               L, state)
         aug = _loss_augmented_viterbi(state, trans, gold[a:b], 1.0, pred)
         g = state[0, gold[a]]
         for t in range(a + 1, b):
