@@ -21,7 +21,7 @@ from tagger.errors import (CorpusFormatError, ModelFileError, NotFittedError, Ta
                            UnknownLabelError)
 from tagger.features import Featurized, FeatureSpec, Featurizer
 from tagger.inference import forward_backward_batch
-from tagger.inference._chain import _viterbi_batch
+from tagger.inference.kernels import viterbi_batch_into
 from tagger.labels import LabelIndex
 from tagger.learners import DEFAULT_LEARNER, TrainingProblem, get_learner
 from tagger.metrics import evaluate as evaluate_labels
@@ -244,7 +244,7 @@ class Tagger:
         out = np.empty(int(offsets[-1]), dtype=np.int32)
         scores = np.empty(len(offsets) - 1, dtype=np.float64)
         trans = np.ascontiguousarray(self.model_.transitions(self.weights_))
-        _viterbi_batch(state, offsets, trans, out, scores)
+        viterbi_batch_into(state, offsets, trans, out, scores)
         return out
 
     def predict(self, sentences: Iterable[Sentence], constraints=None) -> list[list[str]]:
@@ -611,7 +611,7 @@ def _dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: lis
     def score(w: np.ndarray) -> dict:
         state = model.state_scores(Xd, w)
         out = np.empty(Xd.n_tokens, dtype=np.int32)
-        _viterbi_batch(state, Xd.offsets, np.ascontiguousarray(model.transitions(w)), out,
+        viterbi_batch_into(state, Xd.offsets, np.ascontiguousarray(model.transitions(w)), out,
                        np.empty(Xd.n_sentences))
         flat = [names[i] for i in out.tolist()]
         pred = [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:])]

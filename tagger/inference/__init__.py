@@ -12,9 +12,9 @@ the two arrays, and the learners and the tagger call the functions below.
 
 Each public function checks its inputs once (shapes, dtypes, NaN / +inf, label ranges, sentence
 boundaries), converts them to C-contiguous float64 / int32 / int64 arrays and calls one numba
-kernel of :mod:`tagger.inference._chain`. Inner loops that have already validated their arrays
+kernel of :mod:`tagger.inference.kernels`. Inner loops that have already validated their arrays
 (a learner calling Viterbi once per sentence and epoch on arrays the model built) may call the
-kernels ``_viterbi``, ``_loss_augmented_viterbi``, ... directly with arrays of exactly those
+kernels ``viterbi_into``, ``loss_augmented_viterbi_into``, ... directly with arrays of exactly those
 dtypes and skip the checks.
 
 Batched functions take the rows of many sentences stacked in one (N, L) array; sentence ``s``
@@ -38,14 +38,14 @@ import math
 
 import numpy as np
 
-from tagger.inference._chain import (
-    _forward_backward,
-    _forward_backward_batch,
-    _loss_augmented_viterbi,
-    _loss_augmented_viterbi_batch,
-    _second_best_viterbi,
-    _viterbi,
-    _viterbi_batch,
+from tagger.inference.kernels import (
+    forward_backward_into,
+    forward_backward_batch_into,
+    loss_augmented_viterbi_into,
+    loss_augmented_viterbi_batch_into,
+    second_best_viterbi_into,
+    viterbi_into,
+    viterbi_batch_into,
 )
 
 __all__ = [
@@ -192,7 +192,7 @@ def viterbi(state, trans) -> tuple[np.ndarray, float]:
     s = _check_state(state, batch=False)
     t = _check_trans(trans, s.shape[1])
     out = np.empty(s.shape[0], dtype=np.int32)
-    score = _viterbi(s, t, out)
+    score = viterbi_into(s, t, out)
     return out, float(score)
 
 
@@ -216,7 +216,7 @@ def viterbi_batch(state, offsets, trans) -> tuple[np.ndarray, np.ndarray]:
     t = _check_trans(trans, s.shape[1])
     out = np.empty(s.shape[0], dtype=np.int32)
     scores = np.empty(o.shape[0] - 1, dtype=np.float64)
-    _viterbi_batch(s, o, t, out, scores)
+    viterbi_batch_into(s, o, t, out, scores)
     return out, scores
 
 
@@ -237,7 +237,7 @@ def loss_augmented_viterbi(state, trans, gold, loss_scale=1.0) -> tuple[np.ndarr
     g = _check_labels(gold, "gold", s.shape[0], s.shape[1])
     scale = _check_loss_scale(loss_scale)
     out = np.empty(s.shape[0], dtype=np.int32)
-    score = _loss_augmented_viterbi(s, t, g, scale, out)
+    score = loss_augmented_viterbi_into(s, t, g, scale, out)
     return out, float(score)
 
 
@@ -256,7 +256,7 @@ def loss_augmented_viterbi_batch(
     scale = _check_loss_scale(loss_scale)
     out = np.empty(s.shape[0], dtype=np.int32)
     scores = np.empty(o.shape[0] - 1, dtype=np.float64)
-    _loss_augmented_viterbi_batch(s, o, t, g, scale, out, scores)
+    loss_augmented_viterbi_batch_into(s, o, t, g, scale, out, scores)
     return out, scores
 
 
@@ -277,7 +277,7 @@ def second_best_viterbi(state, trans, exclude) -> tuple[np.ndarray, float]:
     t = _check_trans(trans, s.shape[1])
     e = _check_labels(exclude, "exclude", s.shape[0], s.shape[1])
     out = np.empty(s.shape[0], dtype=np.int32)
-    score = _second_best_viterbi(s, t, e, out)
+    score = second_best_viterbi_into(s, t, e, out)
     return out, float(score)
 
 
@@ -298,7 +298,7 @@ def forward_backward(state, trans) -> tuple[float, np.ndarray, np.ndarray]:
     T, L = s.shape
     node = np.empty((T, L), dtype=np.float64)
     edge = np.empty((L, L), dtype=np.float64)
-    log_z = _forward_backward(s, t, node, edge)
+    log_z = forward_backward_into(s, t, node, edge)
     return float(log_z), node, edge
 
 
@@ -320,5 +320,5 @@ def forward_backward_batch(state, offsets, trans) -> tuple[np.ndarray, np.ndarra
     node = np.empty(s.shape, dtype=np.float64)
     edge = np.empty((n, L, L), dtype=np.float64)
     log_z = np.empty(n, dtype=np.float64)
-    _forward_backward_batch(s, o, t, node, edge, log_z)
+    forward_backward_batch_into(s, o, t, node, edge, log_z)
     return log_z, node, edge

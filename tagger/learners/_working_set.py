@@ -19,7 +19,7 @@ import numpy as np
 from numba import prange
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.inference._chain import _loss_augmented_viterbi, _second_best_viterbi, _viterbi
+from tagger.inference.kernels import loss_augmented_viterbi_into, second_best_viterbi_into, viterbi_into
 from tagger.model import _add_difference
 
 #: separation modes
@@ -42,17 +42,17 @@ def _separate(state, offsets, trans, gold, mode, pred, value):
         for t in range(a + 1, b):
             g += st[t - a, gold[t]] + trans[gold[t - 1], gold[t]]
         if mode == LOSS_AUGMENTED:
-            aug = _loss_augmented_viterbi(st, trans, gold[a:b], 1.0, pred[a:b])
+            aug = loss_augmented_viterbi_into(st, trans, gold[a:b], 1.0, pred[a:b])
             value[s] = aug - g
         else:
-            best = _viterbi(st, trans, pred[a:b])
+            best = viterbi_into(st, trans, pred[a:b])
             same = True
             for t in range(a, b):
                 if pred[t] != gold[t]:
                     same = False
                     break
             if same:
-                best = _second_best_viterbi(st, trans, gold[a:b], pred[a:b])
+                best = second_best_viterbi_into(st, trans, gold[a:b], pred[a:b])
             value[s] = g - best
 
 

@@ -9,7 +9,7 @@ Summed over sentences, not averaged: the same scale as CRFsuite, so ``c2 ||w||^2
 ``c1 ||w||_1`` added by the learners give CRFsuite's objectives at equal c1 / c2.
 
 The state scores come from the model's per-sentence kernel, log Z and the marginals from the
-forward-backward kernel of ``tagger.inference._chain``, both called sentence by sentence inside
+forward-backward kernel of ``tagger.inference.kernels``, both called sentence by sentence inside
 one parallel region (a single pass over the data per evaluation); the kernel here only scatters
 ``marginal - gold`` into the gradient, in parallel over chunks of sentences (one gradient
 buffer per chunk, summed afterwards, so the result does not depend on thread timing).
@@ -24,7 +24,7 @@ import numpy as np
 
 from tagger._config import NUMBA_PARALLEL_OPTS
 from tagger.features import Featurized
-from tagger.inference._chain import _fb_one, _fb_prepare
+from tagger.inference.kernels import fb_sentence, fb_prepare
 from tagger.model import ChainModel, _sentence_state_scores
 
 
@@ -44,7 +44,7 @@ def _nll_grad(indptr, attrs, vals, offsets, attr_ptr, param_label, w, trans, gol
     et = np.empty((L, L), dtype=np.float64)
     et_t = np.empty((L, L), dtype=np.float64)
     cm = np.empty(L, dtype=np.float64)
-    _fb_prepare(trans, et, et_t, cm)
+    fb_prepare(trans, et, et_t, cm)
     for c in numba.prange(n_chunks):
         g = grad_buf[c]
         g[:] = 0.0
@@ -72,7 +72,7 @@ def _nll_grad(indptr, attrs, vals, offsets, attr_ptr, param_label, w, trans, gol
             st = state[:T]
             _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b,
                                    n_state, L, st)
-            log_z = _fb_one(st, trans, et, et_t, cm, node[:T], edge, A, B, ES,
+            log_z = fb_sentence(st, trans, et, et_t, cm, node[:T], edge, A, B, ES,
                             vec[0], vec[1], vec[2], wk)
             gold_score = st[0, gold[a]]
             for i in range(a + 1, b):

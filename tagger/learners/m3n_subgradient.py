@@ -59,7 +59,7 @@ import numba
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.inference._chain import _loss_augmented_viterbi
+from tagger.inference.kernels import loss_augmented_viterbi_into
 from tagger.learners._l1ball import _project_l1_ball
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.model import ChainModel, _add_difference, _sentence_state_scores
@@ -77,7 +77,7 @@ def _decode_batch(indptr, attrs, vals, offsets, attr_ptr, param_label, w, n_stat
         b = offsets[s + 1]
         state = np.empty((b - a, L))
         _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, state)
-        aug = _loss_augmented_viterbi(state, trans, gold[a:b], 1.0, pred[a:b])
+        aug = loss_augmented_viterbi_into(state, trans, gold[a:b], 1.0, pred[a:b])
         g = state[0, gold[a]]
         for t in range(a + 1, b):
             g += state[t - a, gold[t]] + trans[gold[t - 1], gold[t]]

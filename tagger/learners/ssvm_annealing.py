@@ -56,7 +56,7 @@ from tagger.constraints import (ViolationState, _corpus_penalty, _instance_penal
                                 switch_penalty_delta)
 from tagger.errors import ParameterError
 from tagger.features import Featurized
-from tagger.inference._chain import _viterbi_batch
+from tagger.inference.kernels import viterbi_batch_into
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.learners.ssvm_dual import SDMSolver
 
@@ -388,7 +388,7 @@ class SSVMAnnealing(Learner):
                     yU[:] = constrained_decode(state, uo, trans, cons.compiled, cons.indicators,
                                                soft=False)[0]
                 else:
-                    _viterbi_batch(state, uo, trans, yU, np.empty(nU))
+                    viterbi_batch_into(state, uo, trans, yU, np.empty(nU))
                 n_viterbi_violations = 0.0
                 stats = np.zeros(3)
                 _all_max_marginals(state, trans, yU, uo, M, fwd, bwd, top)

@@ -54,7 +54,7 @@ import numpy as np
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.errors import ParameterError
 from tagger.features import Featurized
-from tagger.inference._chain import _loss_augmented_viterbi
+from tagger.inference.kernels import loss_augmented_viterbi_into
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.model import (ChainModel, _add_difference, _release_param_table,
                           _sentence_param_table, _sentence_state_scores,
@@ -132,7 +132,7 @@ def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, 
         else:
             _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b,
                                    n_state, L, state)
-        aug = _loss_augmented_viterbi(state, trans, gold[a:b], 1.0, ystar[a:b])
+        aug = loss_augmented_viterbi_into(state, trans, gold[a:b], 1.0, ystar[a:b])
         g = _path_score(state, trans, gold, a, b)
         h_star = aug - g
         xi = 0.0
@@ -248,7 +248,7 @@ def _hinges(indptr, attrs, vals, offsets, attr_ptr, param_label, w, n_state, L, 
         pred = np.empty(b - a, dtype=np.int32)
         _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state,
                                L, state)
-        aug = _loss_augmented_viterbi(state, trans, gold[a:b], 1.0, pred)
+        aug = loss_augmented_viterbi_into(state, trans, gold[a:b], 1.0, pred)
         g = state[0, gold[a]]
         for t in range(a + 1, b):
             g += state[t - a, gold[t]] + trans[gold[t - 1], gold[t]]

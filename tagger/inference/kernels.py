@@ -154,7 +154,7 @@ def _viterbi_core(state, trans, gold, loss_scale, augment, out, delta):
 
 
 @_njit
-def _viterbi(state, trans, out):
+def viterbi_into(state, trans, out):
     """Best path of one lattice into ``out`` (int32[T]); returns its score.
 
     Ties go to the lowest label index. If every path scores ``-inf`` the result is ``-inf``
@@ -167,7 +167,7 @@ def _viterbi(state, trans, out):
 
 
 @_njit
-def _loss_augmented_viterbi(state, trans, gold, loss_scale, out):
+def loss_augmented_viterbi_into(state, trans, gold, loss_scale, out):
     """argmax_y F(y) + loss_scale * Hamming(gold, y) into ``out``; returns that augmented value.
 
     ``state`` is not modified: the loss is added on the fly while scanning each position.
@@ -200,7 +200,7 @@ def _viterbi_batch_impl(state, offsets, trans, gold, loss_scale, augment, out, s
 
 
 @_njit
-def _viterbi_batch(state, offsets, trans, out, scores):
+def viterbi_batch_into(state, offsets, trans, out, scores):
     """Viterbi over stacked sentences, in parallel over sentences.
 
     ``state`` (N, L); sentence ``s`` is rows ``offsets[s]:offsets[s+1]``. Labels go into
@@ -211,10 +211,10 @@ def _viterbi_batch(state, offsets, trans, out, scores):
 
 
 @_njit
-def _loss_augmented_viterbi_batch(state, offsets, trans, gold, loss_scale, out, scores):
+def loss_augmented_viterbi_batch_into(state, offsets, trans, gold, loss_scale, out, scores):
     """Loss-augmented Viterbi over stacked sentences (``gold`` int32[N]), in parallel.
 
-    Same layout as ``_viterbi_batch``; ``scores[s]`` is the augmented value
+    Same layout as ``viterbi_batch_into``; ``scores[s]`` is the augmented value
     max_y F(y) + loss_scale * Hamming(gold_s, y).
     """
     _viterbi_batch_impl(state, offsets, trans, gold, loss_scale, True, out, scores)
@@ -226,7 +226,7 @@ def _loss_augmented_viterbi_batch(state, offsets, trans, gold, loss_scale, out, 
 
 
 @_njit
-def _second_best_viterbi(state, trans, exclude, out):
+def second_best_viterbi_into(state, trans, exclude, out):
     """Best path that differs from ``exclude`` in at least one position; returns its score.
 
     Every such path passes through some node (t, l) with l != exclude[t], and every path
@@ -351,7 +351,7 @@ _FB_TOL = 1e-15
 
 
 @_njit
-def _fb_prepare(trans, et, et_t, cm):
+def fb_prepare(trans, et, et_t, cm):
     """Per-call tables for ``_fb_scaled``.
 
     cm[j] = max_i trans[i, j] (0 for an all -inf column), et[i, j] = exp(trans[i, j] - cm[j])
@@ -584,7 +584,7 @@ def _fb_exact(state, trans, node, edge, la, lb, tmp):
 
 
 @_njit
-def _fb_one(state, trans, et, et_t, cm, node, edge, A, B, ES, zf, zb, pt, w):
+def fb_sentence(state, trans, et, et_t, cm, node, edge, A, B, ES, zf, zb, pt, w):
     log_z, ok = _fb_scaled(state, et, et_t, cm, node, edge, A, B, ES, zf, zb, pt, w)
     if ok:
         return log_z
@@ -592,7 +592,7 @@ def _fb_one(state, trans, et, et_t, cm, node, edge, A, B, ES, zf, zb, pt, w):
 
 
 @_njit
-def _forward_backward(state, trans, node_marg, edge_marg):
+def forward_backward_into(state, trans, node_marg, edge_marg):
     """Log Z of one lattice; node marginals into ``node_marg`` (T, L) and edge marginals summed
     over positions into ``edge_marg`` (L, L), both overwritten.
 
@@ -604,19 +604,19 @@ def _forward_backward(state, trans, node_marg, edge_marg):
     et = np.empty((L, L), dtype=np.float64)
     et_t = np.empty((L, L), dtype=np.float64)
     cm = np.empty(L, dtype=np.float64)
-    _fb_prepare(trans, et, et_t, cm)
+    fb_prepare(trans, et, et_t, cm)
     A = np.empty((T, L), dtype=np.float64)
     B = np.empty((T, L), dtype=np.float64)
     ES = np.empty((T, L), dtype=np.float64)
     vec = np.empty((3, T), dtype=np.float64)
     w = np.empty(L, dtype=np.float64)
-    return _fb_one(
+    return fb_sentence(
         state, trans, et, et_t, cm, node_marg, edge_marg, A, B, ES, vec[0], vec[1], vec[2], w
     )
 
 
 @_njit_parallel
-def _forward_backward_batch(state, offsets, trans, node_marg, edge_marg, log_z):
+def forward_backward_batch_into(state, offsets, trans, node_marg, edge_marg, log_z):
     """Forward-backward over stacked sentences, in parallel over sentences.
 
     ``node_marg`` (N, L); ``edge_marg`` (n, L, L), one summed matrix per sentence (the caller
@@ -628,7 +628,7 @@ def _forward_backward_batch(state, offsets, trans, node_marg, edge_marg, log_z):
     et = np.empty((L, L), dtype=np.float64)
     et_t = np.empty((L, L), dtype=np.float64)
     cm = np.empty(L, dtype=np.float64)
-    _fb_prepare(trans, et, et_t, cm)
+    fb_prepare(trans, et, et_t, cm)
     per, n_chunks = _chunking(n)
     for c in prange(n_chunks):
         s0 = c * per
@@ -648,7 +648,7 @@ def _forward_backward_batch(state, offsets, trans, node_marg, edge_marg, log_z):
                     for j in range(L):
                         edge_marg[k, i, j] = 0.0
                 continue
-            log_z[k] = _fb_one(
+            log_z[k] = fb_sentence(
                 state[a:b], trans, et, et_t, cm, node_marg[a:b], edge_marg[k],
                 A, B, ES, vec[0], vec[1], vec[2], w,
             )
