@@ -130,12 +130,12 @@ def run_crfsuite(name, c, train, test, problem, fz, labels, workdir):
     attr_id = {fz.attribute_name(a): a for a in range(fz.n_attributes)}
     w = np.zeros(model.n_weights)
     lab = {name_: i for i, name_ in enumerate(labels.labels)}
-    from tagger.model import _param_index
+    from tagger.model import param_index
 
     missing = 0
     for (attr, label), value in info.state_features.items():
         a = attr_id.get(attr)
-        p = -1 if a is None else _param_index(model.attr_ptr, model.param_label, a, lab[label])
+        p = -1 if a is None else param_index(model.layout, a, lab[label])
         if p < 0:
             missing += 1
             continue

@@ -70,7 +70,7 @@ def _citation_files(corpora: Path, out: Path) -> dict[str, Path]:
                                 1)}
 
 
-def _jobs(corpora: Path, files: dict[str, Path], repo: Path) -> dict[str, tuple[list, list]]:
+def _jobs(corpora: Path, files: dict[str, Path]) -> dict[str, tuple[list, list]]:
     conll = corpora / "conll2000"
     cpf = corpora / "citations" / "cpf_zheng_chang_2016"
     semisup = [a for k, v in SEMISUP.items() for a in ("--set", f"{k}={v}")]
@@ -83,7 +83,7 @@ def _jobs(corpora: Path, files: dict[str, Path], repo: Path) -> dict[str, tuple[
                       cpf / "citation_dev.txt", "--features", "citation", "--set",
                       "radius=800"], ["eval", cpf / "citation_test.txt"]),
         "semisup": (["train", files["train20"], "--unlabeled", files["unlabeled"],
-                     "--constraints", repo / "constraints" / "citations.toml", "--dev",
+                     "--constraints", "constraints/citations.toml", "--dev",
                      files["dev"], "--features", "citation", "--learner", "ssvm-annealing",
                      *semisup], ["eval", files["test"]]),
     }
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
                             capture_output=True, text=True).stdout.strip()
     print(f"# {repo} at {commit}; load average {C.load_average()}")
     rows = {}
-    for name, (train, evaluate) in _jobs(corpora, files, repo).items():
+    for name, (train, evaluate) in _jobs(corpora, files).items():
         if name not in args.only.split(","):
             continue
         model = out / f"{name}.tgm"

@@ -20,6 +20,8 @@ inference kernels only ever see (T, L) state scores and an (L, L) transition mat
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
@@ -27,25 +29,78 @@ from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.features import EncodedViews, Featurized, _attribute_id
 
 
+class ChainLayout(NamedTuple):
+    """The weight layout of a :class:`ChainModel` as numba kernels take it
+    (:attr:`ChainModel.layout`): the CSR index of state parameters and the offsets of the
+    transition, start and end blocks."""
+
+    attr_ptr: np.ndarray     # int64[n_attrs + 1]: attribute a owns parameters attr_ptr[a]:attr_ptr[a+1]
+    param_label: np.ndarray  # int32[n_state]: the label of each state parameter
+    n_labels: int
+    n_state: int             # number of state parameters = offset of the transitions
+    start: int               # offset of the start weights
+    end: int                 # offset of the end weights
+    n_weights: int
+
+
+class FeatureBatch(NamedTuple):
+    """A featurized batch as numba kernels take it (:meth:`of` a :class:`Featurized`):
+    token i has attributes ``attrs[indptr[i]:indptr[i+1]]`` with values ``vals`` (empty for
+    indicators); sentence s spans tokens ``offsets[s]:offsets[s+1]``."""
+
+    indptr: np.ndarray   # int64[N + 1]
+    attrs: np.ndarray    # int32[nnz]
+    vals: np.ndarray     # float64[nnz] or empty
+    offsets: np.ndarray  # int64[n_sentences + 1]
+
+    @classmethod
+    def of(cls, X: Featurized) -> "FeatureBatch":
+        return cls(X.indptr, X.attrs, X.vals, X.offsets)
+
+
+class SparseAccumulator(NamedTuple):
+    """A dense vector over the weights that remembers which coordinates were touched, so that
+    reading and clearing a sparse update costs its size, not the model's."""
+
+    values: np.ndarray   # float64[n_weights]
+    mark: np.ndarray     # bool[n_weights]: touched since the last clear
+    touched: np.ndarray  # int64[n_weights]: the touched coordinates, in order of first touch
+
+    @classmethod
+    def new(cls, n_weights: int) -> "SparseAccumulator":
+        return cls(np.zeros(n_weights, dtype=np.float64), np.zeros(n_weights, dtype=np.bool_),
+                   np.empty(n_weights, dtype=np.int64))
+
+
 @numba.njit(**NUMBA_OPTS)
-def _add_start_end(w, n_state, n_labels, T, out):
+def transitions_of(layout, w):
+    """The (L, L) transition weights of ``w``, a view (writes go to ``w``)."""
+    L = layout.n_labels
+    return w[layout.n_state:layout.start].reshape((L, L))
+
+
+@numba.njit(**NUMBA_OPTS)
+def _add_start_end(layout, w, T, out):
     """The start weights onto the first of T tokens' scores, the end weights onto the last."""
     if T > 0:
-        start_off = n_state + n_labels * n_labels
-        end_off = start_off + n_labels
-        for l in range(n_labels):
-            out[0, l] += w[start_off + l]
-            out[T - 1, l] += w[end_off + l]
+        for l in range(layout.n_labels):
+            out[0, l] += w[layout.start + l]
+            out[T - 1, l] += w[layout.end + l]
 
 
 @numba.njit(**NUMBA_OPTS)
-def _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state,
-                           n_labels, out):
-    """State scores of tokens a..b-1 (one sentence) into out[0:b-a]."""
+def sentence_state_scores(layout, X, w, a, b, out):
+    """State scores of tokens a..b-1 (one sentence) into out[0:b-a], start and end weights
+    folded into the first and last rows."""
+    attr_ptr = layout.attr_ptr
+    param_label = layout.param_label
+    indptr = X.indptr
+    attrs = X.attrs
+    vals = X.vals
     valued = vals.shape[0] > 0
     for i in range(a, b):
         r = i - a
-        for l in range(n_labels):
+        for l in range(layout.n_labels):
             out[r, l] = 0.0
         for j in range(indptr[i], indptr[i + 1]):
             at = attrs[j]
@@ -56,23 +111,25 @@ def _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, 
             else:
                 for p in range(attr_ptr[at], attr_ptr[at + 1]):
                     out[r, param_label[p]] += w[p]
-    _add_start_end(w, n_state, n_labels, b - a, out)
+    _add_start_end(layout, w, b - a, out)
 
 
 @numba.njit(**NUMBA_OPTS)
-def _sentence_param_table(indptr, attrs, attr_ptr, param_label, w, a, b, attr_row, row_attr,
-                          table):
+def sentence_param_table(layout, X, w, a, b, attr_row, row_attr, table):
     """Copy the state weights of the attributes of tokens a..b-1 into a small dense table:
     ``table[r, l]`` is the weight of (``row_attr[r]``, l) (0 where the pair has no parameter),
     ``attr_row[attr]`` its row (``attr_row`` must be -1 for the sentence's attributes on entry;
-    :func:`_release_param_table` resets it). Returns the number of rows.
+    :func:`release_param_table` resets it). Returns the number of rows.
 
     Scoring a sentence again and again while only its own weights move (a dual solver's
     minimal steps) then reads this table, which stays in cache, instead of gathering from
     the whole weight vector each time."""
+    attr_ptr = layout.attr_ptr
+    param_label = layout.param_label
+    attrs = X.attrs
     L = table.shape[1]
     n = 0
-    for j in range(indptr[a], indptr[b]):
+    for j in range(X.indptr[a], X.indptr[b]):
         at = attrs[j]
         if attr_row[at] < 0:
             attr_row[at] = n
@@ -86,17 +143,21 @@ def _sentence_param_table(indptr, attrs, attr_ptr, param_label, w, a, b, attr_ro
 
 
 @numba.njit(**NUMBA_OPTS)
-def _release_param_table(attr_row, row_attr, n):
+def release_param_table(attr_row, row_attr, n):
+    """Reset ``attr_row`` for the n rows of a :func:`sentence_param_table`."""
     for r in range(n):
         attr_row[row_attr[r]] = -1
 
 
 @numba.njit(**NUMBA_OPTS)
-def _sentence_state_scores_table(indptr, attrs, vals, attr_row, table, w, a, b, n_state,
-                                 n_labels, out):
-    """:func:`_sentence_state_scores` read from the table of :func:`_sentence_param_table`:
+def sentence_state_scores_table(layout, X, w, a, b, attr_row, table, out):
+    """:func:`sentence_state_scores` read from the table of :func:`sentence_param_table`:
     the same sums in the same order (a missing pair adds 0.0), so the same scores."""
+    indptr = X.indptr
+    attrs = X.attrs
+    vals = X.vals
     valued = vals.shape[0] > 0
+    n_labels = layout.n_labels
     for i in range(a, b):
         r = i - a
         for l in range(n_labels):
@@ -110,24 +171,26 @@ def _sentence_state_scores_table(indptr, attrs, vals, attr_row, table, w, a, b, 
             else:
                 for l in range(n_labels):
                     out[r, l] += table[row, l]
-    _add_start_end(w, n_state, n_labels, b - a, out)
+    _add_start_end(layout, w, b - a, out)
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
-def _state_scores(indptr, attrs, vals, offsets, attr_ptr, param_label, w, n_state, n_labels, out):
-    n_sent = offsets.shape[0] - 1
-    for s in numba.prange(n_sent):
+def _state_scores(layout, X, w, out):
+    offsets = X.offsets
+    for s in numba.prange(offsets.shape[0] - 1):
         a = offsets[s]
         b = offsets[s + 1]
-        _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state,
-                               n_labels, out[a:b])
+        sentence_state_scores(layout, X, w, a, b, out[a:b])
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
 def _state_scores_from_views(view_ids, offsets, t_ptr, t_view, t_off, t_mult, table_keys,
-                             table_vals, attr_ptr, param_label, w, n_state, n_labels, out):
+                             table_vals, layout, w, out):
     """State scores straight from view ids: attribute lookup fused with the gather-add, so
     tagging never materialises the attribute lists."""
+    attr_ptr = layout.attr_ptr
+    param_label = layout.param_label
+    n_labels = layout.n_labels
     n_sent = offsets.shape[0] - 1
     n_tmpl = t_ptr.shape[0] - 1
     mask = table_keys.shape[0] - 1
@@ -143,11 +206,14 @@ def _state_scores_from_views(view_ids, offsets, t_ptr, t_view, t_off, t_mult, ta
                 if at >= 0:
                     for p in range(attr_ptr[at], attr_ptr[at + 1]):
                         out[i, param_label[p]] += w[p]
-        _add_start_end(w, n_state, n_labels, b - a, out[a:b])
+        _add_start_end(layout, w, b - a, out[a:b])
 
 
 @numba.njit(**NUMBA_OPTS)
-def _param_index(attr_ptr, param_label, attr, label):
+def param_index(layout, attr, label):
+    """The index in w of the state parameter (attr, label), or -1 when the pair has none."""
+    attr_ptr = layout.attr_ptr
+    param_label = layout.param_label
     # an attribute's parameters are in label order: when it has every label (``all_pairs``,
     # the semi-supervised learners) the pair sits at offset ``label``, found without a scan
     p = attr_ptr[attr] + label
@@ -160,42 +226,52 @@ def _param_index(attr_ptr, param_label, attr, label):
 
 
 @numba.njit(**NUMBA_OPTS)
-def _add_joint_features(indptr, attrs, vals, attr_ptr, param_label, a, b, y, n_state, n_labels,
-                        scale, out):
+def add_joint_features(layout, X, a, b, y, scale, out):
     """out += scale * f(x, y) for the sentence on tokens a..b-1 (y indexed by token)."""
+    indptr = X.indptr
+    attrs = X.attrs
+    vals = X.vals
     valued = vals.shape[0] > 0
+    n_state = layout.n_state
+    n_labels = layout.n_labels
     for i in range(a, b):
         for j in range(indptr[i], indptr[i + 1]):
-            p = _param_index(attr_ptr, param_label, attrs[j], y[i])
+            p = param_index(layout, attrs[j], y[i])
             if p >= 0:
                 out[p] += scale * vals[j] if valued else scale
         if i > a:
             out[n_state + y[i - 1] * n_labels + y[i]] += scale
     if b > a:
-        out[n_state + n_labels * n_labels + y[a]] += scale
-        out[n_state + n_labels * n_labels + n_labels + y[b - 1]] += scale
+        out[layout.start + y[a]] += scale
+        out[layout.end + y[b - 1]] += scale
 
 
 @numba.njit(**NUMBA_OPTS)
-def _touch(k, v, d, mark, touched, n):
-    """d[k] += v, recording k in touched[0:n] the first time (sparse accumulation)."""
-    if not mark[k]:
-        mark[k] = True
-        touched[n] = k
+def accumulate(acc, k, v, n):
+    """acc.values[k] += v, recording k as touched number n the first time; returns the new
+    number of touched coordinates."""
+    if not acc.mark[k]:
+        acc.mark[k] = True
+        acc.touched[n] = k
         n += 1
-    d[k] += v
+    acc.values[k] += v
     return n
 
 
 @numba.njit(**NUMBA_OPTS)
-def _add_difference(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b, plus, minus,
-                    coef, d, mark, touched, n):
-    """d += coef * (f(x, plus) - f(x, minus)) on tokens a..b-1; only where the labelings differ.
+def add_difference(layout, X, a, b, plus, minus, coef, acc, n):
+    """acc += coef * (f(x, plus) - f(x, minus)) on tokens a..b-1, only where the labelings
+    differ; ``n`` coordinates are touched on entry, the new count is returned.
 
     plus / minus are label arrays indexed by token (their rows a..b-1 are read)."""
+    indptr = X.indptr
+    attrs = X.attrs
+    vals = X.vals
     valued = vals.shape[0] > 0
-    s0 = n_state + L * L
-    e0 = s0 + L
+    n_state = layout.n_state
+    L = layout.n_labels
+    s0 = layout.start
+    e0 = layout.end
     for i in range(a, b):
         yp = plus[i]
         ym = minus[i]
@@ -203,22 +279,22 @@ def _add_difference(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b
             for j in range(indptr[i], indptr[i + 1]):
                 at = attrs[j]
                 v = coef * vals[j] if valued else coef
-                p = _param_index(attr_ptr, param_label, at, yp)
+                p = param_index(layout, at, yp)
                 if p >= 0:
-                    n = _touch(p, v, d, mark, touched, n)
-                p = _param_index(attr_ptr, param_label, at, ym)
+                    n = accumulate(acc, p, v, n)
+                p = param_index(layout, at, ym)
                 if p >= 0:
-                    n = _touch(p, -v, d, mark, touched, n)
+                    n = accumulate(acc, p, -v, n)
         if i > a and (yp != ym or plus[i - 1] != minus[i - 1]):
-            n = _touch(n_state + plus[i - 1] * L + yp, coef, d, mark, touched, n)
-            n = _touch(n_state + minus[i - 1] * L + ym, -coef, d, mark, touched, n)
+            n = accumulate(acc, n_state + plus[i - 1] * L + yp, coef, n)
+            n = accumulate(acc, n_state + minus[i - 1] * L + ym, -coef, n)
     if b > a:
         if plus[a] != minus[a]:
-            n = _touch(s0 + plus[a], coef, d, mark, touched, n)
-            n = _touch(s0 + minus[a], -coef, d, mark, touched, n)
+            n = accumulate(acc, s0 + plus[a], coef, n)
+            n = accumulate(acc, s0 + minus[a], -coef, n)
         if plus[b - 1] != minus[b - 1]:
-            n = _touch(e0 + plus[b - 1], coef, d, mark, touched, n)
-            n = _touch(e0 + minus[b - 1], -coef, d, mark, touched, n)
+            n = accumulate(acc, e0 + plus[b - 1], coef, n)
+            n = accumulate(acc, e0 + minus[b - 1], -coef, n)
     return n
 
 
@@ -258,13 +334,25 @@ class ChainModel:
         return len(self.param_label)
 
     @property
-    def trans_offset(self) -> int:
-        return self.n_state
-
-    @property
     def n_weights(self) -> int:
         L = self.n_labels
         return self.n_state + L * L + 2 * L
+
+    @property
+    def layout(self) -> ChainLayout:
+        """The layout record the numba kernels of this module take."""
+        L = self.n_labels
+        start = self.n_state + L * L
+        return ChainLayout(self.attr_ptr, self.param_label, L, self.n_state, start, start + L,
+                           start + 2 * L)
+
+    def state_weights(self, w: np.ndarray) -> np.ndarray:
+        """The state parameters of ``w`` (a view)."""
+        return w[:self.n_state]
+
+    def edge_weights(self, w: np.ndarray) -> np.ndarray:
+        """The transition, start and end weights of ``w`` (a view), in that order."""
+        return w[self.n_state:]
 
     def transitions(self, w: np.ndarray) -> np.ndarray:
         L = self.n_labels
@@ -284,16 +372,14 @@ class ChainModel:
         """(N, L) state scores, start/end weights folded into each sentence's ends."""
         if out is None:
             out = np.empty((X.n_tokens, self.n_labels), dtype=np.float64)
-        _state_scores(X.indptr, X.attrs, X.vals, X.offsets, self.attr_ptr, self.param_label, w,
-                      self.n_state, self.n_labels, out)
+        _state_scores(self.layout, FeatureBatch.of(X), w, out)
         return out
 
     def state_scores_from_views(self, E: EncodedViews, w: np.ndarray) -> np.ndarray:
         """Same as :meth:`state_scores` on ``Featurizer.encode`` output (no attribute lists)."""
         out = np.empty((E.n_tokens, self.n_labels), dtype=np.float64)
         _state_scores_from_views(E.view_ids, E.offsets, E.t_ptr, E.t_view, E.t_off, E.t_mult,
-                                 E.table_keys, E.table_vals, self.attr_ptr, self.param_label, w,
-                                 self.n_state, self.n_labels, out)
+                                 E.table_keys, E.table_vals, self.layout, w, out)
         return out
 
     def joint_features(self, X: Featurized, sentence: int, y: np.ndarray,
@@ -304,8 +390,7 @@ class ChainModel:
         a, b = int(X.offsets[sentence]), int(X.offsets[sentence + 1])
         full = np.zeros(X.n_tokens, dtype=np.int32)
         full[a:b] = y
-        _add_joint_features(X.indptr, X.attrs, X.vals, self.attr_ptr, self.param_label, a, b, full,
-                            self.n_state, self.n_labels, float(scale), out)
+        add_joint_features(self.layout, FeatureBatch.of(X), a, b, full, float(scale), out)
         return out
 
     def score(self, X: Featurized, sentence: int, y: np.ndarray, w: np.ndarray) -> float:

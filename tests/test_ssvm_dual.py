@@ -443,13 +443,12 @@ def test_table_rescoring_takes_the_same_steps_as_the_plain_gather(valued, all_pa
         order = np.random.default_rng(epoch).permutation(n).astype(np.int64)
         for s, table in zip(solvers, (True, False)):
             s.stats = np.zeros(3, dtype=np.int64)
-            _sdm_epoch(X.indptr, X.attrs, s.vals, X.offsets, model.attr_ptr, model.param_label,
-                       model.n_state, L, s.y, s.C, s.s2, s.u, s.w, order, s.ws_n, s.ws_alpha,
-                       s.ws_loss, s.ws_lab, s.max_inner, s.eps, s._d, s._mark, s._touched,
-                       s.stats, s._param_attr, s._attr_row, table)
+            layout, batch, dual, ws = s.kernel_records()
+            _sdm_epoch(layout, batch, s.y, dual, ws, order, s.max_inner, s.eps, s.scratch,
+                       s.stats, table)
         a, b = solvers
         assert np.array_equal(a.stats, b.stats)
         for name in ("u", "w", "ws_n", "ws_alpha", "ws_loss", "ws_lab"):
             assert np.array_equal(getattr(a, name), getattr(b, name)), name
-        assert np.all(a._attr_row == -1)  # the scratch is left clean for the next pass
+        assert np.all(a.scratch.attr_row == -1)  # the scratch is left clean for the next pass
     assert solvers[0].stats[1] > 0 and solvers[0].ws_n.max() == 4  # steps taken, sets full

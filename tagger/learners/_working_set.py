@@ -20,7 +20,7 @@ from numba import prange
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.inference.kernels import loss_augmented_viterbi_into, second_best_viterbi_into, viterbi_into
-from tagger.model import _add_difference
+from tagger.model import FeatureBatch, SparseAccumulator, add_difference
 
 #: separation modes
 LOSS_AUGMENTED = 0   # argmax_y Delta(y_i, y) + F(x_i, y); value H_i = that max - F(x_i, y_i)
@@ -57,10 +57,13 @@ def _separate(state, offsets, trans, gold, mode, pred, value):
 
 
 @numba.njit(**NUMBA_OPTS)
-def _difference_rows(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, n_labels,
-                     gold, pred, sents, row_ptr, idx, val, loss, dense, mark, touched):
+def _difference_rows(layout, X, gold, pred, sents, rows, loss, acc):
     """Rows f(x_s, gold) - f(x_s, pred) for s in ``sents`` (CSR into row_ptr/idx/val) and
-    their Hamming losses. Positions where the labelings agree cancel and are skipped."""
+    their Hamming losses. Positions where the labelings agree cancel and are skipped.
+    ``rows`` is the CSR triple (row_ptr, idx, val) to fill; returns its number of entries."""
+    row_ptr, idx, val = rows
+    offsets = X.offsets
+    dense, mark, touched = acc
     nz = 0
     row_ptr[0] = 0
     for r in range(sents.shape[0]):
@@ -71,8 +74,7 @@ def _difference_rows(indptr, attrs, vals, offsets, attr_ptr, param_label, n_stat
         for i in range(a, b):
             if pred[i] != gold[i]:
                 hamming += 1
-        m = _add_difference(indptr, attrs, vals, attr_ptr, param_label, n_state, n_labels,
-                            a, b, gold, pred, 1.0, dense, mark, touched, 0)
+        m = add_difference(layout, X, a, b, gold, pred, 1.0, acc, 0)
         for k in range(m):
             c = touched[k]
             if dense[c] != 0.0:
@@ -109,9 +111,7 @@ class WorkingSets:
         self.coord = np.empty(0, dtype=np.int64)
         self.col = np.empty(0, dtype=np.int64)
         self.val = np.empty(0, dtype=np.float64)
-        self._dense = np.zeros(self.n_weights)
-        self._mark = np.zeros(self.n_weights, dtype=np.bool_)
-        self._touched = np.empty(self.n_weights, dtype=np.int64)
+        self._acc = SparseAccumulator.new(self.n_weights)
         self.pred = np.empty(X.n_tokens, dtype=np.int32)
         self.value = np.empty(X.n_sentences)
         # upper bound on a row's entries: two per active attribute and four per position
@@ -154,10 +154,9 @@ class WorkingSets:
         val = np.empty(cap, dtype=np.float64)
         loss = np.empty(len(sents), dtype=np.float64)
         model = self.problem.model
-        nz = _difference_rows(X.indptr, X.attrs, self.vals, X.offsets, model.attr_ptr,
-                              model.param_label, model.n_state, model.n_labels, self.gold,
-                              self.pred, sents, row_ptr, idx, val, loss, self._dense,
-                              self._mark, self._touched)
+        batch = FeatureBatch(X.indptr, X.attrs, self.vals, X.offsets)
+        nz = _difference_rows(model.layout, batch, self.gold, self.pred, sents,
+                              (row_ptr, idx, val), loss, self._acc)
         idx, val = idx[:nz], val[:nz]
         new = np.unique(idx[self.col_of[idx] < 0])
         self.col_of[new] = np.arange(self.n_cols, self.n_cols + len(new))

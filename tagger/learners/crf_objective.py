@@ -25,20 +25,21 @@ import numpy as np
 from tagger._config import NUMBA_PARALLEL_OPTS
 from tagger.features import Featurized
 from tagger.inference.kernels import fb_sentence, fb_prepare
-from tagger.model import ChainModel, _sentence_state_scores
+from tagger.model import ChainModel, FeatureBatch, sentence_state_scores
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
-def _nll_grad(indptr, attrs, vals, offsets, attr_ptr, param_label, w, trans, gold,
-              n_state, chunk_bounds, grad_buf, nll_buf, marg):
+def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg):
     """nll_buf[c] and grad_buf[c] = the chunk's NLL and gradient (sentences
     chunk_bounds[c]..chunk_bounds[c+1]-1); both overwritten. When ``marg`` has a row per
     token, the node marginals P(y_i = l | x) are also written there."""
     L = trans.shape[0]
     n_chunks = chunk_bounds.shape[0] - 1
-    t_off = n_state
-    s_off = n_state + L * L
-    e_off = s_off + L
+    indptr, attrs, vals, offsets = X.indptr, X.attrs, X.vals, X.offsets
+    attr_ptr, param_label = layout.attr_ptr, layout.param_label
+    t_off = layout.n_state
+    s_off = layout.start
+    e_off = layout.end
     has_vals = vals.shape[0] > 0
     keep_marg = marg.shape[0] > 0
     et = np.empty((L, L), dtype=np.float64)
@@ -70,8 +71,7 @@ def _nll_grad(indptr, attrs, vals, offsets, attr_ptr, param_label, w, trans, gol
             if T == 0:
                 continue
             st = state[:T]
-            _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b,
-                                   n_state, L, st)
+            sentence_state_scores(layout, X, w, a, b, st)
             log_z = fb_sentence(st, trans, et, et_t, cm, node[:T], edge, A, B, ES,
                             vec[0], vec[1], vec[2], wk)
             gold_score = st[0, gold[a]]
@@ -153,8 +153,8 @@ class CRFObjective:
         if grad is None:
             grad = np.empty(self.n_weights)
         trans = np.ascontiguousarray(model.transitions(w))
-        _nll_grad(X.indptr, X.attrs, self.vals, X.offsets, model.attr_ptr, model.param_label,
-                  w, trans, self.gold, model.n_state, self.bounds, self.grad_buf,
+        batch = FeatureBatch(X.indptr, X.attrs, self.vals, X.offsets)
+        _nll_grad(model.layout, batch, w, trans, self.gold, self.bounds, self.grad_buf,
                   self.nll_buf, self.marginals)
         np.sum(self.grad_buf, axis=0, out=grad)
         if not self.free.all():

@@ -62,21 +62,21 @@ from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.inference.kernels import loss_augmented_viterbi_into
 from tagger.learners._l1ball import _project_l1_ball
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.model import ChainModel, _add_difference, _sentence_state_scores
+from tagger.model import (ChainModel, FeatureBatch, SparseAccumulator, add_difference,
+                          sentence_state_scores, transitions_of)
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
-def _decode_batch(indptr, attrs, vals, offsets, attr_ptr, param_label, w, n_state, n_labels, gold,
-                  order, lo, hi, pred, hinge):
+def _decode_batch(layout, X, w, gold, order, lo, hi, pred, hinge):
     """Loss-augmented Viterbi for sentences order[lo:hi]; hinge[k] = R_i at the current w."""
-    L = n_labels
-    trans = w[n_state:n_state + L * L].reshape((L, L))
+    L = layout.n_labels
+    trans = transitions_of(layout, w)
     for k in numba.prange(lo, hi):
         s = order[k]
-        a = offsets[s]
-        b = offsets[s + 1]
+        a = X.offsets[s]
+        b = X.offsets[s + 1]
         state = np.empty((b - a, L))
-        _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state, L, state)
+        sentence_state_scores(layout, X, w, a, b, state)
         aug = loss_augmented_viterbi_into(state, trans, gold[a:b], 1.0, pred[a:b])
         g = state[0, gold[a]]
         for t in range(a + 1, b):
@@ -86,36 +86,34 @@ def _decode_batch(indptr, attrs, vals, offsets, attr_ptr, param_label, w, n_stat
 
 
 @numba.njit(**NUMBA_OPTS)
-def _accumulate_difference(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, n_labels,
-                           gold, pred, order, lo, hi, grad, mark, touched):
+def _accumulate_difference(layout, X, gold, pred, order, lo, hi, grad):
     """grad += sum_k f(x, pred) - f(x, gold) over sentences order[lo:hi]; only where they differ."""
     n = 0
     for k in range(lo, hi):
         s = order[k]
-        n = _add_difference(indptr, attrs, vals, attr_ptr, param_label, n_state, n_labels,
-                            offsets[s], offsets[s + 1], pred, gold, 1.0, grad, mark, touched, n)
+        n = add_difference(layout, X, X.offsets[s], X.offsets[s + 1], pred, gold, 1.0, grad, n)
     return n
 
 
 @numba.njit(**NUMBA_OPTS)
-def _apply_step(w, grad, mark, touched, n, step):
+def _apply_step(w, grad, n, step):
     for j in range(n):
-        k = touched[j]
-        w[k] -= step * grad[k]
-        grad[k] = 0.0
-        mark[k] = False
+        k = grad.touched[j]
+        w[k] -= step * grad.values[k]
+        grad.values[k] = 0.0
+        grad.mark[k] = False
 
 
 @numba.njit(**NUMBA_OPTS)
-def _momentum_step(w, velocity, beta, grad, mark, touched, n, scale, step):
+def _momentum_step(w, velocity, beta, grad, n, scale, step):
     """velocity <- beta velocity + scale grad;  w <- w - step velocity (grad is cleared)."""
     for k in range(w.shape[0]):
         velocity[k] *= beta
     for j in range(n):
-        k = touched[j]
-        velocity[k] += scale * grad[k]
-        grad[k] = 0.0
-        mark[k] = False
+        k = grad.touched[j]
+        velocity[k] += scale * grad.values[k]
+        grad.values[k] = 0.0
+        grad.mark[k] = False
     for k in range(w.shape[0]):
         w[k] -= step * velocity[k]
 
@@ -128,24 +126,21 @@ def _epoch(problem, w, order, batch_size, step_of, apply_penalty, scratch, avera
     With ``momentum`` > 0 the step follows the exponentially averaged subgradient (heavy ball)
     kept in ``velocity``.
     """
-    model, X = problem.model, problem.X
-    grad, mark, touched, pred, hinge = scratch
+    layout, X = problem.model.layout, FeatureBatch.of(problem.X)
+    grad, pred, hinge = scratch
     n = len(order)
     B = batch_size
     for lo in range(0, n, B):
         hi = min(lo + B, n)
-        _decode_batch(X.indptr, X.attrs, X.vals, X.offsets, model.attr_ptr, model.param_label, w,
-                      model.n_state, model.n_labels, problem.y, order, lo, hi, pred, hinge)
-        m = _accumulate_difference(X.indptr, X.attrs, X.vals, X.offsets, model.attr_ptr,
-                                   model.param_label, model.n_state, model.n_labels,
-                                   problem.y, pred, order, lo, hi, grad, mark, touched)
+        _decode_batch(layout, X, w, problem.y, order, lo, hi, pred, hinge)
+        m = _accumulate_difference(layout, X, problem.y, pred, order, lo, hi, grad)
         eta = step_of(hi - lo)
         apply_penalty(w, eta)
         if momentum > 0.0:
-            _momentum_step(w, velocity, momentum, grad, mark, touched, m,
+            _momentum_step(w, velocity, momentum, grad, m,
                            (1.0 - momentum) / (hi - lo), eta)
         else:
-            _apply_step(w, grad, mark, touched, m, eta / (hi - lo))
+            _apply_step(w, grad, m, eta / (hi - lo))
         apply_penalty.project(w)
         if average is not None:
             average[0] += w
@@ -282,8 +277,7 @@ class SubgradientM3N(Learner):
         model, X = problem.model, problem.X
         n_w = model.n_weights
         n = X.n_sentences
-        scratch = (np.zeros(n_w), np.zeros(n_w, dtype=np.bool_), np.empty(n_w, dtype=np.int64),
-                   np.empty(X.n_tokens, dtype=np.int32), np.empty(n))
+        scratch = (SparseAccumulator.new(n_w), np.empty(X.n_tokens, dtype=np.int32), np.empty(n))
         penalty = self._penalty(settings, n_w)
         penalty.project(w)
         order = np.arange(n, dtype=np.int64)

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -56,9 +57,38 @@ from tagger.errors import ParameterError
 from tagger.features import Featurized
 from tagger.inference.kernels import loss_augmented_viterbi_into
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.model import (ChainModel, _add_difference, _release_param_table,
-                          _sentence_param_table, _sentence_state_scores,
-                          _sentence_state_scores_table)
+from tagger.model import (ChainModel, FeatureBatch, SparseAccumulator, add_difference,
+                          release_param_table, sentence_param_table, sentence_state_scores,
+                          sentence_state_scores_table, transitions_of)
+
+# --------------------------------------------------------------------------------- records
+
+
+class CompetitorSets(NamedTuple):
+    """Each example's working set of competing labelings and their duals (M slots each)."""
+
+    size: np.ndarray    # int32[n]: members of example i's set
+    alpha: np.ndarray   # float64[n, M]: dual of member m of example i
+    loss: np.ndarray    # float64[n, M]: its Hamming loss
+    labels: np.ndarray  # int32[M, n_tokens]: member m's labeling, stacked over examples
+
+
+class DualState(NamedTuple):
+    """Example weights and the primal iterate kept in step with the duals."""
+
+    C: np.ndarray   # float64[n]: example weights C_i
+    s2: np.ndarray  # float64[n_weights]: squared per-weight scaling
+    u: np.ndarray   # float64[n_weights]: sum of the duals' feature differences
+    w: np.ndarray   # float64[n_weights]: effective weights s2 * u
+
+
+class Scratch(NamedTuple):
+    """Work arrays of the SDM kernels, clean between calls."""
+
+    acc: SparseAccumulator
+    param_attr: np.ndarray  # int64[n_state]: each state parameter's attribute
+    attr_row: np.ndarray    # int64[n_attrs]: -1, or the attribute's row in a parameter table
+
 
 # --------------------------------------------------------------------------------- kernels
 
@@ -73,14 +103,15 @@ def _path_score(state, trans, lab, a, b):
 
 
 @numba.njit(**NUMBA_OPTS)
-def _remove_example(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b, gold, i,
-                    coef, ws_n, ws_alpha, ws_lab, u, d, mark, touched):
+def _remove_example(layout, X, i, gold, coef, ws, u, acc):
     """u += coef * sum_m alpha_im (f(x_i, gold) - f(x_i, y_im)): coef = -1 takes example i's
     contribution out of u (before a reset), coef = c - 1 rescales its duals by c."""
+    a = X.offsets[i]
+    b = X.offsets[i + 1]
+    d, mark, touched = acc
     n = 0
-    for m in range(ws_n[i]):
-        n = _add_difference(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b, gold,
-                            ws_lab[m], coef * ws_alpha[i, m], d, mark, touched, n)
+    for m in range(ws.size[i]):
+        n = add_difference(layout, X, a, b, gold, ws.labels[m], coef * ws.alpha[i, m], acc, n)
     for j in range(n):
         k = touched[j]
         u[k] += d[k]
@@ -89,9 +120,7 @@ def _remove_example(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b
 
 
 @numba.njit(**NUMBA_OPTS)
-def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, gold, Cw, s2,
-               u, w, order, ws_n, ws_alpha, ws_loss, ws_lab, max_inner, eps, d, mark, touched,
-               stats, param_attr, attr_row, table=True):
+def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats, table=True):
     """One pass of the Sequential Dual Method over the examples in ``order``.
 
     ``w`` (= s2 * u) and ``u`` are updated in place. stats[0] += competitors added,
@@ -103,8 +132,14 @@ def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, 
     in step with ``w``, and the rescoring reads that (the same scores: ``table=False`` is the
     plain form, kept for the tests). ``param_attr`` is each state parameter's attribute,
     ``attr_row`` scratch of -1 per attribute."""
+    indptr, offsets = X.indptr, X.offsets
+    param_label, n_state, L = layout.param_label, layout.n_state, layout.n_labels
+    Cw, s2, u, w = dual
+    ws_n, ws_alpha, ws_loss, ws_lab = ws
+    acc, param_attr, attr_row = scratch
+    d, mark, touched = acc
     M = ws_alpha.shape[1]
-    trans = w[n_state:n_state + L * L].reshape((L, L))  # a view: follows the updates of w
+    trans = transitions_of(layout, w)  # a view: follows the updates of w
     max_len = 0
     for s in range(offsets.shape[0] - 1):
         max_len = max(max_len, offsets[s + 1] - offsets[s])
@@ -125,13 +160,10 @@ def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, 
         state = state_buf[:b - a]
         n_rows = 0
         if table:
-            n_rows = _sentence_param_table(indptr, attrs, attr_ptr, param_label, w, a, b,
-                                           attr_row, row_attr, ptable)
-            _sentence_state_scores_table(indptr, attrs, vals, attr_row, ptable, w, a, b,
-                                         n_state, L, state)
+            n_rows = sentence_param_table(layout, X, w, a, b, attr_row, row_attr, ptable)
+            sentence_state_scores_table(layout, X, w, a, b, attr_row, ptable, state)
         else:
-            _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b,
-                                   n_state, L, state)
+            sentence_state_scores(layout, X, w, a, b, state)
         aug = loss_augmented_viterbi_into(state, trans, gold[a:b], 1.0, ystar[a:b])
         g = _path_score(state, trans, gold, a, b)
         h_star = aug - g
@@ -183,8 +215,7 @@ def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, 
             # d = f(y_down) - f(y_up) (the gold labeling's features cancel)
             lab_down = gold if down == n_i else ws_lab[down]
             lab_up = gold if up == n_i else ws_lab[up]
-            nt = _add_difference(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b,
-                                 lab_down, lab_up, 1.0, d, mark, touched, 0)
+            nt = add_difference(layout, X, a, b, lab_down, lab_up, 1.0, acc, 0)
             q = 0.0
             for j in range(nt):
                 kk = touched[j]
@@ -208,14 +239,12 @@ def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, 
                 ws_alpha[i, down] = 0.0 if delta >= cap else ws_alpha[i, down] - delta
             stats[1] += 1
             if table:
-                _sentence_state_scores_table(indptr, attrs, vals, attr_row, ptable, w, a, b,
-                                             n_state, L, state)
+                sentence_state_scores_table(layout, X, w, a, b, attr_row, ptable, state)
             else:
-                _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b,
-                                       n_state, L, state)
+                sentence_state_scores(layout, X, w, a, b, state)
             g = _path_score(state, trans, gold, a, b)
         if table:
-            _release_param_table(attr_row, row_attr, n_rows)
+            release_param_table(attr_row, row_attr, n_rows)
         # members at alpha = 0 leave the working set
         m = 0
         while m < ws_n[i]:
@@ -234,10 +263,12 @@ def _sdm_epoch(indptr, attrs, vals, offsets, attr_ptr, param_label, n_state, L, 
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
-def _hinges(indptr, attrs, vals, offsets, attr_ptr, param_label, w, n_state, L, gold, skip, out):
+def _hinges(layout, X, w, gold, skip, out):
     """out[i] = R_i(w) (structured hinge with Hamming loss), in parallel over sentences;
     0 where ``skip[i]`` (when ``skip`` is non-empty)."""
-    trans = w[n_state:n_state + L * L].reshape((L, L))
+    offsets = X.offsets
+    L = layout.n_labels
+    trans = transitions_of(layout, w)
     for i in numba.prange(offsets.shape[0] - 1):
         a = offsets[i]
         b = offsets[i + 1]
@@ -246,8 +277,7 @@ def _hinges(indptr, attrs, vals, offsets, attr_ptr, param_label, w, n_state, L, 
             continue
         state = np.empty((b - a, L))
         pred = np.empty(b - a, dtype=np.int32)
-        _sentence_state_scores(indptr, attrs, vals, attr_ptr, param_label, w, a, b, n_state,
-                               L, state)
+        sentence_state_scores(layout, X, w, a, b, state)
         aug = loss_augmented_viterbi_into(state, trans, gold[a:b], 1.0, pred)
         g = state[0, gold[a]]
         for t in range(a + 1, b):
@@ -341,12 +371,9 @@ class SDMSolver:
 
     # ---- checks
     def _scratch(self):
-        n_w = self.model.n_weights
-        self._d = np.zeros(n_w)
-        self._mark = np.zeros(n_w, dtype=np.bool_)
-        self._touched = np.empty(n_w, dtype=np.int64)
-        self._param_attr = self.model.state_param_attr()
-        self._attr_row = np.full(self.model.n_attrs, -1, dtype=np.int64)
+        self.scratch = Scratch(SparseAccumulator.new(self.model.n_weights),
+                               self.model.state_param_attr(),
+                               np.full(self.model.n_attrs, -1, dtype=np.int64))
 
     def _check_labels(self, y) -> np.ndarray:
         y = np.asarray(y)
@@ -370,9 +397,12 @@ class SDMSolver:
             raise ValueError(f"scale must be {self.model.n_weights} finite floats (one per weight)")
         return np.abs(s)
 
-    def _kernel_args(self):
-        m, X = self.model, self.X
-        return X.indptr, X.attrs, self.vals, m.attr_ptr, m.param_label, m.n_state, m.n_labels
+    def kernel_records(self) -> tuple:
+        """(layout, batch, dual state, competitor sets): what the SDM kernels take."""
+        X = self.X
+        return (self.model.layout, FeatureBatch(X.indptr, X.attrs, self.vals, X.offsets),
+                DualState(self.C, self.s2, self.u, self.w),
+                CompetitorSets(self.ws_n, self.ws_alpha, self.ws_loss, self.ws_lab))
 
     # ---- changes between calls (all keep the duals feasible)
     def set_labels(self, y: np.ndarray) -> int:
@@ -384,12 +414,9 @@ class SDMSolver:
         if not changed_tok.any():
             return 0
         sent = np.unique(np.searchsorted(offsets, np.flatnonzero(changed_tok), side="right") - 1)
-        indptr, attrs, vals, attr_ptr, param_label, n_state, L = self._kernel_args()
+        layout, X, _, ws = self.kernel_records()
         for i in sent:
-            a, b = int(offsets[i]), int(offsets[i + 1])
-            _remove_example(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b,
-                            self.y, int(i), -1.0, self.ws_n, self.ws_alpha, self.ws_lab,
-                            self.u, self._d, self._mark, self._touched)
+            _remove_example(layout, X, int(i), self.y, -1.0, ws, self.u, self.scratch.acc)
             self.ws_n[i] = 0
             self.ws_alpha[i] = 0.0
         self.y = y
@@ -401,14 +428,10 @@ class SDMSolver:
         C = self._check_weights(C)
         total = self.ws_alpha.sum(axis=1)
         over = np.flatnonzero(total > C)
-        indptr, attrs, vals, attr_ptr, param_label, n_state, L = self._kernel_args()
-        offsets = self.X.offsets
+        layout, X, _, ws = self.kernel_records()
         for i in over:
             factor = C[i] / total[i]
-            a, b = int(offsets[i]), int(offsets[i + 1])
-            _remove_example(indptr, attrs, vals, attr_ptr, param_label, n_state, L, a, b,
-                            self.y, int(i), factor - 1.0, self.ws_n, self.ws_alpha,
-                            self.ws_lab, self.u, self._d, self._mark, self._touched)
+            _remove_example(layout, X, int(i), self.y, factor - 1.0, ws, self.u, self.scratch.acc)
             self.ws_alpha[i] *= factor
             if factor == 0.0:
                 self.ws_n[i] = 0
@@ -455,11 +478,10 @@ class SDMSolver:
     def hinges(self, w: np.ndarray | None = None, weighted_only: bool = False) -> np.ndarray:
         """R_i at the effective weights (default: the current ones), one per sentence; with
         ``weighted_only``, 0 for the examples with C_i = 0 (they are not decoded)."""
-        indptr, attrs, vals, attr_ptr, param_label, n_state, L = self._kernel_args()
+        layout, X, _, _ = self.kernel_records()
         out = np.empty(self.X.n_sentences)
         skip = self.C <= 0.0 if weighted_only else np.zeros(0, np.bool_)
-        _hinges(indptr, attrs, vals, self.X.offsets, attr_ptr, param_label,
-                self.w if w is None else w, n_state, L, self.y, skip, out)
+        _hinges(layout, X, self.w if w is None else w, self.y, skip, out)
         return out
 
     def objectives(self) -> tuple[float, float, np.ndarray]:
@@ -475,13 +497,11 @@ class SDMSolver:
     # ---- optimisation
     def epoch(self) -> None:
         """One SDM pass over the examples in a random order."""
-        indptr, attrs, vals, attr_ptr, param_label, n_state, L = self._kernel_args()
         order = self.rng.permutation(self.X.n_sentences).astype(np.int64)
         self.stats = np.zeros(3, dtype=np.int64)
-        _sdm_epoch(indptr, attrs, vals, self.X.offsets, attr_ptr, param_label, n_state, L,
-                   self.y, self.C, self.s2, self.u, self.w, order, self.ws_n, self.ws_alpha,
-                   self.ws_loss, self.ws_lab, self.max_inner, self.eps, self._d, self._mark,
-                   self._touched, self.stats, self._param_attr, self._attr_row)
+        layout, X, dual, ws = self.kernel_records()
+        _sdm_epoch(layout, X, self.y, dual, ws, order, self.max_inner, self.eps, self.scratch,
+                   self.stats)
         self.epochs_done += 1
 
     def solve(self, epochs: int = 50, tol: float = 1e-3, *, y=None, C=None, scale=None,
