@@ -15,17 +15,11 @@ if "NUMBA_THREADING_LAYER" not in os.environ:
     if "numba" in sys.modules:  # imported before us: its config was read already
         sys.modules["numba"].config.THREADING_LAYER = "workqueue"
 
-# One place for numba options. ``fastmath`` is limited to contraction/reassociation-free
-# flags: we must keep ``nnan``/``ninf`` off because ``-inf`` marks forbidden labels and
-# transitions in the lattice.
+# One place for numba options. No ``fastmath``: ``-inf`` marks forbidden labels and transitions
+# in the lattice (so ``nnan``/``ninf`` would be wrong), and reassociation would make scores
+# depend on the compiler, not only on the weights.
 NUMBA_OPTS = dict(nogil=True, cache=True)
 NUMBA_PARALLEL_OPTS = dict(nogil=True, cache=True, parallel=True)
-
-# dtypes of the arrays passed between layers
-FLOAT = "float64"
-INDEX = "int64"
-LABEL = "int32"
-
 
 def corpora_dir() -> Path:
     """Directory holding the real corpora (``TAGGER_CORPORA``, default ``../shared/corpora``

@@ -759,12 +759,6 @@ def _corpus_penalty(num, den, target, tol, crho, csquared, n_seq):
 
 
 @numba.njit(**NUMBA_OPTS)
-def _seg_start(y, a, t, lab_t):
-    """Does a segment start at t when y[t] = lab_t (y elsewhere as it is)?"""
-    return t == a or y[t - 1] != lab_t
-
-
-@numba.njit(**NUMBA_OPTS)
 def switch_phi(y, ind, a, b, t, new, kind, mask, row, segs, phi, out):
     """New phi of the sequence a..b-1 if y[t] became ``new`` (``segs``: its segments per label,
     ``phi``: its current phi). O(C) plus O(1) per constraint."""

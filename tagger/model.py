@@ -26,7 +26,8 @@ import numba
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.features import EncodedViews, Featurized, _attribute_id
+from tagger.features import EncodedViews, Featurized
+from tagger.features.hash_table import attribute_id
 
 
 class ChainLayout(NamedTuple):
@@ -34,7 +35,7 @@ class ChainLayout(NamedTuple):
     (:attr:`ChainModel.layout`): the CSR index of state parameters and the offsets of the
     transition, start and end blocks."""
 
-    attr_ptr: np.ndarray     # int64[n_attrs + 1]: attribute a owns parameters attr_ptr[a]:attr_ptr[a+1]
+    attr_ptr: np.ndarray     # int64[n_attrs + 1]: attribute a owns attr_ptr[a]:attr_ptr[a+1]
     param_label: np.ndarray  # int32[n_state]: the label of each state parameter
     n_labels: int
     n_state: int             # number of state parameters = offset of the transitions
@@ -201,7 +202,7 @@ def _state_scores_from_views(view_ids, offsets, t_ptr, t_view, t_off, t_mult, ta
             for l in range(n_labels):
                 out[i, l] = 0.0
             for k in range(n_tmpl):
-                at = _attribute_id(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult,
+                at = attribute_id(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult,
                                    table_keys, table_vals, mask)
                 if at >= 0:
                     for p in range(attr_ptr[at], attr_ptr[at + 1]):

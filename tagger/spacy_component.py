@@ -52,8 +52,6 @@ from tagger.spacy_docs import ANNOTATION, check_field, describe, doc_field, has_
 FACTORY = "sparse_tagger"
 TARGETS = ("tag", "pos", "ents", "spans")
 MODEL_FILE = "model.tgm"
-#: what each target sets, in the names spaCy's pipe analysis uses (``FactoryMeta.assigns``)
-ASSIGNS = {"tag": "token.tag", "pos": "token.pos", "ents": "doc.ents", "spans": "doc.spans"}
 
 
 class ComponentConfigError(TaggerError, ValueError):

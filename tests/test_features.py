@@ -392,7 +392,7 @@ def test_array_round_trip_transforms_identically():
 def test_type_cache_is_bounded_and_trimming_changes_nothing(monkeypatch):
     """Tagging an endless stream of new strings must not grow the per-column cache without
     bound; after a trim the attributes are the same as before."""
-    import tagger.features as features
+    import tagger.features.featurizer as features
     from tagger.sentence import Sentence
 
     spec = FeatureSpec.from_dict({

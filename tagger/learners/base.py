@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
@@ -107,11 +107,6 @@ class TrainingProblem:
     @property
     def n_sentences(self) -> int:
         return self.X.n_sentences
-
-
-@dataclass
-class TrainingTrace:
-    rows: list[dict] = field(default_factory=list)
 
 
 class Learner:

@@ -1,0 +1,319 @@
+"""The feature specification: input columns, views (token functions such as lowercase, shape,
+prefixes and suffixes) and templates (conjunctions of views at relative offsets), read
+from a TOML preset or file and checked with every problem reported at once.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+
+from tagger.errors import FeatureSpecError
+
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+UNKNOWN, BEFORE, AFTER = 0, 1, 2
+N_SPECIAL = 3
+PRESETS = ("chunk", "pos", "citation", "np-chunk-large")
+TEMPLATE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[\s*([+-]?\d+)\s*\]\s*$")
+
+# --------------------------------------------------------------------------------------
+# token functions
+
+
+def _shape(s: str) -> str:
+    out = []
+    for ch in s:
+        if ch.isupper():
+            out.append("X")
+        elif ch.islower():
+            out.append("x")
+        elif ch.isdigit():
+            out.append("d")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _short_shape(s: str) -> str:
+    out = []
+    for ch in _shape(s):
+        if not out or out[-1] != ch:
+            out.append(ch)
+    return "".join(out)
+
+
+def _is_punct(s: str) -> bool:
+    return bool(s) and not any(ch.isalnum() for ch in s)
+
+
+def _flag(fn: Callable[[str], bool]) -> Callable[[str], str]:
+    return lambda s: "1" if fn(s) else "0"
+
+
+# name -> (factory taking the view's options, allowed option names)
+def _make_function(name: str, opts: dict, where: str) -> Callable[[str], str]:
+    def need_length() -> int:
+        n = opts.get("length")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise FeatureSpecError(f"{where}.length must be a positive integer for function "
+                                   f"'{name}'; got {n!r}")
+        return n
+
+    if name == "identity":
+        return lambda s: s
+    if name == "lower":
+        return str.lower
+    if name == "shape":
+        return _shape
+    if name == "short_shape":
+        return _short_shape
+    if name == "prefix":
+        n = need_length()
+        return lambda s: s[:n]
+    if name == "suffix":
+        n = need_length()
+        return lambda s: s[-n:]
+    if name == "length":
+        cap = opts.get("max", 10)
+        return lambda s: str(min(len(s), cap))
+    if name == "is_digit":
+        return _flag(str.isdigit)
+    if name == "has_digit":
+        return _flag(lambda s: any(c.isdigit() for c in s))
+    if name == "is_punct":
+        return _flag(_is_punct)
+    if name == "is_upper":
+        return _flag(lambda s: s.isupper())
+    if name == "is_title":
+        return _flag(lambda s: s.istitle())
+    if name == "has_upper":
+        return _flag(lambda s: any(c.isupper() for c in s))
+    if name == "has_hyphen":
+        return _flag(lambda s: "-" in s)
+    if name == "is_alpha":
+        return _flag(str.isalpha)
+    if name == "regex":
+        pattern = opts.get("pattern")
+        if not isinstance(pattern, str):
+            raise FeatureSpecError(f"{where}.pattern must be a string for function 'regex'")
+        try:
+            rx = re.compile(pattern, re.IGNORECASE if opts.get("ignore_case") else 0)
+        except re.error as exc:
+            raise FeatureSpecError(f"{where}.pattern is not a valid regular expression "
+                                   f"({exc}): {pattern!r}") from None
+        return _flag(lambda s: rx.search(s) is not None)
+    raise FeatureSpecError(f"{where}.function: unknown token function {name!r}; known: "
+                           f"{', '.join(TOKEN_FUNCTIONS)}")
+
+
+TOKEN_FUNCTIONS = ("identity", "lower", "shape", "short_shape", "prefix", "suffix", "length",
+                   "is_digit", "has_digit", "is_punct", "is_upper", "is_title", "has_upper",
+                   "has_hyphen", "is_alpha", "regex")
+
+
+# --------------------------------------------------------------------------------------
+# specification
+
+
+@dataclass
+class View:
+    name: str
+    column: int
+    function: str
+    options: dict
+    fn: Callable[[str], str]
+
+
+@dataclass
+class FeatureSpec:
+    """A parsed, validated feature specification."""
+
+    name: str
+    columns: list[str]
+    views: list[View]
+    templates: list[list[tuple[int, int]]]  # per template: (view index, offset) components
+    template_names: list[str]
+    min_count: int = 1
+    all_pairs: bool = False
+    source: dict = field(default_factory=dict)
+    label_map: dict = field(default_factory=dict)     # gold label -> label learned
+    label_keep: tuple | None = None                   # labels kept as they are
+    label_other: str = "O"                            # what every other label becomes
+
+    def map_label(self, label: str) -> str:
+        label = self.label_map.get(label, label)
+        if self.label_keep is not None and label not in self.label_keep:
+            return self.label_other
+        return label
+
+    def relabel(self, sentences: list) -> list:
+        """The sentences with their gold labels mapped by the ``[labels]`` table (the same
+        list when the specification has none)."""
+        if not self.label_map and self.label_keep is None:
+            return sentences
+        from tagger.sentence import Sentence
+
+        return [s if s.labels is None else
+                Sentence(s.columns, [self.map_label(lab) for lab in s.labels], s.meta)
+                for s in sentences]
+
+    @classmethod
+    def from_dict(cls, data: dict, name: str = "custom") -> "FeatureSpec":
+        errors: list[str] = []
+        if not isinstance(data, dict) or "featurizer" not in data:
+            raise FeatureSpecError("a feature file needs a [featurizer] table with 'columns' "
+                                   "and 'templates'")
+        fz = data["featurizer"]
+        known = {"columns", "templates", "min_count", "all_pairs", "name"}
+        for key in fz:
+            if key not in known:
+                errors.append(f"featurizer.{key}: unknown key (known: {', '.join(sorted(known))})")
+        for key in data:
+            if key not in ("featurizer", "views", "labels"):
+                errors.append(f"{key}: unknown table (known: featurizer, views, labels)")
+        label_map, label_keep, label_other = _parse_labels(data.get("labels", {}), errors)
+        columns = fz.get("columns")
+        if not (isinstance(columns, list) and columns and all(isinstance(c, str) for c in columns)):
+            errors.append("featurizer.columns must be a non-empty list of column names")
+            columns = ["word"]
+        col_index = {c: i for i, c in enumerate(columns)}
+        views: list[View] = [View(c, i, "identity", {}, lambda s: s) for i, c in enumerate(columns)]
+        view_index = {c: i for i, c in enumerate(columns)}
+        raw_views = data.get("views", {})
+        if not isinstance(raw_views, dict):
+            errors.append("views must be a table of [views.NAME] tables")
+            raw_views = {}
+        for vname, vdef in raw_views.items():
+            where = f"views.{vname}"
+            if vname in view_index or vname == "bias":
+                errors.append(f"{where}: the name {vname!r} is already taken")
+                continue
+            if not isinstance(vdef, dict):
+                errors.append(f"{where} must be a table")
+                continue
+            col = vdef.get("column", columns[0])
+            if col not in col_index:
+                errors.append(f"{where}.column: unknown column {col!r} (columns: {', '.join(columns)})")
+                continue
+            fname = vdef.get("function")
+            opts = {k: v for k, v in vdef.items() if k not in ("column", "function")}
+            try:
+                fn = _make_function(fname, opts, where)
+            except FeatureSpecError as exc:
+                errors.append(str(exc))
+                continue
+            view_index[vname] = len(views)
+            views.append(View(vname, col_index[col], fname, opts, fn))
+        templates_src = fz.get("templates")
+        templates: list[list[tuple[int, int]]] = []
+        names: list[str] = []
+        if not (isinstance(templates_src, list) and templates_src):
+            errors.append("featurizer.templates must be a non-empty list of strings such as "
+                          "\"word[0]\" or \"pos[-1]|pos[0]\"")
+            templates_src = []
+        for k, tmpl in enumerate(templates_src):
+            where = f"featurizer.templates[{k}]"
+            if not isinstance(tmpl, str):
+                errors.append(f"{where} must be a string")
+                continue
+            if tmpl.strip() == "bias":
+                templates.append([])
+                names.append("bias")
+                continue
+            comps = []
+            for part in tmpl.split("|"):
+                m = TEMPLATE_RE.match(part)
+                if not m:
+                    errors.append(f"{where}: {part!r} is not of the form view[offset]")
+                    break
+                vname, off = m.group(1), int(m.group(2))
+                if vname not in view_index:
+                    errors.append(f"{where}: unknown view {vname!r} (known: "
+                                  f"{', '.join(view_index)})")
+                    break
+                comps.append((view_index[vname], off))
+            else:
+                canon = "|".join(f"{views[v].name}[{o}]" for v, o in comps)
+                if canon in names:
+                    errors.append(f"{where}: duplicate template {canon!r}")
+                    continue
+                templates.append(comps)
+                names.append(canon)
+        min_count = fz.get("min_count", 1)
+        if not isinstance(min_count, int) or isinstance(min_count, bool) or min_count < 1:
+            errors.append(f"featurizer.min_count must be an integer >= 1; got {min_count!r}")
+            min_count = 1
+        all_pairs = fz.get("all_pairs", False)
+        if not isinstance(all_pairs, bool):
+            errors.append(f"featurizer.all_pairs must be true or false; got {all_pairs!r}")
+            all_pairs = False
+        if errors:
+            raise FeatureSpecError("invalid feature specification:\n  " + "\n  ".join(errors))
+        return cls(name=str(fz.get("name", name)), columns=list(columns), views=views,
+                   templates=templates, template_names=names, min_count=min_count,
+                   all_pairs=all_pairs, source=data, label_map=label_map,
+                   label_keep=label_keep, label_other=label_other)
+
+    @classmethod
+    def load(cls, name_or_path: str | Path) -> "FeatureSpec":
+        """A shipped preset by name (``chunk``, ``pos``, ``citation``) or a TOML file."""
+        text: str
+        label = str(name_or_path)
+        if str(name_or_path) in PRESETS:
+            text = resources.files("tagger.presets").joinpath(f"{name_or_path}.toml").read_text("utf-8")
+        else:
+            path = Path(name_or_path)
+            if not path.exists():
+                raise FeatureSpecError(f"feature specification {label!r} is neither a preset "
+                                       f"({', '.join(PRESETS)}) nor an existing file")
+            text = path.read_text("utf-8")
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise FeatureSpecError(f"{label}: not valid TOML: {exc}") from None
+        try:
+            return cls.from_dict(data, name=Path(label).stem)
+        except FeatureSpecError as exc:
+            raise FeatureSpecError(f"{label}: {exc}") from None
+
+    @property
+    def n_columns(self) -> int:
+        return len(self.columns)
+
+
+def _parse_labels(table, errors: list[str]) -> tuple[dict, tuple | None, str]:
+    """The optional ``[labels]`` table: ``map`` renames gold labels, ``keep`` lists the labels
+    learned as they are and ``other`` (default "O") replaces every other one, e.g. NP chunking
+    from full CoNLL-2000 files: ``keep = ["B-NP", "I-NP", "O"]``."""
+    if not isinstance(table, dict):
+        errors.append("labels must be a table with 'map', 'keep' and/or 'other'")
+        return {}, None, "O"
+    for key in table:
+        if key not in ("map", "keep", "other"):
+            errors.append(f"labels.{key}: unknown key (known: keep, map, other)")
+    mapping = table.get("map", {})
+    if not (isinstance(mapping, dict) and all(isinstance(v, str) for v in mapping.values())):
+        errors.append("labels.map must be a table of label = \"new label\" strings")
+        mapping = {}
+    keep = table.get("keep")
+    if keep is not None and not (isinstance(keep, list) and keep
+                                 and all(isinstance(v, str) for v in keep)):
+        errors.append("labels.keep must be a non-empty list of label strings")
+        keep = None
+    other = table.get("other", "O")
+    if not isinstance(other, str) or not other:
+        errors.append(f"labels.other must be a non-empty string; got {other!r}")
+        other = "O"
+    return dict(mapping), None if keep is None else tuple(keep), other
+
+
