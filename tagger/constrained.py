@@ -33,8 +33,8 @@ import numba
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.constraints import (CHANGES, SEGMENTS, UNARY, CompiledConstraints, TokenIndicators,
-                                _instance_penalty, _segments_of, _sequence_phi, switch_phi)
+from tagger.constraints import CHANGES, SEGMENTS, UNARY, CompiledConstraints, TokenIndicators
+from tagger.constraints.penalties import instance_penalty, segments_of, sequence_phi, switch_phi
 
 #: one-segment labels carried in the expanded state; 13 citation fields need 13
 MAX_SEGMENT_BITS = 14
@@ -141,9 +141,9 @@ def _hill_climb(state, trans, y, a, b, ind, kind, mask, row, lo, hi, rho, square
     phi = np.zeros(C)
     phi_new = np.zeros(C)
     segs = np.zeros(L, np.int64)
-    _sequence_phi(y, ind, a, b, kind, mask, row, phi)
-    _segments_of(y, a, b, segs)
-    pen = _instance_penalty(phi, lo, hi, rho, squared)
+    sequence_phi(y, ind, a, b, kind, mask, row, phi)
+    segments_of(y, a, b, segs)
+    pen = instance_penalty(phi, lo, hi, rho, squared)
     for _ in range(max_passes):
         improved = False
         for t in range(a, b):
@@ -161,7 +161,7 @@ def _hill_climb(state, trans, y, a, b, ind, kind, mask, row, lo, hi, rho, square
                 if dF == -np.inf:
                     continue
                 switch_phi(y, ind, a, b, t, new, kind, mask, row, segs, phi, phi_new)
-                d = -dF + _instance_penalty(phi_new, lo, hi, rho, squared) - pen
+                d = -dF + instance_penalty(phi_new, lo, hi, rho, squared) - pen
                 if d < best_d:
                     best_d = d
                     best_l = new
@@ -179,7 +179,7 @@ def _hill_climb(state, trans, y, a, b, ind, kind, mask, row, lo, hi, rho, square
                         segs[y[t + 1]] += 1
                 y[t] = new
                 phi[:] = phi_new
-                pen = _instance_penalty(phi, lo, hi, rho, squared)
+                pen = instance_penalty(phi, lo, hi, rho, squared)
                 improved = True
         if not improved:
             break

@@ -234,9 +234,9 @@ def test_shipped_citation_file_is_valid_and_complete():
 
 
 def test_quote_property_means_double_quotation_marks_not_apostrophes():
-    from tagger.constraints import _has_property
+    from tagger.constraints.language import has_property
 
     for tok in ['"', "``Telnet", "parameters''", "\u201cword", "end\u201d"]:
-        assert _has_property(tok, "quote"), tok
+        assert has_property(tok, "quote"), tok
     for tok in ["Master's", "'91", "D'Andrea", "Minsky`s", "word"]:
-        assert not _has_property(tok, "quote"), tok
+        assert not has_property(tok, "quote"), tok

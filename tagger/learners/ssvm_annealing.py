@@ -51,9 +51,9 @@ import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.constrained import constrained_decode
-from tagger.constraints import (ViolationState, _corpus_penalty, _instance_penalty,
-                                _segments_of, _sequence_corpus, _sequence_phi, apply_switch,
-                                switch_penalty_delta)
+from tagger.constraints import ViolationState, apply_switch, switch_penalty_delta
+from tagger.constraints.penalties import (corpus_penalty, instance_penalty, segments_of,
+                                          sequence_corpus, sequence_phi)
 from tagger.errors import ParameterError
 from tagger.features import Featurized
 from tagger.inference.kernels import viterbi_batch_into
@@ -164,23 +164,23 @@ def _label_switching(state, trans, y, offsets, cu, M, fwd, bwd, top, seq_of, bud
             # lattices that replace the kept ones only if the move is accepted
             F0 = _seq_score(state, trans, y, a, b)
             if has_pen:
-                _sequence_corpus(y, ind, a, b, ckind, cmask, crow, cn0, cd0)
+                sequence_corpus(y, ind, a, b, ckind, cmask, crow, cn0, cd0)
             for k in range(r0, r1):
                 y[k] = new
             delta = cu * ((_aug_max_marginals(state, trans, y, a, b, M2, F2, B2)
                            - _seq_score(state, trans, y, a, b)) - (top[s] - F0))
             if has_pen:
-                _sequence_phi(y, ind, a, b, kind, mask, row, phi_new)
-                _sequence_corpus(y, ind, a, b, ckind, cmask, crow, cn1, cd1)
-                delta += _instance_penalty(phi_new, lo, hi, rho, squared) - \
-                    _instance_penalty(phi[s], lo, hi, rho, squared)
+                sequence_phi(y, ind, a, b, kind, mask, row, phi_new)
+                sequence_corpus(y, ind, a, b, ckind, cmask, crow, cn1, cd1)
+                delta += instance_penalty(phi_new, lo, hi, rho, squared) - \
+                    instance_penalty(phi[s], lo, hi, rho, squared)
                 if ckind.shape[0] > 0:
                     n_seq = c_offsets.shape[0] - 1
                     for k in range(ckind.shape[0]):
                         dnum[k] = num[k] - cn0[k] + cn1[k]
                         dden[k] = den[k] - cd0[k] + cd1[k]
-                    delta += _corpus_penalty(dnum, dden, target, tol_c, crho, csquared, n_seq) \
-                        - _corpus_penalty(num, den, target, tol_c, crho, csquared, n_seq)
+                    delta += corpus_penalty(dnum, dden, target, tol_c, crho, csquared, n_seq) \
+                        - corpus_penalty(num, den, target, tol_c, crho, csquared, n_seq)
             if delta < -1e-12:
                 top[s] = M2[a].max()
                 for k in range(a, b):
@@ -188,7 +188,7 @@ def _label_switching(state, trans, y, offsets, cu, M, fwd, bwd, top, seq_of, bud
                         M[k, l] = M2[k, l]
                 if has_pen:
                     phi[s, :] = phi_new
-                    _segments_of(y, a, b, segs[s])
+                    segments_of(y, a, b, segs[s])
                     for k in range(ckind.shape[0]):
                         num[k] = dnum[k]
                         den[k] = dden[k]

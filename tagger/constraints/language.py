@@ -1,0 +1,429 @@
+"""The constraint language: a TOML file parsed and checked (every mistake reported at once with
+its key path), the rule kinds and token properties it names, and :class:`ConstraintSet`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+
+from tagger.errors import ConstraintError
+
+if TYPE_CHECKING:
+    from tagger.constraints.compiled import CompiledConstraints
+
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    import tomli as tomllib
+
+# ---------------------------------------------------------------------------------------------
+# kinds (the numba kernels switch on these)
+
+#: a token-level rule: token t violates it when its indicator is set and y_t is a "bad" label
+#: (start rule, word lists and patterns, token properties only inside given labels)
+UNARY = 0
+#: sum over the listed labels of max(0, segments(label) - 1)
+SEGMENTS = 1
+#: label changes between t-1 and t where the boundary is not on punctuation
+CHANGES = 2
+#: number of tokens whose label is listed (count bounds)
+COUNT_TOKENS = 3
+#: number of segments whose label is listed (count bounds)
+COUNT_SEGMENTS = 4
+
+#: corpus kinds: fraction of tokens with a listed label; fraction of changes off punctuation
+FRACTION_LABEL = 0
+FRACTION_CHANGE = 1
+
+#: properties a token may have (``only-inside`` rules); punctuation is also what
+#: ``change-on-punctuation`` looks at
+PROPERTIES = {
+    "quote": "contains a double quotation mark (\" `` '' or typographic double quotes); a "
+             "single ' or ` is an apostrophe (Master's, '91, D'Andrea), not a quotation",
+    "punct": "is made of punctuation only",
+    "digit": "contains a digit",
+    "number": "is a number (digits, optionally with . , - / inside)",
+    "capitalized": "starts with an upper-case letter",
+    "upper": "is all upper-case letters",
+}
+_QUOTES = ("\"", "``", "''", "\u201c", "\u201d", "\u201e", "\u00ab", "\u00bb")
+_NUMBER = re.compile(r"^[0-9]+([.,/-][0-9]+)*$")
+_TRAILING = ".,;:!?)]}\"'`\u2019\u201d"
+_LEADING = "([{\"'`\u2018\u201c"
+
+
+def _is_punct(s: str) -> bool:
+    return bool(s) and not any(ch.isalnum() for ch in s)
+
+
+def has_property(token: str, prop: str) -> bool:
+    if prop == "quote":
+        return any(q in token for q in _QUOTES)
+    if prop == "punct":
+        return _is_punct(token)
+    if prop == "digit":
+        return any(ch.isdigit() for ch in token)
+    if prop == "number":
+        return bool(_NUMBER.match(token))
+    if prop == "capitalized":
+        return bool(token) and token[0].isupper()
+    if prop == "upper":
+        return any(ch.isalpha() for ch in token) and token.upper() == token
+    raise KeyError(prop)
+
+
+def boundary_on_punctuation(prev: str, token: str) -> bool:
+    """Is the boundary between two tokens "on punctuation"?
+
+    Yes when the previous token is punctuation or ends with a closing mark (``Smith,`` ``1994.``
+    ``)``), or the token is punctuation or starts with an opening mark (``(1994)``, a quote).
+    Works for corpora that split punctuation off (the CPF citation files) and for those that
+    keep it attached (``tagged_references.txt``).
+    """
+    if not prev or not token:
+        return True
+    return (_is_punct(prev) or prev[-1] in _TRAILING or _is_punct(token)
+            or token[0] in _LEADING)
+
+
+def normalize_word(s: str, case_sensitive: bool = False) -> str:
+    """A word as word lists compare it: surrounding punctuation stripped (``pp.`` -> ``pp``),
+    lower-cased unless the rule is case sensitive."""
+    stripped = s.strip(_TRAILING + _LEADING + "-")
+    if not stripped:
+        stripped = s
+    return stripped if case_sensitive else stripped.lower()
+
+
+# ---------------------------------------------------------------------------------------------
+# the parsed file
+
+
+@dataclass
+class Rule:
+    """One constraint as written (validated), before compilation against a label list."""
+
+    path: str                 # key path in the file, e.g. "instance[3]"
+    level: str                # "instance" or "corpus"
+    rule: str                 # rule name
+    name: str
+    labels: list[str]         # labels the rule is about (all labels for "all")
+    hard: bool
+    weight: float
+    shape: str                # "linear" or "squared"
+    options: dict = field(default_factory=dict)
+
+
+INSTANCE_RULES = {
+    "start": "a sequence may only start with one of `labels`",
+    "one-segment": "each of `labels` (or \"all\") forms at most one contiguous segment",
+    "tokens": "tokens in `words` or matching `pattern` take one of `take` / none of `avoid`",
+    "only-inside": "tokens with `property` (or matching `pattern`) appear only inside `labels`",
+    "change-on-punctuation": "labels change only at punctuation",
+    "count": "the number of tokens (or segments, `unit`) with one of `labels` is within "
+             "`min`..`max`",
+}
+CORPUS_RULES = {
+    "label-fraction": "over the unlabeled corpus, the fraction of tokens with one of `labels` "
+                      "is about `fraction` (give or take `tolerance`)",
+    "change-off-punctuation": "the fraction of label changes not on punctuation is about "
+                              "`fraction` (give or take `tolerance`)",
+}
+_COMMON_KEYS = {"rule", "name", "hard", "weight", "shape"}
+_RULE_KEYS = {
+    "start": {"labels"},
+    "one-segment": {"labels"},
+    "tokens": {"words", "pattern", "take", "avoid", "case_sensitive"},
+    "only-inside": {"property", "pattern", "labels", "case_sensitive"},
+    "change-on-punctuation": set(),
+    "count": {"labels", "min", "max", "unit"},
+    "label-fraction": {"labels", "fraction", "tolerance"},
+    "change-off-punctuation": {"fraction", "tolerance"},
+}
+_TOP_KEYS = {"labels", "defaults", "instance", "corpus", "description"}
+_DEFAULT_KEYS = {"hard", "weight", "shape"}
+
+
+class _Checker:
+    def __init__(self, labels: list[str]):
+        self.errors: list[str] = []
+        self.labels = labels
+
+    def err(self, path: str, message: str) -> None:
+        self.errors.append(f"{path}: {message}")
+
+    def label_list(self, value: Any, path: str, allow_all: bool = False) -> list[str]:
+        if allow_all and value == "all":
+            return list(self.labels)
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not value:
+            self.err(path, "expected a non-empty list of labels" + (' or "all"' if allow_all else ""))
+            return []
+        out = []
+        for i, lab in enumerate(value):
+            p = f"{path}[{i}]"
+            if not isinstance(lab, str):
+                self.err(p, f"expected a label name (text), got {lab!r}")
+            elif lab not in self.labels:
+                close = difflib.get_close_matches(lab, self.labels, n=3, cutoff=0.5)
+                if not close:
+                    close = difflib.get_close_matches(lab.lower(), [x.lower() for x in self.labels],
+                                                      n=3, cutoff=0.5)
+                hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else \
+                    f"; known labels: {', '.join(self.labels)}"
+                self.err(p, f"unknown label {lab!r}{hint}")
+            else:
+                out.append(lab)
+        return out
+
+    def number(self, d: dict, key: str, path: str, low=None, high=None, integer=False,
+               default=None):
+        if key not in d:
+            return default
+        v = d[key]
+        p = f"{path}.{key}"
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and not isinstance(v, int)):
+            self.err(p, f"expected {'a whole number' if integer else 'a number'}, got {v!r}")
+            return default
+        if not math.isfinite(v):
+            self.err(p, f"expected a finite number, got {v!r}")
+            return default
+        if (low is not None and v < low) or (high is not None and v > high):
+            rng = f"between {low} and {high}" if high is not None else f"at least {low}"
+            self.err(p, f"must be {rng}, got {v!r}")
+            return default
+        return v
+
+    def pattern(self, v: Any, path: str, case_sensitive: bool):
+        if not isinstance(v, str) or not v:
+            self.err(path, f"expected a regular expression (text), got {v!r}")
+            return None
+        try:
+            return re.compile(v, 0 if case_sensitive else re.IGNORECASE)
+        except re.error as exc:
+            self.err(path, f"bad regular expression {v!r}: {exc}")
+            return None
+
+
+@dataclass
+class ConstraintSet:
+    """A validated constraint file: the labels it speaks about and its rules."""
+
+    labels: list[str]
+    rules: list[Rule]
+    source: str = "<constraints>"
+    description: str = ""
+
+    # ---- loading
+    @classmethod
+    def load(cls, path: str | Path) -> "ConstraintSet":
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConstraintError(f"{path}: cannot read the constraint file ({exc.strerror})") from None
+        except UnicodeDecodeError:
+            raise ConstraintError(f"{path}: the constraint file is not UTF-8 text") from None
+        return cls.from_text(text, str(path))
+
+    @classmethod
+    def from_text(cls, text: str, source: str = "<constraints>") -> "ConstraintSet":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConstraintError(f"{source}: not valid TOML: {exc}") from None
+        return cls.from_dict(data, source)
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str = "<constraints>") -> "ConstraintSet":
+        """Check everything and raise one :class:`ConstraintError` listing every mistake."""
+        labels = data.get("labels")
+        ck = _Checker([])
+        if not (isinstance(labels, list) and labels and all(isinstance(x, str) and x for x in labels)):
+            ck.err("labels", "expected the list of label names this file speaks about, e.g. "
+                             'labels = ["author", "title"]')
+            labels = []
+        elif len(set(labels)) != len(labels):
+            dup = sorted({x for x in labels if labels.count(x) > 1})
+            ck.err("labels", f"listed twice: {', '.join(dup)}")
+        ck.labels = list(dict.fromkeys(labels))
+        for key in data:
+            if key not in _TOP_KEYS:
+                ck.err(key, _unknown_key(key, _TOP_KEYS))
+        defaults = data.get("defaults", {})
+        if not isinstance(defaults, dict):
+            ck.err("defaults", "expected a table [defaults] with hard, weight, shape")
+            defaults = {}
+        for key in defaults:
+            if key not in _DEFAULT_KEYS:
+                ck.err(f"defaults.{key}", _unknown_key(key, _DEFAULT_KEYS))
+        d_hard = defaults.get("hard", False)
+        if not isinstance(d_hard, bool):
+            ck.err("defaults.hard", f"expected true or false, got {d_hard!r}")
+            d_hard = False
+        d_weight = ck.number(defaults, "weight", "defaults", low=0.0, default=1.0)
+        d_shape = defaults.get("shape", "linear")
+        if d_shape not in ("linear", "squared"):
+            ck.err("defaults.shape", f'expected "linear" or "squared", got {d_shape!r}')
+            d_shape = "linear"
+        rules: list[Rule] = []
+        for level, table in (("instance", INSTANCE_RULES), ("corpus", CORPUS_RULES)):
+            items = data.get(level, [])
+            if isinstance(items, dict):
+                items = [items]
+            if not isinstance(items, list):
+                ck.err(level, f"expected [[{level}]] tables")
+                continue
+            for i, item in enumerate(items):
+                path = f"{level}[{i}]"
+                if not isinstance(item, dict):
+                    ck.err(path, f"expected a [[{level}]] table")
+                    continue
+                rule = _parse_rule(ck, item, path, level, table, d_hard, d_weight, d_shape)
+                if rule is not None:
+                    rules.append(rule)
+        if not data.get("instance") and not data.get("corpus") and not ck.errors:
+            ck.err("instance", "the file has no [[instance]] or [[corpus]] constraint")
+        if ck.errors:
+            n = len(ck.errors)
+            raise ConstraintError(f"{source}: {n} mistake{'s' if n > 1 else ''} in the constraint "
+                                  f"file:\n" + "\n".join(ck.errors))
+        desc = data.get("description", "")
+        return cls(ck.labels, rules, source, desc if isinstance(desc, str) else "")
+
+    # ---- compilation
+    def compile(self, label_names: Sequence[str]) -> "CompiledConstraints":
+        """Arrays over the model's labels. Every label of the file must be one of them."""
+        names = list(label_names)
+        missing = [lab for lab in self.labels if lab not in names]
+        if missing:
+            raise ConstraintError(
+                f"{self.source}: label(s) {', '.join(missing)} of the constraint file are not "
+                f"labels of the model ({', '.join(names)})")
+        # imported here: the compiled form is built from this module's rule kinds
+        from tagger.constraints.compiled import CompiledConstraints
+
+        return CompiledConstraints(self, names)
+
+
+def _unknown_key(key: str, known) -> str:
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown key {key!r}{hint} (known: {', '.join(sorted(known))})"
+
+
+def _parse_rule(ck: _Checker, item: dict, path: str, level: str, table: dict, d_hard, d_weight,
+                d_shape) -> Rule | None:
+    rule = item.get("rule")
+    if rule not in table:
+        other = CORPUS_RULES if level == "instance" else INSTANCE_RULES
+        if rule in other:
+            ck.err(f"{path}.rule", f"{rule!r} is a {'corpus' if level == 'instance' else 'instance'}"
+                                   f"-level rule; put it in a [[{'corpus' if level == 'instance' else 'instance'}]] table")
+        else:
+            close = difflib.get_close_matches(str(rule), list(table), n=1, cutoff=0.5)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            ck.err(f"{path}.rule", f"unknown rule {rule!r}; {hint}known {level} rules: "
+                                   f"{', '.join(table)}")
+        return None
+    allowed = _COMMON_KEYS | _RULE_KEYS[rule]
+    for key in item:
+        if key not in allowed:
+            ck.err(f"{path}.{key}", _unknown_key(key, allowed))
+    hard = item.get("hard", d_hard)
+    if not isinstance(hard, bool):
+        ck.err(f"{path}.hard", f"expected true or false, got {hard!r}")
+        hard = False
+    weight = ck.number(item, "weight", path, low=0.0, default=d_weight)
+    shape = item.get("shape", d_shape)
+    if shape not in ("linear", "squared"):
+        ck.err(f"{path}.shape", f'expected "linear" or "squared", got {shape!r}')
+        shape = "linear"
+    name = item.get("name", "")
+    if not isinstance(name, str):
+        ck.err(f"{path}.name", f"expected text, got {name!r}")
+        name = ""
+    opts: dict = {}
+    labels: list[str] = []
+    cs = item.get("case_sensitive", False)
+    if not isinstance(cs, bool):
+        ck.err(f"{path}.case_sensitive", f"expected true or false, got {cs!r}")
+        cs = False
+    opts["case_sensitive"] = cs
+
+    def need(key):
+        if key not in item:
+            ck.err(path, f"the {rule!r} rule needs `{key}`")
+            return False
+        return True
+
+    if rule in ("start", "one-segment", "count", "label-fraction", "only-inside"):
+        if need("labels"):
+            labels = ck.label_list(item["labels"], f"{path}.labels", allow_all=(rule != "start"))
+    if rule == "tokens":
+        if "words" not in item and "pattern" not in item:
+            ck.err(path, "the 'tokens' rule needs `words` (a list) or `pattern` (a regular "
+                         "expression), or both")
+        words = item.get("words", [])
+        if isinstance(words, str):
+            words = [words]
+        if not isinstance(words, list) or not all(isinstance(w, str) and w for w in words):
+            ck.err(f"{path}.words", f"expected a list of words (text), got {words!r}")
+            words = []
+        opts["words"] = sorted({normalize_word(w, cs) for w in words})
+        if "pattern" in item:
+            opts["pattern"] = ck.pattern(item["pattern"], f"{path}.pattern", cs)
+        has_take, has_avoid = "take" in item, "avoid" in item
+        if has_take == has_avoid:
+            ck.err(path, "the 'tokens' rule needs exactly one of `take` (labels these tokens "
+                         "must have) or `avoid` (labels they must not have)")
+        elif has_take:
+            labels = ck.label_list(item["take"], f"{path}.take")
+            opts["mode"] = "take"
+        else:
+            labels = ck.label_list(item["avoid"], f"{path}.avoid")
+            opts["mode"] = "avoid"
+    if rule == "only-inside":
+        prop, pat = item.get("property"), item.get("pattern")
+        if (prop is None) == (pat is None):
+            ck.err(path, "the 'only-inside' rule needs exactly one of `property` "
+                         f"({', '.join(PROPERTIES)}) or `pattern`")
+        elif prop is not None:
+            if prop not in PROPERTIES:
+                close = difflib.get_close_matches(str(prop), list(PROPERTIES), n=1, cutoff=0.5)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                ck.err(f"{path}.property", f"unknown property {prop!r}; {hint}known: "
+                                           f"{', '.join(PROPERTIES)}")
+            opts["property"] = prop
+        else:
+            opts["pattern"] = ck.pattern(pat, f"{path}.pattern", cs)
+    if rule == "count":
+        lo = ck.number(item, "min", path, low=0, integer=True, default=0)
+        hi = ck.number(item, "max", path, low=0, integer=True, default=None)
+        if "min" not in item and "max" not in item:
+            ck.err(path, "the 'count' rule needs `min`, `max` or both")
+        if lo is not None and hi is not None and lo > hi:
+            ck.err(f"{path}.min", f"min ({lo}) is larger than max ({hi})")
+        unit = item.get("unit", "tokens")
+        if unit not in ("tokens", "segments"):
+            ck.err(f"{path}.unit", f'expected "tokens" or "segments", got {unit!r}')
+        opts.update(min=lo if lo is not None else 0, max=hi, unit=unit)
+    if rule in CORPUS_RULES:
+        if need("fraction"):
+            opts["fraction"] = ck.number(item, "fraction", path, low=0.0, high=1.0, default=0.0)
+        opts["tolerance"] = ck.number(item, "tolerance", path, low=0.0, high=1.0, default=0.0)
+    if rule == "change-on-punctuation":
+        labels = []
+    if not name:
+        name = f"{rule}" + (f" {'/'.join(labels)}" if labels and len(labels) <= 4 else "")
+    return Rule(path, level, rule, name, labels, hard, float(weight), shape, opts)
+
+

@@ -1,0 +1,256 @@
+"""Numba kernels over compiled constraints: the counts phi of each sequence, the corpus ratios'
+parts, the penalties of their excess, and the change of all of them when one label switches.
+"""
+
+from __future__ import annotations
+
+
+import numba
+import numpy as np
+
+from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger.constraints.language import CHANGES, COUNT_TOKENS, FRACTION_LABEL, SEGMENTS, UNARY
+
+
+# ---------------------------------------------------------------------------------------------
+# numba kernels: counts
+
+
+@numba.njit(**NUMBA_OPTS)
+def sequence_phi(y, ind, a, b, kind, mask, row, out):
+    """phi_c of the sequence on tokens a..b-1 (labels y[a:b]) for every instance constraint."""
+    C = kind.shape[0]
+    L = mask.shape[1]
+    segs = np.zeros(L, np.int64)
+    for t in range(a, b):
+        if t == a or y[t] != y[t - 1]:
+            segs[y[t]] += 1
+    for c in range(C):
+        k = kind[c]
+        v = 0.0
+        if k == UNARY:
+            r = row[c]
+            for t in range(a, b):
+                if ind[r, t] and mask[c, y[t]]:
+                    v += 1.0
+        elif k == SEGMENTS:
+            for lab in range(L):
+                if mask[c, lab] and segs[lab] > 1:
+                    v += segs[lab] - 1
+        elif k == CHANGES:
+            r = row[c]
+            for t in range(a + 1, b):
+                if y[t] != y[t - 1] and ind[r, t]:
+                    v += 1.0
+        elif k == COUNT_TOKENS:
+            for t in range(a, b):
+                if mask[c, y[t]]:
+                    v += 1.0
+        else:  # COUNT_SEGMENTS
+            for lab in range(L):
+                if mask[c, lab]:
+                    v += segs[lab]
+        out[c] = v
+
+
+@numba.njit(**NUMBA_PARALLEL_OPTS)
+def all_phi(y, ind, offsets, kind, mask, row, out):
+    for s in numba.prange(offsets.shape[0] - 1):
+        sequence_phi(y, ind, offsets[s], offsets[s + 1], kind, mask, row, out[s])
+
+
+@numba.njit(**NUMBA_OPTS)
+def sequence_corpus(y, ind, a, b, ckind, cmask, crow, num, den):
+    """num[k], den[k]: one sequence's share of every corpus constraint's totals."""
+    for k in range(ckind.shape[0]):
+        n = 0.0
+        d = 0.0
+        if ckind[k] == FRACTION_LABEL:
+            for t in range(a, b):
+                if cmask[k, y[t]]:
+                    n += 1.0
+            d = b - a
+        else:
+            r = crow[k]
+            for t in range(a + 1, b):
+                if y[t] != y[t - 1]:
+                    d += 1.0
+                    if ind[r, t]:
+                        n += 1.0
+        num[k] = n
+        den[k] = d
+
+
+@numba.njit(**NUMBA_OPTS)
+def corpus_parts(y, ind, offsets, ckind, cmask, crow, num, den):
+    """num[k], den[k]: the corpus totals of every corpus constraint's ratio."""
+    for k in range(ckind.shape[0]):
+        num[k] = 0.0
+        den[k] = 0.0
+    for s in range(offsets.shape[0] - 1):
+        a, b = offsets[s], offsets[s + 1]
+        for k in range(ckind.shape[0]):
+            if ckind[k] == FRACTION_LABEL:
+                for t in range(a, b):
+                    if cmask[k, y[t]]:
+                        num[k] += 1.0
+                den[k] += b - a
+            else:
+                r = crow[k]
+                for t in range(a + 1, b):
+                    if y[t] != y[t - 1]:
+                        den[k] += 1.0
+                        if ind[r, t]:
+                            num[k] += 1.0
+
+
+@numba.njit(**NUMBA_OPTS)
+def _excess(phi, lo, hi):
+    d = 0.0
+    if phi > hi:
+        d += phi - hi
+    if phi < lo:
+        d += lo - phi
+    return d
+
+
+@numba.njit(**NUMBA_OPTS)
+def _shaped(d, squared):
+    return d * d if squared else d
+
+
+@numba.njit(**NUMBA_OPTS)
+def instance_penalty(phi, lo, hi, rho, squared):
+    p = 0.0
+    for c in range(phi.shape[0]):
+        p += rho[c] * _shaped(_excess(phi[c], lo[c], hi[c]), squared[c])
+    return p
+
+
+@numba.njit(**NUMBA_OPTS)
+def corpus_penalty(num, den, target, tol, crho, csquared, n_seq):
+    p = 0.0
+    for k in range(num.shape[0]):
+        r = num[k] / den[k] if den[k] > 0 else target[k]
+        d = abs(r - target[k]) - tol[k]
+        if d > 0:
+            p += crho[k] * n_seq * _shaped(d, csquared[k])
+    return p
+
+
+# ---------------------------------------------------------------------------------------------
+# numba kernels: the change of everything when y[t] switches to a new label
+
+
+@numba.njit(**NUMBA_OPTS)
+def switch_phi(y, ind, a, b, t, new, kind, mask, row, segs, phi, out):
+    """New phi of the sequence a..b-1 if y[t] became ``new`` (``segs``: its segments per label,
+    ``phi``: its current phi). O(C) plus O(1) per constraint."""
+    old = y[t]
+    # segment-start changes at t and t+1: (label, +-1) for up to four entries
+    dl = np.empty(4, np.int64)
+    dv = np.empty(4, np.int64)
+    n = 0
+    s_old = t == a or y[t - 1] != old
+    s_new = t == a or y[t - 1] != new
+    if s_old:
+        dl[n] = old
+        dv[n] = -1
+        n += 1
+    if s_new:
+        dl[n] = new
+        dv[n] = 1
+        n += 1
+    if t + 1 < b:
+        nx = y[t + 1]
+        before = nx != old
+        after = nx != new
+        if before != after:
+            dl[n] = nx
+            dv[n] = 1 if after else -1
+            n += 1
+    for c in range(kind.shape[0]):
+        k = kind[c]
+        v = phi[c]
+        if k == UNARY:
+            r = row[c]
+            if ind[r, t]:
+                v += (1.0 if mask[c, new] else 0.0) - (1.0 if mask[c, old] else 0.0)
+        elif k == SEGMENTS:
+            # labels touched: apply all deltas to the touched labels' excess
+            for i in range(n):
+                lab = dl[i]
+                if not mask[c, lab]:
+                    continue
+                # was this label already handled by an earlier entry?
+                seen = False
+                for j in range(i):
+                    if dl[j] == lab:
+                        seen = True
+                if seen:
+                    continue
+                tot = 0
+                for j in range(n):
+                    if dl[j] == lab:
+                        tot += dv[j]
+                before_e = segs[lab] - 1 if segs[lab] > 1 else 0
+                after_s = segs[lab] + tot
+                after_e = after_s - 1 if after_s > 1 else 0
+                v += after_e - before_e
+        elif k == CHANGES:
+            r = row[c]
+            if t > a and ind[r, t]:
+                v += (1.0 if y[t - 1] != new else 0.0) - (1.0 if y[t - 1] != old else 0.0)
+            if t + 1 < b and ind[r, t + 1]:
+                v += (1.0 if y[t + 1] != new else 0.0) - (1.0 if y[t + 1] != old else 0.0)
+        elif k == COUNT_TOKENS:
+            v += (1.0 if mask[c, new] else 0.0) - (1.0 if mask[c, old] else 0.0)
+        else:
+            for i in range(n):
+                if mask[c, dl[i]]:
+                    v += dv[i]
+        out[c] = v
+
+
+@numba.njit(**NUMBA_OPTS)
+def switch_corpus(y, ind, a, b, t, new, ckind, cmask, crow, dnum, dden):
+    """Change of every corpus total if y[t] became ``new``."""
+    old = y[t]
+    for k in range(ckind.shape[0]):
+        dn = 0.0
+        dd = 0.0
+        if ckind[k] == FRACTION_LABEL:
+            dn = (1.0 if cmask[k, new] else 0.0) - (1.0 if cmask[k, old] else 0.0)
+        else:
+            r = crow[k]
+            if t > a:
+                ch_o = 1.0 if y[t - 1] != old else 0.0
+                ch_n = 1.0 if y[t - 1] != new else 0.0
+                dd += ch_n - ch_o
+                if ind[r, t]:
+                    dn += ch_n - ch_o
+            if t + 1 < b:
+                ch_o = 1.0 if y[t + 1] != old else 0.0
+                ch_n = 1.0 if y[t + 1] != new else 0.0
+                dd += ch_n - ch_o
+                if ind[r, t + 1]:
+                    dn += ch_n - ch_o
+        dnum[k] = dn
+        dden[k] = dd
+
+
+@numba.njit(**NUMBA_OPTS)
+def segments_of(y, a, b, segs):
+    for lab in range(segs.shape[0]):
+        segs[lab] = 0
+    for t in range(a, b):
+        if t == a or y[t] != y[t - 1]:
+            segs[y[t]] += 1
+
+
+@numba.njit(**NUMBA_PARALLEL_OPTS)
+def all_segments(y, offsets, segs):
+    for s in numba.prange(offsets.shape[0] - 1):
+        segments_of(y, offsets[s], offsets[s + 1], segs[s])
+
+
