@@ -214,7 +214,7 @@ def _labeled_format(path: str, fmt: str) -> str:
     """
     if fmt != "auto" or path == "-":
         return fmt
-    from tagger.corpus import detect_format
+    from tagger.io import detect_format
 
     found = detect_format(path)
     return "conll" if found in ("text", "raw") else found
@@ -222,15 +222,15 @@ def _labeled_format(path: str, fmt: str) -> str:
 
 def _read_labeled(path: str, fmt: str, label_column: int | None, fields: str | None = None
                   ) -> list:
-    from tagger.corpus import load_corpus
-    from tagger.hf import is_dataset_source
+    from tagger.io import load_corpus
+    from tagger.io.hf import is_dataset_source
 
     if path.endswith(".spacy"):  # a spaCy DocBin
-        from tagger.spacy_docs import read_docbin
+        from tagger.io.docbin import read_docbin
 
         return list(read_docbin(path, fields))
     if is_dataset_source(path):  # hf:NAME, hf:BUILDER:PATH, *.parquet, *.jsonl, ...
-        from tagger.hf import read_dataset
+        from tagger.io.hf import read_dataset
 
         return list(read_dataset(path, fields))
     options = {} if label_column is None else {"label_column": label_column}
@@ -334,7 +334,7 @@ def train_cmd(train_files, model_path, fmt, label_column, features, learner, set
                                    "constraints guide the labels imputed to unlabeled text)")
 
     from tagger.api import Tagger
-    from tagger.corpus import gc_paused
+    from tagger.io import gc_paused
 
     with gc_paused():
         train = []
@@ -354,7 +354,7 @@ def train_cmd(train_files, model_path, fmt, label_column, features, learner, set
     with _TrainProgress(quiet):
         unlabeled = None
         if unlabeled_file is not None:
-            from tagger.corpus import read_corpus
+            from tagger.io import read_corpus
 
             unlabeled = read_corpus(unlabeled_file, fmt, labeled=False)
         tagger.fit(train, dev=dev, unlabeled=unlabeled, constraints=cset, test=test,
@@ -452,7 +452,7 @@ def path_cmd(train_file, dev_file, values_text, param, fmt, label_column, featur
             raise click.UsageError("--plot needs matplotlib (pip install matplotlib)")
 
     from tagger.api import Tagger, plot_path as draw
-    from tagger.corpus import gc_paused
+    from tagger.io import gc_paused
 
     with gc_paused():
         train = _read_labeled(train_file, fmt, label_column)
@@ -542,7 +542,7 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs, margin
     appended as the last field.
     """
     from tagger.api import Tagger
-    from tagger.corpus import gc_paused, read_corpus, write_corpus
+    from tagger.io import gc_paused, read_corpus, write_corpus
     from tagger.parallel import without_gold
 
     cset = None
@@ -613,12 +613,12 @@ def _use_threads(jobs: int) -> None:
 def _tag_in_parallel(tagger, model_path, input_path, source, head, output_path, fmt,
                      label_column, jobs, write_options) -> bool:
     """``tagger tag --jobs N``; False for a format that cannot be cut into blocks (inline)."""
-    from tagger.corpus import _sniff
+    from tagger.io import sniff_format
     from tagger.parallel import PARALLEL_FORMATS, tag_parallel
 
     name = "<stdin>" if input_path == "-" else input_path
     if fmt == "auto":
-        fmt = _sniff(head.decode("utf-8", errors="replace"), name)
+        fmt = sniff_format(head.decode("utf-8", errors="replace"), name)
     if fmt not in PARALLEL_FORMATS:
         return False
     with _output(output_path) as out, contextlib.ExitStack() as stack:

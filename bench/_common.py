@@ -110,7 +110,7 @@ def load_average() -> list[float]:
 def load(spec: dict) -> list:
     """Sentences described by ``spec``: ``path``, ``format``, optional ``label_column``,
     ``keep_columns`` (input columns kept, from the first) and ``limit`` (first sentences)."""
-    from tagger.corpus import load_corpus
+    from tagger.io import load_corpus
 
     opts = {"label_column": spec["label_column"]} if spec.get("label_column") is not None else {}
     sents = load_corpus(spec["path"], format=spec.get("format", "auto"), **opts)
@@ -198,7 +198,7 @@ def worker_main(job_path: str) -> int:
     """Run one training job (JSON file) and write its result next to it."""
     job = json.loads(Path(job_path).read_text())
     train = (_prepare_ours if job["system"] == "ours" else _prepare_crfsuite)(job)
-    from tagger.corpus import load_corpus  # noqa: F401  (counted with the imports)
+    from tagger.io import load_corpus  # noqa: F401  (counted with the imports)
 
     after_imports = _maxrss_mb()
     sentences = load(job["train"])

@@ -102,7 +102,7 @@ def run_part(job: dict) -> dict:
             _unlabeled(path)
 
     def _unlabeled(path):
-        from tagger.corpus import load_corpus
+        from tagger.io import load_corpus
 
         sents = load_corpus(path, "tab", labeled=False)
         for s in sents:

@@ -156,7 +156,7 @@ def run_crfsuite(name, c, train, test, problem, fz, labels, workdir):
 
 def main(argv):
     args = parse_args(argv)
-    from tagger.corpus import read_corpus
+    from tagger.io import read_corpus
 
     root = C.corpora() / "conll2000"
     train = list(read_corpus(root / "train.txt"))

@@ -129,7 +129,7 @@ def spacy_table(model: str, test: Path, work: Path) -> tuple[list, dict]:
 
     import tagger.spacy_component  # noqa: F401  (registers the factory without an install)
     from tagger import Tagger
-    from tagger.corpus import gc_paused, load_corpus, read_corpus, write_corpus
+    from tagger.io import gc_paused, load_corpus, read_corpus, write_corpus
     from tagger.labels import bio_spans
     from tagger.parallel import without_gold
 
@@ -269,7 +269,7 @@ def train_crfsuite(train: Path, work: Path, iterations: int) -> str:
     import pycrfsuite
 
     from crfsuite_tag import chunk_attributes
-    from tagger.corpus import load_corpus
+    from tagger.io import load_corpus
 
     tr = pycrfsuite.Trainer(verbose=False)
     for s in load_corpus(train):

@@ -100,7 +100,7 @@ def synthetic_data(seed):
 
 
 def np_data(limit):
-    from tagger.corpus import read_corpus
+    from tagger.io import read_corpus
     from tagger.features import FeatureSpec, Featurizer
     from tagger.labels import LabelIndex
     from tagger.learners import TrainingProblem

@@ -9,8 +9,8 @@ _LAZY = {
     "Tagger": ("tagger.api", "Tagger"),
     "Sentence": ("tagger.sentence", "Sentence"),
     "FeatureSpec": ("tagger.features", "FeatureSpec"),
-    "read_corpus": ("tagger.corpus", "read_corpus"),
-    "write_corpus": ("tagger.corpus", "write_corpus"),
+    "read_corpus": ("tagger.io", "read_corpus"),
+    "write_corpus": ("tagger.io", "write_corpus"),
     "evaluate": ("tagger.metrics", "evaluate"),
     "LEARNERS": ("tagger.learners", "LEARNERS"),
 }

@@ -68,7 +68,7 @@ class Tagger:
             test: Iterable[Sentence] | None = None) -> "Tagger":
         """Train on labeled sentences; ``dev`` sentences are scored after every epoch.
 
-        Either may also be a Hugging Face dataset or source string (``tagger.hf``).
+        Either may also be a Hugging Face dataset or source string (``tagger.io.hf``).
         Semi-supervised learners (``ssvm-annealing``) also take ``unlabeled`` sentences (any
         iterable; read once, in batches) and ``constraints`` (a constraint file path or a
         :class:`~tagger.constraints.ConstraintSet`) that the learner's imputed labelings of
@@ -423,8 +423,8 @@ class Tagger:
     def tag_dataset(self, ds, fields=None, output: str = "predicted", num_proc: int | None = None,
                     batch_size: int = 1000):
         """``ds`` (a Hugging Face Dataset) with a column of predictions: ``Dataset.map``, batched,
-        in ``num_proc`` processes; see :func:`tagger.hf.tag_dataset`."""
-        from tagger import hf
+        in ``num_proc`` processes; see :func:`tagger.io.hf.tag_dataset`."""
+        from tagger.io import hf
 
         return hf.tag_dataset(self, ds, fields, output, num_proc, batch_size)
 
@@ -531,7 +531,7 @@ def _from_datasets(data):
     """Hugging Face sources (a Dataset, ``hf:NAME``, ``*.parquet``...) as sentences; the
     module that reads them is imported only when one is given."""
     if isinstance(data, (str, Path)) or (type(data).__module__ or "").startswith("datasets"):
-        from tagger import hf
+        from tagger.io import hf
 
         return hf.as_sentences(data)
     return data

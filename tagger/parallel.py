@@ -14,7 +14,7 @@ import os
 from collections import deque
 from typing import Iterator
 
-from tagger.corpus import gc_paused, read_corpus, write_corpus
+from tagger.io import gc_paused, read_corpus, write_corpus
 from tagger.errors import CorpusFormatError
 
 #: bytes of input per block: about 800 CoNLL-2000 sentences, small enough that the last

@@ -15,7 +15,7 @@ Config:
                  (``doc.spans[spans_key]``); segments are decoded from B-/I- labels
 ``spans_key``    the span group for ``target = "spans"``
 ``inputs``       the Doc fields the model's columns after the words are read from (see
-                 :mod:`tagger.spacy_docs`); default: the column ``pos`` from ``Token.tag_``, any
+                 :mod:`tagger.io.docbin`); default: the column ``pos`` from ``Token.tag_``, any
                  other column from the token attribute of its name
 ``preannotated`` the Docs arrive with those fields set (``Doc(vocab, words, tags=...)``); when
                  false, some component before this one must set them, which is checked when the
@@ -47,7 +47,7 @@ from spacy.util import minibatch
 from tagger.api import Tagger
 from tagger.errors import TaggerError
 from tagger.labels import chunk_starts_ends, label_tag_type
-from tagger.spacy_docs import ANNOTATION, check_field, describe, doc_field, has_field
+from tagger.io.docbin import ANNOTATION, check_field, describe, doc_field, has_field
 
 FACTORY = "sparse_tagger"
 TARGETS = ("tag", "pos", "ents", "spans")
@@ -158,7 +158,7 @@ class SparseTagger(Pipe):
         return self.tagger
 
     def assigned_field(self) -> str:
-        """The Doc field this component writes (in :mod:`tagger.spacy_docs` names)."""
+        """The Doc field this component writes (in :mod:`tagger.io.docbin` names)."""
         t = self.cfg["target"]
         return f"spans:{self.cfg['spans_key']}" if t == "spans" else t
 

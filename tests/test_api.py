@@ -18,7 +18,7 @@ import pytest
 from seqeval.metrics import f1_score as seqeval_f1
 
 from tagger.api import Tagger
-from tagger.corpus import read_corpus
+from tagger.io import read_corpus
 from tagger.errors import CorpusFormatError, ModelFileError, NotFittedError, TaggerError
 from tagger.features import Featurized, FeatureSpec
 from tagger.sentence import Sentence

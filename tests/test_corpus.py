@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tagger.corpus as corpus
-from tagger.corpus import (
+import tagger.io as corpus
+import tagger.io.streams as streams
+from tagger.io import (
     FORMATS,
     detect_format,
     load_corpus,
@@ -194,7 +195,7 @@ def test_non_utf8_byte_names_file_and_line(tmp_path):
 
 
 def test_non_utf8_byte_in_a_later_chunk(tmp_path, monkeypatch):
-    monkeypatch.setattr(corpus, "CHUNK_SIZE", 16)
+    monkeypatch.setattr(streams, "CHUNK_SIZE", 16)
     text = b"".join(b"w%d NN B-NP\n\n" % i for i in range(20)) + b"bad\xff NN O\n"
     p = write(tmp_path, "a.txt", text)
     with pytest.raises(CorpusFormatError, match=r"a.txt:41: expected UTF-8"):
@@ -233,12 +234,12 @@ def test_read_conll_matches_naive_parser_at_any_chunk_size(tmp_path_factory, doc
     nf, text = doc
     path = tmp_path_factory.mktemp("h") / "doc.txt"
     path.write_text(text, encoding="utf-8")
-    old = corpus.CHUNK_SIZE
-    corpus.CHUNK_SIZE = chunk
+    old = streams.CHUNK_SIZE
+    streams.CHUNK_SIZE = chunk
     try:
         got = list(read_conll(path, labeled=nf > 1))
     finally:
-        corpus.CHUNK_SIZE = old
+        streams.CHUNK_SIZE = old
     assert [(s.columns, s.labels) for s in got] == reference_conll(text, nf > 1)
 
 
@@ -427,7 +428,7 @@ def test_read_raw_uses_spacy_tokenizer(tmp_path):
 
 
 def test_importing_corpus_does_not_import_spacy():
-    code = "import sys, tagger.corpus, tagger.labels, tagger.metrics; print('spacy' in sys.modules)"
+    code = "import sys, tagger.io, tagger.labels, tagger.metrics; print('spacy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -612,7 +613,7 @@ def test_sample_conllu_and_text():
 
 
 def test_one_line_of_text_is_text_not_conll(tmp_path):
-    from tagger.corpus import detect_format
+    from tagger.io import detect_format
 
     path = tmp_path / "one.txt"
     path.write_text("the cat sat\n", encoding="utf-8")

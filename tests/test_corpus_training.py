@@ -17,7 +17,7 @@ import pytest
 from seqeval.metrics import f1_score as seqeval_f1
 
 from tagger.api import Tagger
-from tagger.corpus import load_corpus, read_split
+from tagger.io import load_corpus, read_split
 from tagger.metrics import evaluate
 
 pytestmark = pytest.mark.slow

@@ -212,7 +212,7 @@ def test_l2_learner_reaches_the_optimum(toy_problem):
 def test_smaller_c1_more_nonzeros():
     from pathlib import Path
 
-    from tagger.corpus import read_corpus
+    from tagger.io import read_corpus
 
     train = list(read_corpus(Path(__file__).resolve().parent.parent / "corpora" / "sample_chunk.txt"))
     problem = _problem(train, FeatureSpec.load("chunk"))

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tagger.corpus import read_corpus
+from tagger.io import read_corpus
 from tagger.errors import FeatureSpecError
 from tagger.features import PRESETS, TOKEN_FUNCTIONS, FeatureSpec, Featurizer
 from tagger.sentence import Sentence

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from tagger.api import Tagger
-from tagger.corpus import read_corpus
+from tagger.io import read_corpus
 from tagger.errors import ParameterError
 from tagger.features import FeatureSpec, Featurized, Featurizer
 from tagger.labels import LabelIndex

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tagger.api import Tagger
-from tagger.corpus import load_corpus
+from tagger.io import load_corpus
 
 
 @pytest.fixture(scope="module")

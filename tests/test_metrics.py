@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from seqeval.metrics.sequence_labeling import get_entities, precision_recall_fscore_support
 
-from tagger.corpus import read_conll
+from tagger.io import read_conll
 from tagger.metrics import evaluate, evaluate_ids, format_report
 
 BIO = ["O", "B-NP", "I-NP", "B-VP", "I-VP", "B-PP", "I-PP"]

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tagger.corpus import read_corpus
+from tagger.io import read_corpus
 from tagger.features import FeatureSpec, Featurized, Featurizer
 from tagger.labels import LabelIndex
 from tagger.model import ChainModel

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from cli import cli
 from tagger.api import Tagger, plot_available
-from tagger.corpus import read_corpus
+from tagger.io import read_corpus
 from tagger.errors import TaggerError
 
 SAMPLES = Path(__file__).resolve().parent.parent / "corpora"

@@ -26,7 +26,7 @@ from spacy.training import Example  # noqa: E402
 from _entry_points import entry_point_site  # noqa: E402
 from cli import cli  # noqa: E402
 from tagger import Tagger  # noqa: E402
-from tagger.corpus import load_corpus  # noqa: E402
+from tagger.io import load_corpus  # noqa: E402
 from tagger.labels import bio_spans  # noqa: E402
 from tagger.metrics import evaluate  # noqa: E402
 from tagger.spacy_component import ComponentConfigError, SparseTagger  # noqa: E402

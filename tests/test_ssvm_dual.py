@@ -308,7 +308,7 @@ def test_dual_never_decreases_on_the_sample_chunk_corpus():
     from pathlib import Path
 
     from tagger.api import Tagger
-    from tagger.corpus import read_corpus
+    from tagger.io import read_corpus
 
     path = Path(__file__).resolve().parent.parent / "corpora" / "sample_chunk.txt"
     if not path.is_file():

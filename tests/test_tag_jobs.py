@@ -51,7 +51,7 @@ def test_iter_blocks_cuts_at_sentence_ends():
 def test_jobs_2_output_equals_jobs_1(model, tmp_path, small_blocks, text_input):
     src = tmp_path / "in.txt"
     if text_input:
-        from tagger.corpus import load_corpus
+        from tagger.io import load_corpus
 
         src.write_text("".join(" ".join(s.tokens) + "\n" for s in load_corpus(SAMPLE)) * 4)
         # a word-only model for plain text

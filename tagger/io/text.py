@@ -1,0 +1,82 @@
+"""Unlabeled text: pre-tokenized (one sentence per line) or raw (tokenized by spaCy's English
+tokenizer, loaded on first use).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from tagger.sentence import Sentence
+from tagger.io.streams import (WRITE_BATCH, iter_lines, iter_text_chunks, no_sentences,
+                               open_text_out, paired)
+
+
+# --------------------------------------------------------------------------------------------
+# plain and raw text
+
+
+def read_text(source) -> Iterator[Sentence]:
+    """Pre-tokenized text: one sentence per line, tokens separated by whitespace."""
+    n_sent = 0
+    for text, _ in iter_text_chunks(source):
+        for line in text.split("\n"):
+            tokens = line.split()
+            if tokens:
+                n_sent += 1
+                yield Sentence([tokens], None, {"format": "text"})
+    if n_sent == 0:
+        raise no_sentences(source)
+
+
+_TOKENIZER = None
+
+
+def _spacy_tokenizer():
+    """spaCy's blank English tokenizer, created on first use (importing spaCy takes a second)."""
+    global _TOKENIZER
+    if _TOKENIZER is None:
+        import spacy
+
+        _TOKENIZER = spacy.blank("en").tokenizer
+    return _TOKENIZER
+
+
+def read_raw(source) -> Iterator[Sentence]:
+    """Raw text: every non-blank line is one sentence (or paragraph), tokenized by spaCy.
+
+    ``meta`` keeps the line (``"text"``) and each token's character offset (``"idx"``).
+    """
+    tokenizer = _spacy_tokenizer()
+    n_sent = 0
+    for _, line in iter_lines(source):
+        if not line.strip():
+            continue
+        doc = tokenizer(line)
+        toks = [t for t in doc if not t.is_space]
+        n_sent += 1
+        yield Sentence([[t.text for t in toks]], None,
+                       {"format": "raw", "text": line, "idx": [t.idx for t in toks]})
+    if n_sent == 0:
+        raise no_sentences(source)
+
+
+def write_text(fh, sentences: Iterable[Sentence], labels_seq=None) -> None:
+    """Write ``token<TAB>label`` lines (just the token when there is no label), a blank line
+    after each sentence."""
+    with open_text_out(fh) as out:
+        buf: list[str] = []
+        for s, labs in paired(sentences, labels_seq):
+            if labs is None:
+                buf.append("\n".join(s.tokens))
+            else:
+                buf.append("\n".join(map("\t".join, zip(s.tokens, labs))))
+            buf.append("\n\n")
+            if len(buf) >= WRITE_BATCH:
+                out.write("".join(buf))
+                buf.clear()
+        out.write("".join(buf))
+
+
+write_raw = write_text
+
+
