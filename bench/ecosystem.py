@@ -131,7 +131,7 @@ def spacy_table(model: str, test: Path, work: Path) -> tuple[list, dict]:
     from tagger import Tagger
     from tagger.io import gc_paused, load_corpus, read_corpus, write_corpus
     from tagger.labels import bio_spans
-    from tagger.parallel import without_gold
+    from tagger.io.sources import without_gold
 
     sents = load_corpus(test)
     n_tok = sum(len(s) for s in sents)

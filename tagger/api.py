@@ -12,25 +12,47 @@ from __future__ import annotations
 import itertools
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
-import tagger
 from tagger.errors import (CorpusFormatError, ModelFileError, NotFittedError, TaggerError,
                            UnknownLabelError)
 from tagger.features import Featurized, FeatureSpec, Featurizer
 from tagger.inference import forward_backward_batch
 from tagger.inference.kernels import viterbi_batch_into
+from tagger.io.sources import as_sentences
 from tagger.labels import LabelIndex
 from tagger.learners import DEFAULT_LEARNER, TrainingProblem, get_learner
 from tagger.metrics import evaluate as evaluate_labels
 from tagger.model import ChainModel
+from tagger.reports import jsonable
 from tagger.sentence import Sentence
 from tagger.serialize import load_model_file, save_model_file
 
 #: sentences featurized and decoded together when tagging a stream
 TAG_BATCH = 4096
+
+
+class Predictions(NamedTuple):
+    """One decoded batch (:meth:`Tagger.predict_batch`): label ids stacked over the batch's
+    tokens, each sentence's offsets into them, and the (tokens, labels) node marginals when
+    they were asked for."""
+
+    ids: np.ndarray                 # int32[n_tokens]
+    offsets: np.ndarray             # int64[n_sentences + 1]
+    marginals: np.ndarray | None    # float64[n_tokens, n_labels] or None
+
+    def labels(self, index: LabelIndex) -> list[list[str]]:
+        """The predicted label sequences, one per sentence."""
+        flat = np.array(index.labels, dtype=object)[self.ids].tolist()
+        offs = self.offsets.tolist()
+        return [flat[a:b] for a, b in zip(offs[:-1], offs[1:])]
+
+    def marginal_list(self) -> list[np.ndarray]:
+        """The node marginals as one (T, L) array per sentence."""
+        offs = self.offsets.tolist()
+        return [self.marginals[a:b] for a, b in zip(offs[:-1], offs[1:])]
 
 
 class Tagger:
@@ -75,8 +97,8 @@ class Tagger:
         the unlabeled sentences should meet. ``test`` sentences are scored along the way for
         the trace only (reporting; nothing is chosen on them).
         """
-        sentences = _from_datasets(sentences)
-        dev = None if dev is None else _from_datasets(dev)
+        sentences = as_sentences(sentences)
+        dev = None if dev is None else as_sentences(dev)
         learner_cls = get_learner(self.learner)
         learner = learner_cls(**self.params)
         learner.validated()  # fail on bad parameters before featurizing anything
@@ -91,9 +113,7 @@ class Tagger:
         t_feat = time.perf_counter() - t0
         w = learner.fit(problem, seed=int(self.seed))
         n_params = model.n_weights
-        model, w, keep_attr = model.compact(w)
-        featurizer.prune(keep_attr)
-        self.featurizer_, self.labels_, self.model_, self.weights_ = featurizer, labels, model, w
+        w = self._keep(learner, featurizer, labels, model, w)
         # the row of the weights kept: learners that choose along training (best dev score)
         # mark it "selected"; otherwise the weights are those of the last row
         kept = [r for r in learner.trace_ if r.get("selected")]
@@ -109,8 +129,18 @@ class Tagger:
             "train_seconds": round(time.perf_counter() - t0 - t_feat, 3),
             "final": {k: v for k, v in last.items() if isinstance(v, (int, float, str))},
         }
-        self.trace_ = list(learner.trace_)
         return self
+
+    def _keep(self, learner, featurizer: Featurizer, labels: LabelIndex, model: ChainModel,
+              w: np.ndarray) -> np.ndarray:
+        """Keep what training ended with (:meth:`fit` and :meth:`path`): the model without its
+        zero weights, the featurizer without the attributes left without parameters, and the
+        learner's trace. Returns the kept weights."""
+        model, w, keep_attr = model.compact(w)
+        featurizer.prune(keep_attr)
+        self.featurizer_, self.labels_, self.model_, self.weights_ = featurizer, labels, model, w
+        self.trace_ = list(learner.trace_)
+        return w
 
     def _problem(self, sentences, dev, progress, unlabeled=None, constraints=None, test=None):
         """Featurize the training (and dev, test, unlabeled) data:
@@ -194,13 +224,10 @@ class Tagger:
                    "nonzero": int(np.count_nonzero(w)),
                    "seconds": round(time.perf_counter() - t0, 3)}
             rows.append(row)
-        model, w, keep_attr = problem.model.compact(w)
-        featurizer.prune(keep_attr)
-        self.featurizer_, self.labels_, self.model_, self.weights_ = featurizer, labels, model, w
+        w = self._keep(learner, featurizer, labels, problem.model, w)
         self.info_ = {"learner": learner.name, "params": learner.validated(),
                       "seed": int(self.seed), "n_nonzero": int(np.count_nonzero(w)),
                       "path": rows}
-        self.trace_ = list(learner.trace_)
         return rows
 
     # ------------------------------------------------------------------ prediction
@@ -213,39 +240,48 @@ class Tagger:
         _check_columns(sentences, self.featurizer_.spec, "input")
         return self.featurizer_.transform(sentences)
 
-    def decode(self, X: Featurized) -> np.ndarray:
-        """Label ids of featurized sentences (stacked), by Viterbi."""
-        return self._viterbi(self.model_.state_scores(X, self.weights_), X.offsets)
+    def predict_batch(self, sentences: Sequence[Sentence], constraints=None,
+                      marginals: bool = False) -> Predictions:
+        """Decode one batch: every prediction of the package goes through here.
 
-    def _decode_sentences(self, sentences: Sequence[Sentence]) -> np.ndarray:
-        """Label ids of sentences (stacked): attribute lookup fused with scoring, then Viterbi."""
-        return self.decode_batch(sentences)[0]
-
-    def decode_batch(self, sentences: Sequence[Sentence], marginals: bool = False
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """Label ids (stacked), sentence offsets and, with ``marginals``, each chosen label's
-        marginal probability under the model's Gibbs distribution (forward-backward over the
-        same scores); the whole batch is scored and decoded by one kernel call each."""
+        The batch is featurized and scored once (attribute lookup fused with scoring) and
+        decoded by one kernel call: Viterbi, or with ``constraints`` (a constraint file, a
+        :class:`~tagger.constraints.ConstraintSet` or one compiled for this model's labels)
+        the constrained decoder of :mod:`tagger.constrained`. With ``marginals`` the node
+        marginals of the model's Gibbs distribution come from forward-backward over the same
+        scores (meaningful as probabilities for CRF models only: see
+        :attr:`probabilistic_`). Empty sentences take no rows."""
         self._check_fitted()
-        from tagger.inference import forward_backward_batch
-
-        _check_columns(sentences, self.featurizer_.spec, "input")
-        E = self.featurizer_.encode(sentences)
+        sentences = list(sentences)
+        offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
+        np.cumsum([len(s) for s in sentences], out=offsets[1:])
+        nonempty = [s for s in sentences if len(s)]
+        if not nonempty:
+            node = np.empty((0, len(self.labels_))) if marginals else None
+            return Predictions(np.empty(0, np.int32), offsets, node)
+        _check_columns(nonempty, self.featurizer_.spec, "input")
+        E = self.featurizer_.encode(nonempty)
         state = self.model_.state_scores_from_views(E, self.weights_)
-        ids = self._viterbi(state, E.offsets)
-        probs = None
-        if marginals:
-            trans = np.ascontiguousarray(self.model_.transitions(self.weights_))
-            _, node, _ = forward_backward_batch(state, E.offsets, trans)
-            probs = node[np.arange(len(ids)), ids]
-        return ids, np.asarray(E.offsets, dtype=np.int64), probs
-
-    def _viterbi(self, state: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        out = np.empty(int(offsets[-1]), dtype=np.int32)
-        scores = np.empty(len(offsets) - 1, dtype=np.float64)
         trans = np.ascontiguousarray(self.model_.transitions(self.weights_))
-        viterbi_batch_into(state, offsets, trans, out, scores)
-        return out
+        if constraints is None:
+            ids = np.empty(int(E.offsets[-1]), dtype=np.int32)
+            viterbi_batch_into(state, E.offsets, trans, ids, np.empty(len(nonempty)))
+        else:
+            from tagger.constrained import constrained_decode
+
+            compiled = self.compile_constraints(constraints)
+            ids, _ = constrained_decode(state, E.offsets, trans, compiled,
+                                        compiled.indicators(nonempty))
+        node = forward_backward_batch(state, E.offsets, trans)[1] if marginals else None
+        return Predictions(ids, offsets, node)
+
+    def compile_constraints(self, constraints):
+        """Constraints compiled for this model's labels (given compiled, as a
+        :class:`~tagger.constraints.ConstraintSet` or as a file); a label of the file that the
+        model lacks is an error."""
+        if hasattr(constraints, "indicators"):
+            return constraints
+        return _constraint_set(constraints).compile(self.labels_.labels)
 
     def predict(self, sentences: Iterable[Sentence], constraints=None) -> list[list[str]]:
         """Predicted label sequences, one per sentence (under ``constraints``, a constraint
@@ -262,28 +298,13 @@ class Tagger:
         with ``constraints``, hard rules are enforced (exactly where the expanded-state
         Viterbi can) and soft ones weigh in by label switching."""
         self._check_fitted()
-        names_arr = np.array(self.labels_.labels, dtype=object)
-        compiled = None
-        if constraints is not None:
-            compiled = _constraint_set(constraints).compile(self.labels_.labels)
+        compiled = None if constraints is None else self.compile_constraints(constraints)
         it = iter(sentences)
         while True:
-            batch = [s for s in itertools.islice(it, batch_size)]
+            batch = list(itertools.islice(it, batch_size))
             if not batch:
                 return
-            nonempty = [s for s in batch if len(s)]
-            if not nonempty:
-                ids = np.empty(0, np.int32)
-            elif compiled is None:
-                ids = self._decode_sentences(nonempty)
-            else:
-                ids = self._decode_constrained(nonempty, compiled)
-            flat = names_arr[ids].tolist()
-            pos = 0
-            for s in batch:
-                n = len(s)
-                yield s, flat[pos:pos + n]
-                pos += n
+            yield from zip(batch, self.predict_batch(batch, compiled).labels(self.labels_))
 
     # ------------------------------------------------------------------ marginals (CRF models)
     @property
@@ -294,6 +315,14 @@ class Tagger:
         cls = LEARNERS.get(self.info_.get("learner", ""))
         return bool(getattr(cls, "probabilistic", False))
 
+    def check_probabilistic(self, what: str = "marginals") -> None:
+        """Refuse a max-margin model where probabilities are asked for."""
+        if not self.probabilistic_:
+            raise TaggerError(
+                f"{what} need a CRF model (crf-l2, crf-l1, crf-grafting, ...); this model was "
+                f"trained by {self.info_.get('learner', 'an unknown learner')}, a max-margin "
+                f"learner whose scores are not probabilities")
+
     def predict_marginals(self, sentences: Iterable[Sentence]) -> list[np.ndarray]:
         """Per-token label probabilities ``P(y_t = l | x)`` of a CRF model: one float64 array
         (T, L) per sentence, columns in the order of ``labels_.labels``, rows summing to 1.
@@ -301,37 +330,8 @@ class Tagger:
         Max-margin models are refused: their scores rank labelings but are not probabilities.
         """
         self._check_fitted()
-        if not self.probabilistic_:
-            raise TaggerError(
-                f"marginals need a CRF model (crf-l2, crf-l1, crf-grafting, ...); this model was "
-                f"trained by {self.info_.get('learner', 'an unknown learner')}, a max-margin "
-                f"learner whose scores are not probabilities")
-        sents = list(sentences)
-        L = len(self.labels_)
-        nonempty = [s for s in sents if len(s)]
-        node = np.empty((0, L))
-        if nonempty:
-            _check_columns(nonempty, self.featurizer_.spec, "input")
-            E = self.featurizer_.encode(nonempty)
-            state = self.model_.state_scores_from_views(E, self.weights_)
-            _, node, _ = forward_backward_batch(state, E.offsets,
-                                                self.model_.transitions(self.weights_))
-        out, pos = [], 0
-        for s in sents:
-            out.append(node[pos:pos + len(s)])
-            pos += len(s)
-        return out
-
-    def _decode_constrained(self, sentences: Sequence[Sentence], compiled) -> np.ndarray:
-        from tagger.constrained import constrained_decode
-
-        _check_columns(sentences, self.featurizer_.spec, "input")
-        E = self.featurizer_.encode(sentences)
-        state = self.model_.state_scores_from_views(E, self.weights_)
-        trans = np.ascontiguousarray(self.model_.transitions(self.weights_))
-        ids, _ = constrained_decode(state, E.offsets, trans, compiled,
-                                    compiled.indicators(sentences))
-        return ids
+        self.check_probabilistic()
+        return self.predict_batch(list(sentences), marginals=True).marginal_list()
 
     def constraint_report(self, sentences: Iterable[Sentence], constraints,
                           predictions: Sequence[Sequence[str]] | None = None) -> list[dict]:
@@ -341,7 +341,7 @@ class Tagger:
 
         self._check_fitted()
         gold_sents = self.featurizer_.spec.relabel(
-            _labeled_list(_from_datasets(sentences), "evaluation data"))
+            _labeled_list(as_sentences(sentences), "evaluation data"))
         compiled = _constraint_set(constraints).compile(self.labels_.labels)
         ti = compiled.indicators(gold_sents)
         gold = [lab for s in gold_sents for lab in s.labels]
@@ -372,7 +372,7 @@ class Tagger:
         """Token accuracy and conlleval chunk P/R/F1 against the sentences' gold labels
         (predictions under ``constraints`` when given)."""
         gold_sents = self.featurizer_.spec.relabel(
-            _labeled_list(_from_datasets(sentences), "evaluation data"))
+            _labeled_list(as_sentences(sentences), "evaluation data"))
         gold_labels = {lab for s in gold_sents for lab in s.labels}
         known = set(self.labels_.labels)
         if not gold_labels & known:
@@ -399,7 +399,7 @@ class Tagger:
         if isinstance(info.get("final"), dict):
             info["final"] = _without_clock(info["final"])
         meta = {"labels": self.labels_.labels, "features": feat_meta, "info": info,
-                "trace": [_without_clock(_jsonable(r)) for r in getattr(self, "trace_", [])]}
+                "trace": [_without_clock(_scalars(r)) for r in getattr(self, "trace_", [])]}
         return save_model_file(path, meta, arrays)
 
     def to_bytes(self) -> bytes:
@@ -482,59 +482,7 @@ class Tagger:
         }
 
 
-# ---------------------------------------------------------------------- regularization path
-
-
-def plot_available() -> bool:
-    """Whether :func:`plot_path` can draw (matplotlib is an optional dependency)."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def plot_path(rows: list[dict], out: str | Path, title: str = "") -> None:
-    """Dev score and non-zero weights against the path parameter (log scale), to ``out``."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise TaggerError("drawing the path needs matplotlib (pip install matplotlib)") from None
-    score = "dev_f1" if "dev_f1" in rows[0] else "dev_acc"
-    x = [r["value"] for r in rows]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(x, [r[score] for r in rows], "o-", color="tab:blue")
-    ax.set_xscale("log")
-    ax.set_xlabel(rows[0]["param"])
-    ax.set_ylabel({"dev_f1": "dev chunk F1", "dev_acc": "dev accuracy"}[score], color="tab:blue")
-    ax2 = ax.twinx()
-    ax2.plot(x, [r["nonzero"] for r in rows], "s--", color="tab:red")
-    ax2.set_yscale("log")
-    ax2.set_ylabel("non-zero weights", color="tab:red")
-    if title:
-        ax.set_title(title)
-    fig.tight_layout()
-    out = Path(out)
-    tmp = out.with_name(out.name + ".tmp" + out.suffix)
-    fig.savefig(tmp)
-    plt.close(fig)
-    tmp.replace(out)
-
-
 # ---------------------------------------------------------------------- helpers
-
-
-def _from_datasets(data):
-    """Hugging Face sources (a Dataset, ``hf:NAME``, ``*.parquet``...) as sentences; the
-    module that reads them is imported only when one is given."""
-    if isinstance(data, (str, Path)) or (type(data).__module__ or "").startswith("datasets"):
-        from tagger.io import hf
-
-        return hf.as_sentences(data)
-    return data
 
 
 def _labeled_list(sentences: Iterable[Sentence], what: str) -> list[Sentence]:
@@ -630,13 +578,7 @@ def _without_clock(row: dict) -> dict:
     return {k: v for k, v in row.items() if k not in _CLOCK_KEYS}
 
 
-def _jsonable(row: dict) -> dict:
-    out = {}
-    for k, v in row.items():
-        if isinstance(v, (np.integer,)):
-            v = int(v)
-        elif isinstance(v, (np.floating,)):
-            v = float(v)
-        if isinstance(v, (int, float, str, bool)) or v is None:
-            out[k] = v
-    return out
+def _scalars(row: dict) -> dict:
+    """The row's numbers, strings and None, as JSON takes them (lists and tables left out)."""
+    return {k: v for k, v in jsonable(row).items()
+            if isinstance(v, (int, float, str, bool)) or v is None}

@@ -47,3 +47,44 @@ class NotFittedError(TaggerError):
 
 class ConstraintError(TaggerError, ValueError):
     """A constraint file is invalid; the message lists every mistake with its key path."""
+
+
+class FieldError(TaggerError, ValueError):
+    """A spaCy Doc field name that is not one of the forms :mod:`tagger.io.docbin` reads."""
+
+
+class DatasetSourceError(TaggerError, ValueError):
+    """A dataset source cannot be read: unknown field, hub out of reach, bad option."""
+
+
+class ComponentConfigError(TaggerError, ValueError):
+    """The spaCy component's config or its place in the pipeline does not fit its model."""
+
+
+# ---------------------------------------------------------------------------------------------
+# messages
+
+
+def one_line(message: str) -> str:
+    """Fold a multi-line message (a feature file with several mistakes) into one line."""
+    lines = [ln.strip() for ln in str(message).splitlines() if ln.strip()]
+    if not lines:
+        return "unknown error"
+    if len(lines) == 1:
+        return lines[0]
+    head = lines[0]
+    sep = " " if head.endswith(":") else ": "
+    return head + sep + "; ".join(lines[1:])
+
+
+def describe(exc: BaseException) -> str:
+    """What went wrong, for a person: an OS error names its file, a decoding error its byte."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = exc.filename if exc.filename is not None else ""
+        if exc.filename2 is not None:
+            where = f"{where} -> {exc.filename2}"
+        return f"{where}: {exc.strerror}" if where else exc.strerror
+    if isinstance(exc, UnicodeDecodeError):
+        return (f"expected UTF-8 text, found the byte 0x{exc.object[exc.start]:02x} at byte "
+                f"offset {exc.start} that is not valid UTF-8; convert the file to UTF-8")
+    return str(exc)

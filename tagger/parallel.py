@@ -15,6 +15,7 @@ from collections import deque
 from typing import Iterator
 
 from tagger.io import gc_paused, read_corpus, write_corpus
+from tagger.io.sources import without_gold
 from tagger.errors import CorpusFormatError
 
 #: bytes of input per block: about 800 CoNLL-2000 sentences, small enough that the last
@@ -24,30 +25,6 @@ BLOCK_BYTES = 1 << 18
 BLANK_LINE_FORMATS = ("conll", "conllu", "tab")
 LINE_FORMATS = ("text", "raw")
 PARALLEL_FORMATS = BLANK_LINE_FORMATS + LINE_FORMATS
-
-
-def without_gold(sentences, n_columns: int, column_names: str, name: str):
-    """CoNLL input read with every field as a column: one field more than the model reads
-    is a gold label (dropped, the prediction takes its place), exactly as many is no label."""
-    drop = None
-    for s in sentences:
-        if drop is None:
-            if s.meta.get("format") != "conll":
-                drop = False
-            else:
-                nf = len(s.columns)
-                if nf == n_columns + 1:
-                    drop = True
-                elif nf == n_columns:
-                    drop = False
-                else:
-                    raise CorpusFormatError(
-                        f"expected {n_columns} field(s) per token ({column_names}), or "
-                        f"{n_columns + 1} with a label as the last field, found {nf}; check "
-                        "--format and the model", name)
-        if drop:
-            s.columns.pop()
-        yield s
 
 
 def iter_blocks(stream, fmt: str, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Iterable, Iterator, List, Optional
 
 import numpy as np
-from spacy import attrs as spacy_attrs
 from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.scorer import Scorer
@@ -45,17 +44,13 @@ from spacy.training import Example
 from spacy.util import minibatch
 
 from tagger.api import Tagger
-from tagger.errors import TaggerError
+from tagger.errors import ComponentConfigError
 from tagger.labels import chunk_starts_ends, label_tag_type
-from tagger.io.docbin import ANNOTATION, check_field, describe, doc_field, has_field
+from tagger.io.docbin import ANNOTATION, StringCache, check_field, describe, doc_columns, has_field
 
 FACTORY = "sparse_tagger"
 TARGETS = ("tag", "pos", "ents", "spans")
 MODEL_FILE = "model.tgm"
-
-
-class ComponentConfigError(TaggerError, ValueError):
-    """The component's config or its place in the pipeline does not fit its model."""
 
 
 @Language.factory(
@@ -200,12 +195,7 @@ class SparseTagger(Pipe):
     def _sentences(self, docs: list[Doc]):
         from tagger.sentence import Sentence
 
-        # Token attributes come out of each Doc as one array of string hashes
-        # (Doc.to_array), turned into strings through a cache: making a Token object per
-        # token and attribute would cost more than featurizing and decoding together.
-        attrs = [_ARRAY_ATTR.get(f) for f in self.fields]
-        ids = [spacy_attrs.IDS[a] for a in attrs if a is not None]
-        strings = _StringCache(self.vocab.strings)
+        strings = StringCache(self.vocab.strings)
         out = []
         for k, doc in enumerate(docs):
             for i, field in enumerate(self.fields):
@@ -216,15 +206,7 @@ class SparseTagger(Pipe):
                         f"which the model reads as its column {i + 1} ({col!r}); put a "
                         f"component that sets it before '{self.name}', or give Docs that "
                         f"carry it")
-            arr = doc.to_array(ids).reshape(len(doc), len(ids)).T.tolist() if ids else []
-            cols, j = [], 0
-            for field, attr in zip(self.fields, attrs):
-                if attr is None:
-                    cols.append(doc_field(doc, field))
-                else:
-                    cols.append([strings[h] for h in arr[j]])
-                    j += 1
-            out.append(Sentence(cols))
+            out.append(Sentence(doc_columns(doc, self.fields, strings)))
         return out
 
     def predict(self, docs: Iterable[Doc]):
@@ -235,13 +217,11 @@ class SparseTagger(Pipe):
         nonempty = [d for d in docs if len(d)]
         if not nonempty:
             return np.empty(0, np.int32), np.zeros(1, np.int64), None
-        sentences = self._sentences(nonempty)
-        if self._constraints is not None:
-            ids = tagger._decode_constrained(sentences, self._constraints)
-            offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
-            np.cumsum([len(s) for s in sentences], out=offsets[1:])
-            return ids, offsets, None
-        return tagger.decode_batch(sentences, marginals=bool(self.cfg["scores"]))
+        scores = bool(self.cfg["scores"]) and self._constraints is None
+        p = tagger.predict_batch(self._sentences(nonempty), self._constraints, marginals=scores)
+        # each token's score: the marginal probability of the label it was given
+        probs = p.marginals[np.arange(len(p.ids)), p.ids] if scores else None
+        return p.ids, p.offsets, probs
 
     def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
         ids, offsets, probs = predictions
@@ -331,23 +311,6 @@ class SparseTagger(Pipe):
     def __reduce__(self):
         return (_rebuild, (self.vocab, self.name, dict(self.cfg),
                            None if self.tagger is None else self.tagger.to_bytes()))
-
-
-#: Doc fields read with Doc.to_array (string hashes); the others go through Token objects
-_ARRAY_ATTR = {"words": "ORTH", "text": "ORTH", "orth": "ORTH", "tag": "TAG", "pos": "POS",
-               "lemma": "LEMMA", "norm": "NORM", "dep": "DEP"}
-
-
-class _StringCache(dict):
-    """hash -> string of a StringStore, remembered for the batch."""
-
-    def __init__(self, store):
-        super().__init__()
-        self.store = store
-
-    def __missing__(self, key):
-        value = self[key] = self.store[key]
-        return value
 
 
 def _rebuild(vocab, name, cfg, model_bytes):

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from tagger.errors import TaggerError
 
-_SCORE_KEYS = ("dev_acc", "dev_f1", "test_acc", "test_f1")
+SCORE_KEYS = ("dev_acc", "dev_f1", "test_acc", "test_f1")
 
 
 def format_trace(rows: Sequence[dict]) -> str:
@@ -37,35 +36,3 @@ def _cell(v) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v)
-
-
-def plot_trace(rows: Sequence[dict], path: str) -> None:
-    """Draw the dev / test scores of the trace against its rows into a PNG."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise TaggerError("drawing the trace needs matplotlib (pip install matplotlib); "
-                          "'tagger trace MODEL' prints it as a table") from None
-    keys = [k for k in _SCORE_KEYS if any(k in r for r in rows)]
-    if not keys:
-        raise TaggerError("the trace has no dev or test scores to draw")
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    x = list(range(len(rows)))
-    for k in keys:
-        ax.plot(x, [r.get(k) for r in rows], marker="o", label=k)
-    sel = max((i for i, r in enumerate(rows) if r.get("selected")), default=None)
-    if sel is not None:
-        ax.axvline(sel, color="grey", linestyle=":", label="kept")
-    labels = [f"{r.get('C_u', r.get('epoch', i)):.3g}" if isinstance(r.get("C_u", r.get("epoch")), float)
-              else str(r.get("C_u", r.get("epoch", i))) for i, r in enumerate(rows)]
-    ax.set_xticks(x)
-    ax.set_xticklabels(labels, rotation=45, fontsize=7)
-    ax.set_xlabel("C_u" if any("C_u" in r for r in rows) else "epoch")
-    ax.set_ylabel("score")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from cli import cli
-from tagger.api import Tagger, plot_available
+from tagger.api import Tagger
+from tagger.plots import plot_available
 from tagger.io import read_corpus
 from tagger.errors import TaggerError
 

@@ -134,13 +134,13 @@ def test_predict_leaves_docs_alone_and_set_annotations_writes(models, dev):
 
 def test_pipe_decodes_one_batch_per_kernel_call(models, dev, monkeypatch):
     calls = []
-    original = Tagger.decode_batch
+    original = Tagger.predict_batch
 
-    def counting(self, sentences, marginals=False):
+    def counting(self, sentences, constraints=None, marginals=False):
         calls.append(len(sentences))
-        return original(self, sentences, marginals)
+        return original(self, sentences, constraints, marginals)
 
-    monkeypatch.setattr(Tagger, "decode_batch", counting)
+    monkeypatch.setattr(Tagger, "predict_batch", counting)
     nlp = spacy.blank("en")
     nlp.add_pipe("sparse_tagger", config={"model": str(models["pos"]), "batch_size": 4})
     docs = [Doc(nlp.vocab, words=s.tokens) for s in dev] + [Doc(nlp.vocab, words=[])]

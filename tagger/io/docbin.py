@@ -16,17 +16,13 @@ from __future__ import annotations
 import os
 from typing import Iterator, Sequence
 
-from tagger.errors import CorpusFormatError, TaggerError
+from tagger.errors import CorpusFormatError, FieldError
 from tagger.sentence import Sentence
 
 TOKEN_ATTRS = ("tag", "pos", "lemma", "norm", "morph", "dep")
 WORDS = ("words", "text", "orth")
 #: ``Doc.has_annotation`` names of the token attributes
 ANNOTATION = {"tag": "TAG", "pos": "POS", "lemma": "LEMMA", "morph": "MORPH", "dep": "DEP"}
-
-
-class FieldError(TaggerError, ValueError):
-    """A field name that is not one of the module docstring's forms."""
 
 
 def check_field(field: str) -> str:
@@ -99,11 +95,42 @@ def doc_field(doc, field: str) -> list[str]:
     return [str(t._.get(name)) for t in doc]
 
 
-def doc_sentence(doc, fields: Sequence[str], labeled: bool) -> Sentence:
-    cols = [doc_field(doc, f) for f in fields]
-    if labeled:
-        return Sentence(cols[:-1], cols[-1], {"format": "conll"})
-    return Sentence(cols, None, {"format": "conll"})
+#: Doc fields read with Doc.to_array (string hashes); the others go through Token objects
+ARRAY_ATTR = {"words": "ORTH", "text": "ORTH", "orth": "ORTH", "tag": "TAG", "pos": "POS",
+              "lemma": "LEMMA", "norm": "NORM", "dep": "DEP"}
+
+
+class StringCache(dict):
+    """hash -> string of a spaCy StringStore, remembered while a batch is read."""
+
+    def __init__(self, store):
+        super().__init__()
+        self.store = store
+
+    def __missing__(self, key):
+        value = self[key] = self.store[key]
+        return value
+
+
+def doc_columns(doc, fields: Sequence[str], strings: StringCache) -> list[list[str]]:
+    """The columns ``fields`` of ``doc``, one string per token each.
+
+    Token attributes come out of the Doc as one array of string hashes (``Doc.to_array``),
+    turned into strings through ``strings``: making a Token object per token and attribute
+    would cost more than featurizing and decoding together."""
+    from spacy import attrs as spacy_attrs
+
+    attrs = [ARRAY_ATTR.get(f) for f in fields]
+    ids = [spacy_attrs.IDS[a] for a in attrs if a is not None]
+    arr = doc.to_array(ids).reshape(len(doc), len(ids)).T.tolist() if ids else []
+    cols, j = [], 0
+    for field, attr in zip(fields, attrs):
+        if attr is None:
+            cols.append(doc_field(doc, field))
+        else:
+            cols.append([strings[h] for h in arr[j]])
+            j += 1
+    return cols
 
 
 def default_docbin_fields(docs) -> list[str]:
@@ -146,6 +173,7 @@ def read_docbin(path: str | os.PathLike, fields: Sequence[str] | str | None = No
         raise CorpusFormatError(f"not a spaCy DocBin file ({type(exc).__name__}: {exc})",
                                 path) from None
     vocab = spacy.blank("xx").vocab
+    strings = StringCache(vocab.strings)
     docs = list(docbin.get_docs(vocab))
     if isinstance(fields, str):
         fields = [f.strip() for f in fields.split(",") if f.strip()]
@@ -158,9 +186,10 @@ def read_docbin(path: str | os.PathLike, fields: Sequence[str] | str | None = No
             if not has_field(doc, f):
                 raise CorpusFormatError(f"Doc {i + 1} has no {describe(f)} (field {f!r})", path)
         try:
-            sent = doc_sentence(doc, fields, labeled)
+            cols = doc_columns(doc, fields, strings)
         except CorpusFormatError as exc:
             raise CorpusFormatError(f"Doc {i + 1}: {exc}", path) from None
+        sent = Sentence(cols[:-1], cols[-1]) if labeled else Sentence(cols)
         bounds = [0, len(doc)]
         if doc.has_annotation("SENT_START"):
             bounds = [s.start for s in doc.sents] + [len(doc)]

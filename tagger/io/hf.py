@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 from urllib.parse import parse_qsl, urlsplit
 
-from tagger.errors import CorpusFormatError, TaggerError
+from tagger.errors import CorpusFormatError, DatasetSourceError
 from tagger.sentence import Sentence
 
 PREFIX = "hf:"
@@ -45,10 +45,6 @@ _OFFLINE_HINT = ("download the data elsewhere and give local files instead: a Co
                  "it is, 'hf:conll:train.txt', or a file saved with Dataset.to_parquet / "
                  "to_json ('train.parquet', 'train.jsonl'); with the dataset already in the "
                  "local cache, set HF_HUB_OFFLINE=1")
-
-
-class DatasetSourceError(TaggerError, ValueError):
-    """A dataset source cannot be read: unknown field, hub out of reach, bad option."""
 
 
 @dataclass

@@ -1,0 +1,154 @@
+"""What the command line needs around the API: data errors as one line with exit status 1,
+usage errors (exit 2) for bad learner settings, a quiet end when stdout's reader goes away,
+training progress on stderr and JSON output."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+
+def quiet_broken_pipe() -> None:
+    """The reader of stdout went away (``tagger tag ... | head``): stop without a word.
+
+    stdout is pointed at /dev/null so that the interpreter's final flush cannot fail again.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout without a descriptor (tests)
+        pass
+
+
+class TaggerGroup(click.Group):
+    """A click group that turns data errors into one line on stderr and exit status 1."""
+
+    def invoke(self, ctx: click.Context):
+        from tagger.errors import TaggerError, describe, one_line
+
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            quiet_broken_pipe()
+            ctx.exit(0)
+        except (TaggerError, OSError, UnicodeDecodeError) as exc:
+            click.echo(f"error: {one_line(describe(exc))}", err=True)
+            ctx.exit(1)
+        except KeyboardInterrupt:
+            click.echo("error: interrupted", err=True)
+            ctx.exit(130)
+
+
+def run(group: click.Group) -> None:
+    """Run the command line and exit with its status, flushing what stdout still buffers."""
+    try:
+        group.main(prog_name="tagger")
+    except SystemExit as exc:
+        code = exc.code
+    else:
+        code = 0
+    try:  # what is still buffered (short outputs such as `tagger learners | head -1`)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        quiet_broken_pipe()
+    except (OSError, ValueError):
+        pass
+    sys.exit(code)
+
+
+class TrainProgress:
+    """Shows the learners' per-epoch log lines (logger ``tagger.train``) on stderr."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+
+    def __enter__(self):
+        import logging
+
+        self.logger = logging.getLogger("tagger.train")
+        self.handler = None
+        if not self.quiet:
+            self.handler = logging.StreamHandler(sys.stderr)
+            self.handler.setFormatter(logging.Formatter("%(message)s"))
+            self.old_level = self.logger.level
+            self.logger.addHandler(self.handler)
+            self.logger.setLevel(logging.INFO)
+        return self
+
+    def __exit__(self, *exc):
+        if self.handler is not None:
+            self.logger.removeHandler(self.handler)
+            self.logger.setLevel(self.old_level)
+        return False
+
+
+def learner_settings(learner: str, pairs: tuple[str, ...]) -> dict:
+    """The learner's ``--set key=value`` settings; any mistake is a usage error (exit 2)
+    whose message lists the learner's parameters."""
+    from tagger.errors import ParameterError
+    from tagger.learners import get_learner, parse_settings
+
+    try:
+        get_learner(learner)
+    except ParameterError as exc:
+        raise click.BadParameter(f"{exc}; see 'tagger learners'", param_hint="'--learner'")
+    try:
+        return parse_settings(learner, pairs)
+    except ParameterError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--set'")
+
+
+def load_constraints(path: str | None):
+    """The constraint file, every mistake reported before any data is read."""
+    if path is None:
+        return None
+    from tagger.constraints import ConstraintSet
+
+    return ConstraintSet.load(path)
+
+
+def path_values(text: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated numbers, got {text!r}",
+                                 param_hint="'--values'")
+    if not values:
+        raise click.BadParameter("no values given", param_hint="'--values'")
+    return values
+
+
+def path_param(learner: str, params: dict, param: str | None, values: list[float]) -> str:
+    """The parameter the path varies (the learner's own by default), each value checked."""
+    from tagger.errors import ParameterError
+    from tagger.learners import get_learner
+
+    try:
+        cls = get_learner(learner)
+        param = param or getattr(cls, "path_param", None)
+        if param is None:
+            raise click.BadParameter(f"learner {learner} needs --param", param_hint="'--param'")
+        p = cls.param(param)
+        for v in values:
+            cls(**dict(params, **{param: p.kind(v) if p.kind is int else v})).validated()
+    except ParameterError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--values'")
+    return param
+
+
+def to_json(obj) -> str:
+    import json
+
+    from tagger.reports import jsonable
+
+    return json.dumps(jsonable(obj), ensure_ascii=False)
+
+
+def require_matplotlib() -> None:
+    """A usage error, before any work, when a picture is asked for and cannot be drawn."""
+    from tagger.plots import plot_available
+
+    if not plot_available():
+        raise click.UsageError("--plot needs matplotlib (pip install matplotlib)")

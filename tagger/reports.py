@@ -1,0 +1,146 @@
+"""Results as people and programs read them: the text tables the command line prints
+(learners, training summary, regularization path, constraint violations, model inspection)
+and JSON-ready copies of result dicts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def jsonable(obj):
+    """``obj`` with numpy scalars and arrays as Python numbers and lists, tuples as lists, keys
+    as strings, and non-finite floats as None (JSON has no NaN or infinity)."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    return obj
+
+
+def learner_table(name: str, cls) -> str:
+    rows = [(p.name, repr(p.default), p.describe_range(), p.help) for p in cls.params]
+    w0 = max([len("parameter")] + [len(r[0]) for r in rows])
+    w1 = max([len("default")] + [len(r[1]) for r in rows])
+    w2 = max([len("range")] + [len(r[2]) for r in rows])
+    doc = (cls.__doc__ or "").strip().splitlines()
+    lines = [f"{name}" + (f": {doc[0].strip()}" if doc else "")]
+    lines.append(f"  {'parameter':<{w0}}  {'default':<{w1}}  {'range':<{w2}}  help")
+    for r in rows:
+        lines.append(f"  {r[0]:<{w0}}  {r[1]:<{w1}}  {r[2]:<{w2}}  {r[3]}")
+    return "\n".join(lines)
+
+
+def learners_text(learners: dict, default: str) -> str:
+    """Every learner's parameter table, the default one marked."""
+    blocks = []
+    for name, cls in learners.items():
+        text = learner_table(name, cls)
+        if name == default:
+            first, rest = text.split("\n", 1)
+            text = f"{first} [default]\n{rest}"
+        blocks.append(text)
+    return "\n\n".join(blocks)
+
+
+def size_text(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def train_summary(tagger, model_path: str, size: int) -> str:
+    """What ``tagger train`` says when it is done."""
+    info = tagger.info_
+    final = info.get("final", {})
+    dev_txt = ", ".join(f"{k} {final[k]}" for k in ("dev_f1", "dev_acc") if k in final)
+    seconds = info.get("featurize_seconds", 0) + info.get("train_seconds", 0)
+    return (
+        f"trained {info['learner']} (features {tagger.featurizer_.spec.name}) on "
+        f"{info['n_train_sentences']} sentences, {info['n_train_tokens']} tokens in "
+        f"{seconds:.1f} s (featurize {info.get('featurize_seconds', 0):.1f} s)\n"
+        f"parameters {info['n_params']}, non-zero weights {info['n_nonzero']}, "
+        f"labels {len(tagger.labels_)}\n"
+        + (f"dev of the saved weights: {dev_txt}\n" if dev_txt else "")
+        + f"saved {model_path} ({size_text(size)})")
+
+
+def path_table(rows: list[dict], param: str) -> str:
+    """The regularization path, one line per value."""
+    score = "dev_f1" if "dev_f1" in rows[0] else "dev_acc"
+    lines = [f"{param:>12}  {score:>7}  {'dev_acc':>7}  {'nonzero':>9}  {'seconds':>8}"]
+    for r in rows:
+        lines.append(f"{r['value']:>12g}  {r[score]:>7.2f}  {r['dev_acc']:>7.2f}  "
+                     f"{r['nonzero']:>9d}  {r['seconds']:>8.1f}")
+    return "\n".join(lines)
+
+
+def constraint_table(rows: list[dict]) -> str:
+    """Violation rates by gold labels and by predictions, one line per constraint."""
+    width = max([len("constraint")] + [len(r["constraint"]) for r in rows])
+    out = ["", f"{'constraint':<{width}}  {'kind':<13}  {'gold':>8}  {'predicted':>9}"]
+    for r in rows:
+        kind = f"{r['level']}{' hard' if r['hard'] else ''}"
+        if r["level"] == "instance":
+            g, p = f"{100 * r['gold_rate']:.1f}%", f"{100 * r['pred_rate']:.1f}%"
+        else:
+            g, p = f"{r['gold_value']:.3f}", f"{r['pred_value']:.3f}"
+        out.append(f"{r['constraint']:<{width}}  {kind:<13}  {g:>8}  {p:>9}")
+    out.append("instance rows: share of sentences violating the rule; corpus rows: the "
+               "measured fraction (target +- tolerance in the file)")
+    return "\n".join(out)
+
+
+def inspect_text(r: dict, top: int) -> str:
+    labels = r["labels"]
+    lines = [
+        f"learner: {r.get('learner')}",
+        f"parameters: {r['n_params']}   non-zero weights: {r['n_nonzero']}   "
+        f"attributes: {r.get('n_attributes')}   labels: {len(labels)}",
+        "labels: " + " ".join(labels),
+        "",
+        f"top {top} features per label (by |weight|):",
+    ]
+    for lab, feats in r["top_features"].items():
+        lines.append(f"  {lab}:")
+        if not feats:
+            lines.append("    (none)")
+        for name, w in feats:
+            lines.append(f"    {w:+10.4f}  {name}")
+    lines.append("")
+    lines.extend(_transition_matrix(r))
+    return "\n".join(lines)
+
+
+def _transition_matrix(r: dict) -> list[str]:
+    """Rows: previous label (and start/end weights); columns: next label, by number."""
+    labels = r["labels"]
+    rows = [(f"{i:>2} {a}", [r["transitions"][a][b] for b in labels])
+            for i, a in enumerate(labels)]
+    for key in ("start", "end"):
+        if key in r:
+            rows.append((f"   {key}", [r[key][b] for b in labels]))
+    cells = [[_cell(v) for v in vals] for _, vals in rows]
+    width = max([len(str(len(labels) - 1))] + [len(c) for row in cells for c in row])
+    head = max(len(name) for name, _ in rows)
+    out = ["transitions (row: previous label; column: next label, by number; '.' = 0):",
+           " " * head + " " + " ".join(f"{j:>{width}}" for j in range(len(labels)))]
+    for (name, _), row in zip(rows, cells):
+        out.append(f"{name:<{head}} " + " ".join(f"{c:>{width}}" for c in row))
+    return out
+
+
+def _cell(v: float) -> str:
+    return "." if v == 0 else f"{v:.2f}"
