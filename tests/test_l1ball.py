@@ -15,7 +15,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from tagger.learners._l1ball import _project_l1_ball, project_l1_ball
+from tagger.learners.l1_ball import project_l1_ball, project_l1_ball_into
 
 # ------------------------------------------------------------------------------ references
 
@@ -101,7 +101,7 @@ def test_radius_inside_the_norm_always_lands_on_the_sphere(v, frac):
 @given(v=_vectors, z=_radii)
 def test_in_place_kernel_returns_the_threshold(v, z):
     w = v.copy()
-    theta = _project_l1_ball(w, z, np.empty_like(w))
+    theta = project_l1_ball_into(w, z, np.empty_like(w))
     ref = _theta_bisection(v, z)
     assert theta >= 0.0
     assert theta == pytest.approx(ref, rel=1e-7, abs=1e-9 * _scale(v, z))

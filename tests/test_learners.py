@@ -184,13 +184,13 @@ def test_bad_parameter_is_rejected_with_its_range(name, param, value, train):
 
 
 @pytest.mark.parametrize("name, params, fragments", [
-    ("m3n-subgradient", {"radius": -1}, ["'radius'", "SubgradientM3N", "(0, inf)", "Got -1 "]),
+    ("m3n-subgradient", {"radius": -1}, ["'radius'", "M3NSubgradient", "(0, inf)", "Got -1 "]),
     ("m3n-subgradient", {"radius": 0.0}, ["'radius'", "(0, inf)", "Got 0.0 "]),
     ("m3n-subgradient", {"epochs": 0}, ["'epochs'", "integer in [1, inf)", "Got 0 "]),
     ("m3n-subgradient", {"momentum": 1.0}, ["'momentum'", "[0, 0.999]", "Got 1.0 "]),
     ("m3n-subgradient", {"decay": "fast"}, ["'decay'", "'sqrt', 'inverse', 'constant'",
                                             "Got 'fast' "]),
-    ("m3n-l2-subgradient", {"lambda": 0}, ["'lambda'", "SubgradientL2M3N", "(0, inf)", "Got 0 "]),
+    ("m3n-l2-subgradient", {"lambda": 0}, ["'lambda'", "M3NL2Subgradient", "(0, inf)", "Got 0 "]),
     ("m3n-l2-subgradient", {"epochs": -3}, ["'epochs'", "[1, inf)", "Got -3 "]),
 ])
 def test_bad_parameter_messages_by_example(name, params, fragments, train):

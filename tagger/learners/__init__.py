@@ -16,17 +16,17 @@ DEFAULT_LEARNER = "m3n-subgradient"
 
 # (module, class) of every learner, in the order `tagger learners` lists them
 _REGISTRY = (
-    ("m3n_subgradient", "SubgradientM3N"),
-    ("m3n_subgradient", "SubgradientL2M3N"),
-    ("ssvm_dual", "SDML2M3N"),
-    ("m3n_em", "EML1M3N"),
-    ("lp", "CuttingPlaneM3N"),
-    ("lp", "ExtragradientLP"),
-    ("lp", "SimplexLP"),
-    ("crf_lbfgs", "CRFL2"),
-    ("crf_lbfgs", "CRFL1"),
-    ("crf_grafting", "GraftingLight"),
-    ("crf_grafting", "GreedyGrafting"),
+    ("m3n_subgradient", "M3NSubgradient"),
+    ("m3n_l2_subgradient", "M3NL2Subgradient"),
+    ("m3n_l2", "M3NL2"),
+    ("m3n_em", "M3NEM"),
+    ("m3n_cutting_plane", "M3NCuttingPlane"),
+    ("lp_extragradient", "LPExtragradient"),
+    ("lp_simplex", "LPSimplex"),
+    ("crf_l2", "CRFL2"),
+    ("crf_l1", "CRFL1"),
+    ("crf_grafting", "CRFGrafting"),
+    ("crf_grafting_greedy", "CRFGraftingGreedy"),
     ("ssvm_annealing", "SSVMAnnealing"),
 )
 _learners: dict[str, type[Learner]] | None = None
@@ -55,4 +55,21 @@ def get_learner(name: str) -> type[Learner]:
                              f"{', '.join(sorted(_load()))}") from None
 
 
-__all__ = ["LEARNERS", "DEFAULT_LEARNER", "get_learner", "Learner", "Param", "TrainingProblem"]
+def parse_settings(name: str, pairs) -> dict:
+    """``key=value`` settings of learner ``name`` parsed with its parameter table and checked
+    (ranges and choices) before any data is read. A mistake raises :class:`ParameterError`
+    whose message lists the learner's parameters."""
+    cls = get_learner(name)
+    try:
+        settings = cls.parse_settings(list(pairs))
+        cls(**settings).validated()
+    except ParameterError as exc:
+        table = "; ".join(f"{p.name} ({p.describe_range()}, default {p.default!r})"
+                          for p in cls.params)
+        message = str(exc).split("; its parameters are")[0].rstrip(".")
+        raise ParameterError(f"{message}. Parameters of {name}: {table}.") from None
+    return settings
+
+
+__all__ = ["LEARNERS", "DEFAULT_LEARNER", "get_learner", "parse_settings", "Learner", "Param",
+           "TrainingProblem"]

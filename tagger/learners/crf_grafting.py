@@ -10,7 +10,7 @@ conditions when ``|dL/dw_k| > c1`` (at w_k = 0 the subdifferential of the object
 contain 0); G is the set of such weights.
 
 ``crf-grafting``: Grafting-Light, Zhu, Lao & Xing, *Grafting-Light: Fast, Incremental Feature
-Selection and Structure Learning of Markov Random Fields* (KDD 2010); ALGORITHMS.md 3. Each
+Selection and Structure Learning of Markov Random Fields* (KDD 2010); docs/algorithms.md section 3. Each
 iteration takes ONE orthant-wise quasi-Newton step on S (OWL-QN restricted to S, its L-BFGS
 memory kept across iterations), then adds to S the top ``select_unit`` members of G by
 ``|dL/dw_k| - c1``. The step works on S alone: token scores from S's weights, the gradient
@@ -37,12 +37,12 @@ from __future__ import annotations
 import numpy as np
 
 from tagger.learners.base import Param, Stopwatch, TrainingProblem
-from tagger.learners.crf_lbfgs import CRFLearner
+from tagger.learners.crf_base import CRFLearner
 from tagger.learners.crf_objective import WorkingSetObjective
 from tagger.learners.owlqn import OWLQN, Convergence
 
 
-def _violators(g: np.ndarray, active: np.ndarray, c1: float, free: np.ndarray) -> np.ndarray:
+def violators(g: np.ndarray, active: np.ndarray, c1: float, free: np.ndarray) -> np.ndarray:
     """Indices of weights outside S with |g_k| > c1, most violating first."""
     excess = np.abs(g) - c1
     cand = np.flatnonzero((excess > 0.0) & ~active & free)
@@ -51,13 +51,13 @@ def _violators(g: np.ndarray, active: np.ndarray, c1: float, free: np.ndarray) -
     return cand[np.argsort(-excess[cand], kind="stable")]
 
 
-def _initial_set(problem: TrainingProblem, free: np.ndarray) -> np.ndarray:
+def initial_set(problem: TrainingProblem, free: np.ndarray) -> np.ndarray:
     active = np.zeros(problem.model.n_weights, dtype=bool)
     active[problem.model.n_state:] = True   # transitions, start, end
     return active & free
 
 
-_SHARED = (
+GRAFTING_PARAMS = (
     Param("c1", 1.0, float, "L1 coefficient c1 (CRFsuite's c1: c1 ||w||_1 on the summed "
           "likelihood)", low=0.0, low_open=True),
     Param("select_unit", 1000, int, "M: weights added to the working set per growth step "
@@ -73,7 +73,7 @@ _SHARED = (
 )
 
 
-class _WorkingSet:
+class GraftingWorkingSet:
     """What both grafting loops share: the working-set objective, OWL-QN on the compact vector
     of S, the set itself and its growth.
 
@@ -88,7 +88,7 @@ class _WorkingSet:
         self.fun = WorkingSetObjective(model, problem.X, problem.y, fixed=fixed)
         w = np.zeros(model.n_weights) if w0 is None else np.array(w0, dtype=np.float64)
         self.c1, self.M = settings["c1"], settings["select_unit"]
-        self.active = _initial_set(problem, self.fun.free) | (w != 0)
+        self.active = initial_set(problem, self.fun.free) | (w != 0)
         self.active[model.n_state:] = True      # the compact layout keeps the whole tail
         index = self.fun.set_active(self.active)
         self.opt = OWLQN(self.fun, w[index], self.c1, settings["memory"],
@@ -100,7 +100,7 @@ class _WorkingSet:
         """Add the top M violators of the optimality conditions to S; returns how many."""
         fun, opt = self.fun, self.opt
         g = fun.full_gradient(opt.w, opt.g)
-        grow = _violators(g, self.active, self.c1, fun.free)[:self.M]
+        grow = violators(g, self.active, self.c1, fun.free)[:self.M]
         if len(grow):
             old = fun.index
             self.active[grow] = True
@@ -119,7 +119,7 @@ class _WorkingSet:
                      added=int(added), full_grads=fun.n_full)
 
 
-class GraftingLight(CRFLearner):
+class CRFGrafting(CRFLearner):
     """L1 CRF by Grafting-Light (Zhu, Lao & Xing, KDD 2010): one orthant-wise step on the
     working set per iteration, then growth by the top-M violating features.
 
@@ -127,10 +127,10 @@ class GraftingLight(CRFLearner):
     """
 
     name = "crf-grafting"
-    params = _SHARED
+    params = GRAFTING_PARAMS
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
-        ws = _WorkingSet(self, problem, settings, w0)
+        ws = GraftingWorkingSet(self, problem, settings, w0)
         for it in range(1, settings["epochs"] + 1):
             moved = ws.opt.step()
             converged = ws.stop.update(ws.opt.objective) or not moved
@@ -138,30 +138,4 @@ class GraftingLight(CRFLearner):
             ws.row(self, problem, it, added)
             if converged and not added:
                 break
-        return ws.fun.expand(ws.opt.w)
-
-
-class GreedyGrafting(CRFLearner):
-    """L1 CRF by greedy Grafting (Perkins, Lacker & Theiler, JMLR 2003): optimise fully on the
-    working set before each addition of the top-M violating features.
-
-    Objective: min_w sum_i [log Z(x_i) - F(x_i, y_i; w)] + c1 ||w||_1.
-    """
-
-    name = "crf-grafting-greedy"
-    params = _SHARED
-
-    def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
-        ws = _WorkingSet(self, problem, settings, w0)
-        for it in range(1, settings["epochs"] + 1):
-            moved = ws.opt.step()
-            added = 0
-            if ws.stop.update(ws.opt.objective) or not moved:
-                # S is optimised: graft the strongest violators, or finish
-                added = ws.grow()
-                ws.stop.history.clear()
-                if not added:
-                    ws.row(self, problem, it, 0)
-                    break
-            ws.row(self, problem, it, added)
         return ws.fun.expand(ws.opt.w)

@@ -13,7 +13,7 @@ hard ones with rho = ``hard_weight``).
 Algorithm:
 
 1. w <- supervised L2 SSVM on L alone (C_u = 0), by the Sequential Dual Method
-   (:class:`~tagger.learners.ssvm_dual.SDMSolver`, one solver object for the whole run).
+   (:class:`~tagger.learners.sdm_solver.SDMSolver`, one solver object for the whole run).
 2. For C_u on a geometric schedule from ``cu_start * C`` to ``cu_end * C`` (``steps`` values):
    a. *constraint matching*, w fixed: y_j <- the best labeling under the hard instance rules
       (exact, by the expanded-state Viterbi of :mod:`tagger.constrained`; plain Viterbi
@@ -58,7 +58,7 @@ from tagger.errors import ParameterError
 from tagger.features import Featurized
 from tagger.inference.kernels import viterbi_batch_into
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.learners.ssvm_dual import SDMSolver
+from tagger.learners.sdm_solver import SDMSolver
 
 
 @numba.njit(**NUMBA_OPTS)

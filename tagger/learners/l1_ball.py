@@ -59,7 +59,7 @@ def _l1_threshold(u, n, z):
 
 
 @numba.njit(**NUMBA_OPTS)
-def _project_l1_ball(w, z, buf):
+def project_l1_ball_into(w, z, buf):
     """Project w in place onto {||w||_1 <= z}; buf is scratch of w's size. Returns theta."""
     n = 0
     total = 0.0
@@ -90,5 +90,5 @@ def project_l1_ball(v: np.ndarray, radius: float) -> np.ndarray:
     w = np.array(v, dtype=np.float64, copy=True).ravel()
     if not np.all(np.isfinite(w)):
         raise ValueError("cannot project a vector with NaN or infinite entries")
-    _project_l1_ball(w, float(radius), np.empty_like(w))
+    project_l1_ball_into(w, float(radius), np.empty_like(w))
     return w.reshape(np.shape(v))

@@ -1,0 +1,70 @@
+"""``m3n-l2-subgradient``: the L2 M3N by stochastic subgradient with Pegasos steps, the
+baseline of the L1-M3N (its loop is that of :mod:`tagger.learners.m3n_subgradient`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tagger.learners.base import Param
+from tagger.learners.m3n_subgradient import M3NSubgradient
+
+
+class L2Shrink:
+    def __init__(self, lam: float):
+        self.lam = lam
+        self.bound = 1.0 / math.sqrt(lam)
+
+    def __call__(self, w, eta):
+        w *= max(0.0, 1.0 - eta * self.lam)
+
+    def project(self, w):
+        norm = float(np.sqrt(w @ w))
+        if norm > self.bound:
+            w *= self.bound / norm
+
+
+class M3NL2Subgradient(M3NSubgradient):
+    """L2 M3N by stochastic subgradient with Pegasos steps (the baseline of the L1-M3N).
+
+    Objective: min_w (lambda/2)||w||^2 + (1/N) sum_i R_i(w). Steps eta_t = 1/(lambda (t0 + t)),
+    t counting updates, t0 = 1/(lambda eta0) so that the first step is eta0 rather than the
+    1/lambda of plain Pegasos (which throws the first iterates far off on large data).
+    """
+
+    name = "m3n-l2-subgradient"
+    penalty = "l2"
+    params = (
+        Param("lambda", 1e-4, float, "L2 regularization strength lambda",
+              low=0.0, low_open=True),
+        Param("epochs", 30, int, "passes over the training data", low=1),
+        Param("eta0", 20.0, float, "first step size, divided by the mean number of active "
+              "attributes per token (plus one)", low=0.0, low_open=True),
+        Param("batch_size", 0, int, "sentences per update at the start; 0 = N/256; N or more "
+              "= full batch", low=0),
+        Param("batch_growth", 1.25, float, "multiply the batch size by this after every epoch",
+              low=1.0),
+        Param("momentum", 0.97, float, "heavy-ball momentum beta on the subgradient; "
+              "0 = plain Pegasos", low=0.0, high=0.999),
+        Param("shuffle", True, bool, "visit the sentences in a new random order each epoch"),
+    )
+
+    def _penalty(self, settings, n_weights):
+        return L2Shrink(settings["lambda"])
+
+    def _step_rule(self, settings, n_sentences, width):
+        lam = settings["lambda"]
+        t0 = width / (lam * settings["eta0"])
+        updates = [0]
+
+        def step_of(batch: int) -> float:
+            step = 1.0 / (lam * (t0 + updates[0]))
+            updates[0] += 1
+            return step
+
+        return step_of
+
+    def _objective(self, hinge, w, settings):
+        return 0.5 * settings["lambda"] * float(w @ w) + hinge
