@@ -29,15 +29,30 @@ rules do not apply to single sequences and are ignored here.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.constraints import CHANGES, SEGMENTS, UNARY, CompiledConstraints, TokenIndicators
-from tagger.constraints.penalties import instance_penalty, segments_of, sequence_phi, switch_phi
+from tagger.constraints.penalties import (InstanceRules, instance_penalty, segments_of,
+                                          sequence_phi, switch_phi)
 
 #: one-segment labels carried in the expanded state; 13 citation fields need 13
 MAX_SEGMENT_BITS = 14
+
+
+class HardRules(NamedTuple):
+    """The hard rules the expanded-state Viterbi enforces exactly: token rules (their label
+    masks and indicator rows), the bit of each label in the segment-count state, and the
+    indicator row of the no-change rule (-1 when there is none)."""
+
+    unary_mask: np.ndarray  # bool[n_unary, L]
+    unary_row: np.ndarray   # int32[n_unary]
+    n_unary: int
+    bit: np.ndarray         # int64[L]: -1, or the label's bit in the expanded state
+    stay_row: int
 
 
 @numba.njit(**NUMBA_OPTS)
@@ -134,8 +149,10 @@ def _lazy_expanded_viterbi(state, trans, bit, change_cost, out):
 
 
 @numba.njit(**NUMBA_OPTS)
-def _hill_climb(state, trans, y, a, b, ind, kind, mask, row, lo, hi, rho, squared, max_passes):
-    """Greedy label switching on one sequence: maximize F(y) - penalty(y)."""
+def _hill_climb(state, trans, y, a, b, ind, rules, max_passes):
+    """Greedy label switching on one sequence: maximize F(y) - penalty(y) (``rules``: the
+    :class:`~tagger.constraints.penalties.InstanceRules` with the weights in use)."""
+    kind, mask, row, lo, hi, rho, squared = rules
     L = state.shape[1]
     C = kind.shape[0]
     phi = np.zeros(C)
@@ -200,9 +217,11 @@ def _penalise_token_rules(st, a, b, ind, hard_unary_mask, unary_row, n_hard_unar
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
-def _decode_batch(state, offsets, trans, ind, hard_unary_mask, unary_row, n_hard_unary, bit,
-                  stay_row, kind, mask, row, lo, hi, rho, squared, climb, max_passes,
-                  hard_weight, out, feasible):
+def _decode_batch(state, offsets, trans, ind, hard, rules, climb, max_passes, hard_weight, out,
+                  feasible):
+    """Every sentence decoded under the hard rules the expanded Viterbi enforces (``hard``, a
+    :class:`HardRules`), then improved by label switching on ``rules`` when ``climb``."""
+    hard_unary_mask, unary_row, n_hard_unary, bit, stay_row = hard
     n = offsets.shape[0] - 1
     for s in numba.prange(n):
         a, b = offsets[s], offsets[s + 1]
@@ -231,8 +250,7 @@ def _decode_batch(state, offsets, trans, ind, hard_unary_mask, unary_row, n_hard
             _lazy_expanded_viterbi(st, trans, bit, cost, y)
             st = state[a:b].copy()
         if climb:
-            _hill_climb(st, trans, out, a, b, ind, kind, mask, row, lo, hi, rho, squared,
-                        max_passes)
+            _hill_climb(st, trans, out, a, b, ind, rules, max_passes)
 
 
 def constrained_decode(state: np.ndarray, offsets: np.ndarray, trans: np.ndarray,
@@ -278,7 +296,8 @@ def constrained_decode(state: np.ndarray, offsets: np.ndarray, trans: np.ndarray
     out = np.zeros(int(offsets[-1]), np.int32)
     feasible = np.ones(len(offsets) - 1, np.bool_)
     ind = ti.ind if ti.ind.shape[0] else np.zeros((1, int(offsets[-1])), np.uint8)
-    _decode_batch(state, offsets, trans, ind, hum, urow, len(hard_unary), bit, stay_row,
-                  cc.kind, cc.mask, cc.row, cc.lo, cc.hi, rho, cc.squared, climb, max_passes,
-                  float(hard_weight), out, feasible)
+    hard = HardRules(hum, urow, len(hard_unary), bit, stay_row)
+    rules = InstanceRules(cc.kind, cc.mask, cc.row, cc.lo, cc.hi, rho, cc.squared)
+    _decode_batch(state, offsets, trans, ind, hard, rules, climb, max_passes, float(hard_weight),
+                  out, feasible)
     return out, feasible

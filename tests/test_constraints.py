@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tagger.constraints import (ConstraintSet, ViolationState, apply_switch,
+from tagger.constraints import (ConstraintSet, Proposal, ViolationState, apply_switch,
                                 boundary_on_punctuation, normalize_word, switch_penalty_delta)
 from tagger.errors import ConstraintError
 
@@ -169,9 +169,10 @@ def test_switch_delta_matches_recount():
         t = int(rng.integers(a, b))
         new = int(rng.integers(0, len(LABELS)))
         before = st.penalty()
-        delta = switch_penalty_delta(st.y, s, t, new, *st.args(), phi_new, dnum, dden)
-        apply_switch(st.y, s, t, new, offsets, st.phi, st.segs, st.num, st.den, phi_new, dnum,
-                     dden)
+        rules, counts = st.records()
+        proposal = Proposal(phi_new, dnum, dden)
+        delta = switch_penalty_delta(st.y, s, t, new, rules, counts, proposal)
+        apply_switch(st.y, s, t, new, offsets, counts, proposal)
         kept = (st.phi.copy(), st.segs.copy(), st.num.copy(), st.den.copy())
         st.recount()  # the incremental bookkeeping equals a recount from scratch
         for k0, k1 in zip(kept, (st.phi, st.segs, st.num, st.den)):

@@ -10,8 +10,9 @@ import pytest
 from _addresses import RULES, addresses
 
 from tagger.constraints import ConstraintSet, ViolationState
-from tagger.learners.ssvm_annealing import (_all_max_marginals, _aug_max_marginals,
-                                            _label_switching, _no_constraints, _path_scores)
+from tagger.learners.ssvm_annealing import (SwitchLattice, SwitchPlan, _all_max_marginals,
+                                            _aug_max_marginals, _label_switching,
+                                            _no_constraints, _path_scores)
 
 L = 3
 
@@ -85,18 +86,19 @@ def test_switching_lowers_the_objective_by_what_it_reports(with_constraints, run
     if with_constraints:
         cc = ConstraintSet.from_text(CONS).compile(["a", "b", "c"])
         vs = ViolationState(cc, cc.indicators(sents), y)
-        args = vs.args()
+        rules, counts = vs.records()
         y = vs.y
     else:
-        args = _no_constraints(N, offsets, L)
+        rules, counts = _no_constraints(N, offsets, L)
     before = _objective(state, trans, y.copy(), offsets, cu, vs)
     M = np.zeros((N, L))
     top = np.zeros(len(sents))
     _all_max_marginals(state, trans, y, offsets, M, np.zeros_like(M), np.zeros_like(M), top)
     seq_of = np.repeat(np.arange(len(sents)), np.diff(offsets))
     stats = np.zeros(3)
-    _label_switching(state, trans, y, offsets, cu, M, np.zeros_like(M), np.zeros_like(M), top,
-                     seq_of, 2000, N, 0.0, 7, *args, before, run_moves, stats)
+    lattice = SwitchLattice(state, trans, M, np.zeros_like(M), np.zeros_like(M), top)
+    _label_switching(lattice, y, offsets, seq_of, cu, rules, counts, before,
+                     SwitchPlan(2000, N, 0.0, 7, run_moves), stats)
     if vs is not None:
         kept = vs.phi.copy(), vs.num.copy()
         vs.recount()

@@ -28,11 +28,11 @@ from tagger.constraints.language import (CHANGES, CORPUS_RULES, COUNT_SEGMENTS, 
                                          INSTANCE_RULES, PROPERTIES, Rule, SEGMENTS, UNARY,
                                          boundary_on_punctuation, normalize_word)
 from tagger.constraints.compiled import CompiledConstraints, ConstraintData, TokenIndicators
-from tagger.constraints.violations import (ViolationState, apply_switch, switch_penalty_delta,
-                                           violation_report)
+from tagger.constraints.violations import (Counts, Proposal, ViolationState, apply_switch,
+                                           switch_penalty_delta, violation_report)
 
-__all__ = ['ConstraintSet', 'Rule', 'ConstraintData', 'CompiledConstraints', 'TokenIndicators',
-            'ViolationState', 'violation_report', 'apply_switch', 'switch_penalty_delta', 'UNARY',
-            'SEGMENTS', 'CHANGES', 'COUNT_TOKENS', 'COUNT_SEGMENTS', 'FRACTION_LABEL',
-            'FRACTION_CHANGE', 'PROPERTIES', 'INSTANCE_RULES', 'CORPUS_RULES',
-            'boundary_on_punctuation', 'normalize_word']
+__all__ = ["ConstraintSet", "Rule", "ConstraintData", "CompiledConstraints", "TokenIndicators",
+           "ViolationState", "Counts", "Proposal", "violation_report", "apply_switch",
+           "switch_penalty_delta", "UNARY", "SEGMENTS", "CHANGES", "COUNT_TOKENS",
+           "COUNT_SEGMENTS", "FRACTION_LABEL", "FRACTION_CHANGE", "PROPERTIES", "INSTANCE_RULES",
+           "CORPUS_RULES", "boundary_on_punctuation", "normalize_word"]

@@ -5,11 +5,49 @@ parts, the penalties of their excess, and the change of all of them when one lab
 from __future__ import annotations
 
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.constraints.language import CHANGES, COUNT_TOKENS, FRACTION_LABEL, SEGMENTS, UNARY
+
+
+class InstanceRules(NamedTuple):
+    """The instance rules as the kernels read them, one entry per rule: its kind, label mask,
+    token-indicator row, bounds on the count phi, penalty weight and shape."""
+
+    kind: np.ndarray     # int32[C]
+    mask: np.ndarray     # bool[C, L]
+    row: np.ndarray      # int32[C]
+    lo: np.ndarray       # float64[C]
+    hi: np.ndarray       # float64[C]
+    rho: np.ndarray      # float64[C]
+    squared: np.ndarray  # bool[C]
+
+
+class CorpusRules(NamedTuple):
+    """The corpus rules as the kernels read them: kind, label mask, indicator row, target
+    ratio, tolerance, penalty weight and shape."""
+
+    kind: np.ndarray
+    mask: np.ndarray
+    row: np.ndarray
+    target: np.ndarray
+    tol: np.ndarray
+    rho: np.ndarray
+    squared: np.ndarray
+
+
+class PenaltyRules(NamedTuple):
+    """Everything the switching kernels read about the rules and the corpus they count on:
+    the token indicators (rows of flags), the sequences' offsets and both kinds of rules."""
+
+    ind: np.ndarray      # uint8[n_indicators, N]
+    offsets: np.ndarray  # int64[n_sequences + 1]
+    instance: InstanceRules
+    corpus: CorpusRules
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,14 +4,40 @@ single-label switches) and the per-rule violation report.
 
 from __future__ import annotations
 
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
 from tagger._config import NUMBA_OPTS
 from tagger.constraints.compiled import CompiledConstraints, TokenIndicators
-from tagger.constraints.penalties import (all_phi, all_segments, corpus_parts, corpus_penalty,
+from tagger.constraints.penalties import (CorpusRules, InstanceRules, PenaltyRules, all_phi,
+                                          all_segments, corpus_parts, corpus_penalty,
                                           instance_penalty, switch_corpus, switch_phi)
+
+
+class Counts(NamedTuple):
+    """What a labeling's violations are made of, kept current under switches: ``phi`` (n, C)
+    per sequence and instance rule, ``segs`` (n, L) segments per label, ``num`` / ``den`` the
+    corpus rules' totals."""
+
+    phi: np.ndarray
+    segs: np.ndarray
+    num: np.ndarray
+    den: np.ndarray
+
+
+class Proposal(NamedTuple):
+    """One proposed switch's new counts (:func:`switch_penalty_delta` fills them,
+    :func:`apply_switch` makes them current)."""
+
+    phi: np.ndarray   # float64[C]: the sequence's new phi
+    dnum: np.ndarray  # float64[K]: change of the corpus numerators
+    dden: np.ndarray  # float64[K]: change of the corpus denominators
+
+    @classmethod
+    def empty(cls, n_instance: int, n_corpus: int) -> "Proposal":
+        return cls(np.zeros(n_instance), np.zeros(n_corpus), np.zeros(n_corpus))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -53,20 +79,26 @@ class ViolationState:
         return total + corpus_penalty(self.num, self.den, cc.target, cc.tol, self.crho,
                                        cc.csquared, self.ti.n_sequences)
 
-    def args(self) -> tuple:
-        """Everything the switching kernels take, in their order."""
+    def records(self) -> tuple[PenaltyRules, Counts]:
+        """The rules (with the weights in use) and the counts, as the switching kernels take
+        them; the counts are this state's own arrays, updated in place."""
         cc, ti = self.cc, self.ti
-        return (ti.ind, ti.offsets, cc.kind, cc.mask, cc.row, cc.lo, cc.hi, self.rho, cc.squared,
-                cc.ckind, cc.cmask, cc.crow, cc.target, cc.tol, self.crho, cc.csquared,
-                self.phi, self.segs, self.num, self.den)
+        rules = PenaltyRules(
+            ti.ind, ti.offsets,
+            InstanceRules(cc.kind, cc.mask, cc.row, cc.lo, cc.hi, self.rho, cc.squared),
+            CorpusRules(cc.ckind, cc.cmask, cc.crow, cc.target, cc.tol, self.crho, cc.csquared))
+        return rules, Counts(self.phi, self.segs, self.num, self.den)
 
 
 @numba.njit(**NUMBA_OPTS)
-def switch_penalty_delta(y, s, t, new, ind, offsets, kind, mask, row, lo, hi, rho, squared,
-                         ckind, cmask, crow, target, tol, crho, csquared, phi, segs, num, den,
-                         phi_new, dnum, dden):
-    """Change of the total penalty if y[t] (in sequence s) became ``new``; fills phi_new,
-    dnum, dden for :func:`apply_switch`."""
+def switch_penalty_delta(y, s, t, new, rules, counts, proposal):
+    """Change of the total penalty if y[t] (in sequence s) became ``new``; fills
+    ``proposal`` for :func:`apply_switch`."""
+    ind, offsets = rules.ind, rules.offsets
+    kind, mask, row, lo, hi, rho, squared = rules.instance
+    ckind, cmask, crow, target, tol, crho, csquared = rules.corpus
+    phi, segs, num, den = counts
+    phi_new, dnum, dden = proposal
     a, b = offsets[s], offsets[s + 1]
     switch_phi(y, ind, a, b, t, new, kind, mask, row, segs[s], phi[s], phi_new)
     delta = instance_penalty(phi_new, lo, hi, rho, squared) - \
@@ -81,8 +113,10 @@ def switch_penalty_delta(y, s, t, new, ind, offsets, kind, mask, row, lo, hi, rh
 
 
 @numba.njit(**NUMBA_OPTS)
-def apply_switch(y, s, t, new, offsets, phi, segs, num, den, phi_new, dnum, dden):
+def apply_switch(y, s, t, new, offsets, counts, proposal):
     """Make the switch whose delta was just computed."""
+    phi, segs, num, den = counts
+    phi_new, dnum, dden = proposal
     a, b = offsets[s], offsets[s + 1]
     old = y[t]
     # segment bookkeeping

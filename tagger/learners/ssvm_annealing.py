@@ -45,14 +45,16 @@ without constraints" row of the benchmark).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.constrained import constrained_decode
-from tagger.constraints import ViolationState, apply_switch, switch_penalty_delta
-from tagger.constraints.penalties import (corpus_penalty, instance_penalty, segments_of,
+from tagger.constraints import Counts, ViolationState, apply_switch, switch_penalty_delta
+from tagger.constraints.penalties import (CorpusRules, InstanceRules, PenaltyRules,
+                                          corpus_penalty, instance_penalty, segments_of,
                                           sequence_corpus, sequence_phi)
 from tagger.errors import ParameterError
 from tagger.features import Featurized
@@ -112,15 +114,46 @@ def _all_max_marginals(state, trans, y, offsets, M, fwd, bwd, top):
             top[s] = _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
 
 
+class SwitchLattice(NamedTuple):
+    """The unlabeled sequences' (N, L) state scores and transitions, and the loss-augmented
+    max-marginals ``M`` that label switching keeps current (``fwd`` / ``bwd``: their lattices'
+    scratch; ``top``: each sequence's best loss-augmented score)."""
+
+    state: np.ndarray
+    trans: np.ndarray
+    M: np.ndarray
+    fwd: np.ndarray
+    bwd: np.ndarray
+    top: np.ndarray
+
+
+class SwitchPlan(NamedTuple):
+    """How long label switching runs: proposals at most, the proposals over which progress is
+    measured, the relative gain below which it stops, its random seed, and whether run moves
+    (a whole run of equal labels at once) are proposed."""
+
+    budget: int
+    window: int
+    tol: float
+    seed: int
+    block: bool
+
+
 @numba.njit(**NUMBA_OPTS)
-def _label_switching(state, trans, y, offsets, cu, M, fwd, bwd, top, seq_of, budget, window,
-                     tol, seed, ind, c_offsets, kind, mask, row, lo, hi, rho, squared, ckind,
-                     cmask, crow, target, tol_c, crho, csquared, phi, segs, num, den,
-                     objective0, block, stats):
+def _label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, plan, stats):
     """Constraint matching by random label switching (module docstring, step 2a).
 
+    ``lattice`` (a :class:`SwitchLattice`) holds the scores and max-marginals of the
+    sequences ``offsets`` cuts ``y`` into, ``rules`` and ``counts`` the constraints' records
+    (:meth:`ViolationState.records`), ``plan`` (a :class:`SwitchPlan`) how long to run.
     ``objective0`` is C_u * sum_j R_j + penalties at the start; stats[0] accepted switches,
     stats[1] proposals made, stats[2] the objective's decrease."""
+    state, trans, M, fwd, bwd, top = lattice
+    budget, window, tol, seed, block = plan
+    ind, c_offsets = rules.ind, rules.offsets
+    kind, mask, row, lo, hi, rho, squared = rules.instance
+    ckind, cmask, crow, target, tol_c, crho, csquared = rules.corpus
+    phi, segs, num, den = counts
     np.random.seed(seed)
     N = y.shape[0]
     L = state.shape[1]
@@ -129,6 +162,7 @@ def _label_switching(state, trans, y, offsets, cu, M, fwd, bwd, top, seq_of, bud
     K = ckind.shape[0]
     dnum = np.zeros(K)
     dden = np.zeros(K)
+    proposal = (phi_new, dnum, dden)
     cn0, cd0, cn1, cd1 = np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
     M2 = np.empty_like(M)
     F2 = np.empty_like(M)
@@ -225,12 +259,10 @@ def _label_switching(state, trans, y, offsets, cu, M, fwd, bwd, top, seq_of, bud
         d_hinge = (new_top - top[s]) - dF
         delta = cu * d_hinge
         if has_pen:
-            delta += switch_penalty_delta(y, s, i, new, ind, c_offsets, kind, mask, row, lo, hi,
-                                          rho, squared, ckind, cmask, crow, target, tol_c, crho,
-                                          csquared, phi, segs, num, den, phi_new, dnum, dden)
+            delta += switch_penalty_delta(y, s, i, new, rules, counts, proposal)
         if delta < -1e-12:
             if has_pen:
-                apply_switch(y, s, i, new, c_offsets, phi, segs, num, den, phi_new, dnum, dden)
+                apply_switch(y, s, i, new, c_offsets, counts, proposal)
             else:
                 y[i] = new
             top[s] = _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
@@ -403,14 +435,15 @@ class SSVMAnnealing(Learner):
                     vs.crho = np.where(cons.compiled.chard, settings["hard_weight"], vs.crho)
                     pen0 = vs.penalty()
                     n_viterbi_violations = float(_violations(vs))
-                    args = vs.args()
+                    rules, counts = vs.records()
                 else:
                     pen0 = 0.0
-                    args = _no_constraints(NU, uo, L)
-                budget = int(settings["switches"] * NU)
-                _label_switching(state, trans, yU, uo, cu, M, fwd, bwd, top, seq_of, budget,
-                                 max(NU, 1), settings["switch_tol"], int(rng.integers(2**31 - 1)),
-                                 *args, cu * hinge + pen0, settings["run_moves"], stats)
+                    rules, counts = _no_constraints(NU, uo, L)
+                plan = SwitchPlan(int(settings["switches"] * NU), max(NU, 1),
+                                  settings["switch_tol"], int(rng.integers(2**31 - 1)),
+                                  settings["run_moves"])
+                _label_switching(SwitchLattice(state, trans, M, fwd, bwd, top), yU, uo, seq_of,
+                                 cu, rules, counts, cu * hinge + pen0, plan, stats)
                 pen1 = vs.penalty() if cons is not None else 0.0
                 y_new = y.copy()
                 y_new[XL.n_tokens:] = yU
@@ -450,13 +483,17 @@ def _violations(vs: ViolationState) -> float:
     return float(d.sum())
 
 
-def _no_constraints(N: int, offsets: np.ndarray, L: int) -> tuple:
-    z = np.zeros(0)
-    return (np.zeros((1, N), np.uint8), offsets, np.zeros(0, np.int32),
-            np.zeros((0, L), np.bool_), np.zeros(0, np.int32), z, z, z, np.zeros(0, np.bool_),
-            np.zeros(0, np.int32), np.zeros((0, L), np.bool_), np.zeros(0, np.int32), z, z, z,
-            np.zeros(0, np.bool_), np.zeros((len(offsets) - 1, 0)),
-            np.zeros((len(offsets) - 1, L), np.int64), z.copy(), z.copy())
+def _no_constraints(N: int, offsets: np.ndarray, L: int) -> tuple[PenaltyRules, Counts]:
+    """Records of an empty constraint set: label switching then lowers the hinge alone."""
+    def rules():
+        z = np.zeros(0)
+        return (np.zeros(0, np.int32), np.zeros((0, L), np.bool_), np.zeros(0, np.int32), z, z,
+                z, np.zeros(0, np.bool_))
+
+    n = len(offsets) - 1
+    return (PenaltyRules(np.zeros((1, N), np.uint8), offsets, InstanceRules(*rules()),
+                         CorpusRules(*rules())),
+            Counts(np.zeros((n, 0)), np.zeros((n, L), np.int64), np.zeros(0), np.zeros(0)))
 
 
 @numba.njit(**NUMBA_OPTS)
