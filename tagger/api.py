@@ -20,7 +20,7 @@ from tagger.errors import (CorpusFormatError, ModelFileError, NotFittedError, Ta
                            UnknownLabelError)
 from tagger.features import Featurized, FeatureSpec, Featurizer
 from tagger.inference import forward_backward_batch
-from tagger.inference.kernels import viterbi_batch_into
+from tagger.inference.max_product import viterbi_batch_into
 from tagger.io.sources import as_sentences
 from tagger.labels import LabelIndex
 from tagger.learners import DEFAULT_LEARNER, TrainingProblem, get_learner

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tagger.io as corpus
 import tagger.io.streams as streams
 from tagger.io import (
     FORMATS,

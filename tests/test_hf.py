@@ -6,7 +6,6 @@ network: the hub test points the endpoint at a closed local port.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

@@ -25,7 +25,7 @@ from tagger.inference import (
     viterbi,
     viterbi_batch,
 )
-from tagger.inference import kernels
+from tagger.inference import sum_product
 
 # the first call of each kernel compiles it, so deadlines are off
 SETTINGS = settings(deadline=None, max_examples=150)
@@ -288,19 +288,16 @@ def _exact_tier(state, trans):
     node = np.empty((T, L))
     edge = np.empty((L, L))
     work = (np.empty((T, L)), np.empty((T, L)), np.empty(L))
-    log_z = kernels._fb_exact(state, trans, node, edge, *work)
+    log_z = sum_product._fb_exact(state, trans, node, edge, *work)
     return log_z, node, edge
 
 
 def _scaled_tier_accepts(state, trans):
     T, L = state.shape
-    et, et_t, cm = np.empty((L, L)), np.empty((L, L)), np.empty(L)
-    kernels.fb_prepare(trans, et, et_t, cm)
-    rows = (np.empty((T, L)) for _ in range(3))
-    vecs = (np.empty(T) for _ in range(3))
-    _, accepted = kernels._fb_scaled(
-        state, et, et_t, cm, np.empty((T, L)), np.empty((L, L)), *rows, *vecs, np.empty(L)
-    )
+    tables = sum_product.fb_tables(trans)
+    buffers = sum_product.fb_buffers(T, L)
+    _, accepted = sum_product._fb_scaled(state, tables, buffers, np.empty((T, L)),
+                                              np.empty((L, L)))
     return accepted
 
 

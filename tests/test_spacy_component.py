@@ -29,7 +29,7 @@ from tagger import Tagger  # noqa: E402
 from tagger.io import load_corpus  # noqa: E402
 from tagger.labels import bio_spans  # noqa: E402
 from tagger.metrics import evaluate  # noqa: E402
-from tagger.spacy_component import ComponentConfigError, SparseTagger  # noqa: E402
+from tagger.spacy_component import ComponentConfigError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "corpora" / "sample_chunk.txt"

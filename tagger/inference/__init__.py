@@ -12,10 +12,11 @@ the two arrays, and the learners and the tagger call the functions below.
 
 Each public function checks its inputs once (shapes, dtypes, NaN / +inf, label ranges, sentence
 boundaries), converts them to C-contiguous float64 / int32 / int64 arrays and calls one numba
-kernel of :mod:`tagger.inference.kernels`. Inner loops that have already validated their arrays
-(a learner calling Viterbi once per sentence and epoch on arrays the model built) may call the
-kernels ``viterbi_into``, ``loss_augmented_viterbi_into``, ... directly with arrays of exactly those
-dtypes and skip the checks.
+kernel of :mod:`tagger.inference.max_product` or :mod:`tagger.inference.sum_product`. Inner
+loops that have already validated their arrays (a learner calling Viterbi once per sentence and
+epoch on arrays the model built) may call the kernels ``viterbi_into``,
+``loss_augmented_viterbi_into``, ... directly with arrays of exactly those dtypes and skip the
+checks.
 
 Batched functions take the rows of many sentences stacked in one (N, L) array; sentence ``s``
 occupies rows ``offsets[s]:offsets[s + 1]`` (``offsets`` int64 of length n + 1, starting at 0
@@ -38,15 +39,10 @@ import math
 
 import numpy as np
 
-from tagger.inference.kernels import (
-    forward_backward_into,
-    forward_backward_batch_into,
-    loss_augmented_viterbi_into,
-    loss_augmented_viterbi_batch_into,
-    second_best_viterbi_into,
-    viterbi_into,
-    viterbi_batch_into,
-)
+from tagger.inference.sum_product import forward_backward_batch_into, forward_backward_into
+from tagger.inference.max_product import (loss_augmented_viterbi_batch_into,
+                                      loss_augmented_viterbi_into, second_best_viterbi_into,
+                                      viterbi_batch_into, viterbi_into)
 
 __all__ = [
     "forward_backward",

@@ -9,7 +9,7 @@ Summed over sentences, not averaged: the same scale as CRFsuite, so ``c2 ||w||^2
 ``c1 ||w||_1`` added by the learners give CRFsuite's objectives at equal c1 / c2.
 
 The state scores come from the model's per-sentence kernel, log Z and the marginals from the
-forward-backward kernel of ``tagger.inference.kernels``, both called sentence by sentence inside
+forward-backward kernel of ``tagger.inference.sum_product``, both called sentence by sentence inside
 one parallel region (a single pass over the data per evaluation); the kernel here only scatters
 ``marginal - gold`` into the gradient, in parallel over chunks of sentences (one gradient
 buffer per chunk, summed afterwards, so the result does not depend on thread timing).
@@ -24,7 +24,7 @@ import numpy as np
 
 from tagger._config import NUMBA_PARALLEL_OPTS
 from tagger.features import Featurized
-from tagger.inference.kernels import fb_sentence, fb_prepare
+from tagger.inference.sum_product import fb_buffers, fb_sentence, fb_tables
 from tagger.model import ChainModel, FeatureBatch, sentence_state_scores
 
 
@@ -42,10 +42,7 @@ def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg):
     e_off = layout.end
     has_vals = vals.shape[0] > 0
     keep_marg = marg.shape[0] > 0
-    et = np.empty((L, L), dtype=np.float64)
-    et_t = np.empty((L, L), dtype=np.float64)
-    cm = np.empty(L, dtype=np.float64)
-    fb_prepare(trans, et, et_t, cm)
+    tables = fb_tables(trans)
     for c in numba.prange(n_chunks):
         g = grad_buf[c]
         g[:] = 0.0
@@ -55,14 +52,10 @@ def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg):
         for s in range(s0, s1):
             if offsets[s + 1] - offsets[s] > tmax:
                 tmax = offsets[s + 1] - offsets[s]
-        A = np.empty((tmax, L), dtype=np.float64)
-        B = np.empty((tmax, L), dtype=np.float64)
-        ES = np.empty((tmax, L), dtype=np.float64)
+        buffers = fb_buffers(tmax, L)
         node = np.empty((tmax, L), dtype=np.float64)
         state = np.empty((tmax, L), dtype=np.float64)
         edge = np.empty((L, L), dtype=np.float64)
-        vec = np.empty((3, tmax), dtype=np.float64)
-        wk = np.empty(L, dtype=np.float64)
         nll = 0.0
         for s in range(s0, s1):
             a = offsets[s]
@@ -72,8 +65,7 @@ def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg):
                 continue
             st = state[:T]
             sentence_state_scores(layout, X, w, a, b, st)
-            log_z = fb_sentence(st, trans, et, et_t, cm, node[:T], edge, A, B, ES,
-                            vec[0], vec[1], vec[2], wk)
+            log_z = fb_sentence(st, trans, tables, buffers, node[:T], edge)
             gold_score = st[0, gold[a]]
             for i in range(a + 1, b):
                 gold_score += st[i - a, gold[i]] + trans[gold[i - 1], gold[i]]

@@ -59,7 +59,7 @@ import numba
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.inference.kernels import loss_augmented_viterbi_into
+from tagger.inference.max_product import loss_augmented_viterbi_into
 from tagger.learners.l1_ball import project_l1_ball_into
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.model import (ChainModel, FeatureBatch, SparseAccumulator, add_difference,

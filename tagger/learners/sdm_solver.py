@@ -55,7 +55,7 @@ import numpy as np
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.errors import ParameterError
 from tagger.features import Featurized
-from tagger.inference.kernels import loss_augmented_viterbi_into
+from tagger.inference.max_product import loss_augmented_viterbi_into
 from tagger.learners.base import Learner, TrainingProblem
 from tagger.model import (ChainModel, FeatureBatch, SparseAccumulator, add_difference,
                           release_param_table, sentence_param_table, sentence_state_scores,

@@ -58,7 +58,7 @@ from tagger.constraints.penalties import (CorpusRules, InstanceRules, PenaltyRul
                                           sequence_corpus, sequence_phi)
 from tagger.errors import ParameterError
 from tagger.features import Featurized
-from tagger.inference.kernels import viterbi_batch_into
+from tagger.inference.max_product import viterbi_batch_into
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.learners.sdm_solver import SDMSolver
 

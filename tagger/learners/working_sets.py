@@ -19,7 +19,8 @@ import numpy as np
 from numba import prange
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.inference.kernels import loss_augmented_viterbi_into, second_best_viterbi_into, viterbi_into
+from tagger.inference.max_product import (loss_augmented_viterbi_into, second_best_viterbi_into,
+                                      viterbi_into)
 from tagger.model import FeatureBatch, SparseAccumulator, add_difference
 
 #: separation modes
