@@ -458,7 +458,7 @@ class Tagger:
         """Parameter counts, the strongest state features per label, and transitions."""
         self._check_fitted()
         model, w, names = self.model_, self.weights_, self.labels_.labels
-        ws = w[:model.n_state]
+        ws = model.state_weights(w)
         pattr = model.state_param_attr()
         per_label = {}
         for li, lab in enumerate(names):

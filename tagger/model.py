@@ -347,13 +347,38 @@ class ChainModel:
         return ChainLayout(self.attr_ptr, self.param_label, L, self.n_state, start, start + L,
                            start + 2 * L)
 
+    @property
+    def n_edge(self) -> int:
+        """Transition, start and end weights: every model has all of them."""
+        return self.n_weights - self.n_state
+
     def state_weights(self, w: np.ndarray) -> np.ndarray:
-        """The state parameters of ``w`` (a view)."""
+        """The state parameters of ``w`` (or of any array laid out like it; a view)."""
         return w[:self.n_state]
 
     def edge_weights(self, w: np.ndarray) -> np.ndarray:
         """The transition, start and end weights of ``w`` (a view), in that order."""
         return w[self.n_state:]
+
+    def boundary_weights(self, w: np.ndarray) -> np.ndarray:
+        """The start and end weights of ``w`` (a view)."""
+        return w[self.n_state + self.n_labels * self.n_labels:]
+
+    def edge_indices(self) -> np.ndarray:
+        """Indices of the transition, start and end weights."""
+        return np.arange(self.n_state, self.n_weights, dtype=np.int64)
+
+    def restrict(self, keep: np.ndarray, param_attr: np.ndarray | None = None
+                 ) -> tuple["ChainModel", np.ndarray]:
+        """The model with only the state parameters ``keep`` (increasing indices) and every
+        transition, start and end weight, and the index in this model's layout of each of
+        its weights. ``param_attr`` (:meth:`state_param_attr`) may be given when it is kept."""
+        if param_attr is None:
+            param_attr = self.state_param_attr()
+        attr_ptr = np.zeros(self.n_attrs + 1, dtype=np.int64)
+        np.cumsum(np.bincount(param_attr[keep], minlength=self.n_attrs), out=attr_ptr[1:])
+        sub = ChainModel(self.n_labels, attr_ptr, self.param_label[keep])
+        return sub, np.concatenate([np.asarray(keep, dtype=np.int64), self.edge_indices()])
 
     def transitions(self, w: np.ndarray) -> np.ndarray:
         L = self.n_labels

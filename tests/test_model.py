@@ -226,6 +226,29 @@ def test_compact_keeps_every_score_and_drops_only_zero_state_weights(corpus, see
                 model.score(X, s, lab, w), abs=1e-9)
 
 
+@settings(deadline=None, max_examples=30, suppress_health_check=[HealthCheck.too_slow])
+@given(corpus=_corpus, seed=st.integers(0, 2**32 - 1), density=st.floats(0.0, 1.0))
+def test_restrict_scores_as_the_full_model_with_the_dropped_weights_at_zero(corpus, seed,
+                                                                           density):
+    sentences = [Sentence([[w for w, _ in s]], [lab for _, lab in s]) for s in corpus]
+    fz, X, index, y = _featurized(sentences, [s.labels for s in sentences])
+    L = len(index)
+    model = ChainModel.from_data(X, y, L, fz.n_attributes)
+    rng = np.random.default_rng(seed)
+    keep = np.flatnonzero(rng.random(model.n_state) < density)
+    sub, where = model.restrict(keep)
+    assert sub.n_weights == len(where) == len(keep) + model.n_edge
+    w_sub = rng.standard_normal(sub.n_weights)
+    w = np.zeros(model.n_weights)
+    w[where] = w_sub
+    for s in range(X.n_sentences):
+        T = int(X.offsets[s + 1] - X.offsets[s])
+        for lab in itertools.product(range(L), repeat=T):
+            lab = np.array(lab)
+            assert sub.score(X, s, lab, w_sub) == pytest.approx(model.score(X, s, lab, w),
+                                                                abs=1e-9)
+
+
 def test_compact_of_all_zero_state_weights():
     sentences = [Sentence([["a", "b"]], ["X", "Y"])]
     fz, X, index, y = _featurized(sentences, [s.labels for s in sentences])

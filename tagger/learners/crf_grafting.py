@@ -53,7 +53,7 @@ def violators(g: np.ndarray, active: np.ndarray, c1: float, free: np.ndarray) ->
 
 def initial_set(problem: TrainingProblem, free: np.ndarray) -> np.ndarray:
     active = np.zeros(problem.model.n_weights, dtype=bool)
-    active[problem.model.n_state:] = True   # transitions, start, end
+    problem.model.edge_weights(active)[:] = True   # transitions, start, end
     return active & free
 
 
@@ -89,7 +89,7 @@ class GraftingWorkingSet:
         w = np.zeros(model.n_weights) if w0 is None else np.array(w0, dtype=np.float64)
         self.c1, self.M = settings["c1"], settings["select_unit"]
         self.active = initial_set(problem, self.fun.free) | (w != 0)
-        self.active[model.n_state:] = True      # the compact layout keeps the whole tail
+        model.edge_weights(self.active)[:] = True  # the compact layout keeps the whole tail
         index = self.fun.set_active(self.active)
         self.opt = OWLQN(self.fun, w[index], self.c1, settings["memory"],
                          adaptive_step=settings["adaptive_step"])

@@ -112,7 +112,7 @@ def _free_mask(model: ChainModel, fixed: tuple) -> np.ndarray:
     and end weights)."""
     free = np.ones(model.n_weights, dtype=bool)
     if "ends" in fixed:
-        free[model.n_state + model.n_labels ** 2:] = False
+        model.boundary_weights(free)[:] = False
     return free
 
 
@@ -222,14 +222,10 @@ class WorkingSetObjective:
         """Make S the state weights marked in ``active`` (plus every transition, start and end
         weight); returns the model index of each compact coordinate (increasing)."""
         model = self.model
-        n_state = model.n_state
-        sel = np.flatnonzero(active[:n_state])
-        ptr = np.zeros(model.n_attrs + 1, dtype=np.int64)
-        np.cumsum(np.bincount(self.attr_of_param[sel], minlength=model.n_attrs), out=ptr[1:])
-        sub = ChainModel(model.n_labels, ptr, model.param_label[sel])
+        sel = np.flatnonzero(model.state_weights(active))
+        sub, self.index = model.restrict(sel, self.attr_of_param)
         self.sub = CRFObjective(sub, self.X, self.gold, fixed=self.fixed)
         self.sub.marginals = self.marginals
-        self.index = np.concatenate([sel, np.arange(n_state, model.n_weights)])
         self._last_w = None
         return self.index
 
@@ -260,6 +256,6 @@ class WorkingSetObjective:
         full = np.empty(model.n_weights)
         _state_grad_from_marginals(self.t_ptr, self.t_tok, self.t_val, model.attr_ptr,
                                    model.param_label, self.marginals, self.gold, full)
-        full[model.n_state:] = g[len(self.index) - (model.n_weights - model.n_state):]
+        model.edge_weights(full)[:] = g[len(self.index) - model.n_edge:]
         self.n_full += 1
         return full

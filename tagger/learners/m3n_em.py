@@ -99,8 +99,7 @@ class M3NEM(Learner):
             beta = np.sqrt(K * np.abs(W) / l1) if l1 > 0 else np.ones(K)
             beta[beta < settings["drop"]] = 0.0
             W[beta == 0.0] = 0.0
-            n_state = solver.model.n_state
-            keep = beta[index[:n_state]] > 0.0
+            keep = solver.model.state_weights(beta[index]) > 0.0
             if not keep.all():
                 index = index[solver.restrict(keep)]
             solver.set_scale(beta[index])

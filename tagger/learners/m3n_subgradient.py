@@ -62,7 +62,7 @@ from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.inference.max_product import loss_augmented_viterbi_into
 from tagger.learners.l1_ball import project_l1_ball_into
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.model import (ChainModel, FeatureBatch, SparseAccumulator, add_difference,
+from tagger.model import (FeatureBatch, SparseAccumulator, add_difference,
                           sentence_state_scores, transitions_of)
 
 
@@ -226,8 +226,7 @@ class M3NSubgradient(Learner):
         last = settings["epochs"]
         w = self._epochs(problem, w, settings, rng, step_of, clock, 1, last, None)
         keep = settings.get("max_nonzero", 0)
-        n_state = model.n_state
-        if keep and np.count_nonzero(w[:n_state]) > keep:
+        if keep and np.count_nonzero(model.state_weights(w)) > keep:
             w = self._refit_on_strongest(problem, w, settings, rng, step_of, clock, keep, last)
         return w
 
@@ -237,24 +236,19 @@ class M3NSubgradient(Learner):
         up the score of the small weights that were dropped (a relaxed-lasso style second
         stage, still inside the same ball)."""
         model = problem.model
-        n_state = model.n_state
-        kept = np.sort(np.argpartition(-np.abs(w[:n_state]), keep - 1)[:keep])
-        counts = np.bincount(model.state_param_attr()[kept], minlength=model.n_attrs)
-        attr_ptr = np.zeros(model.n_attrs + 1, dtype=np.int64)
-        np.cumsum(counts, out=attr_ptr[1:])
-        support = ChainModel(model.n_labels, attr_ptr, model.param_label[kept])
+        kept = np.sort(np.argpartition(-np.abs(model.state_weights(w)), keep - 1)[:keep])
+        support, index = model.restrict(kept)
 
         def widen(w_support):
             full = np.zeros(model.n_weights)
-            full[kept] = w_support[:keep]
-            full[n_state:] = w_support[keep:]
+            full[index] = w_support
             return full
 
         dev = problem.dev_score
         sub = TrainingProblem(support, problem.X, problem.y,
                               dev_score=None if dev is None else (lambda ws: dev(widen(ws))),
                               progress=problem.progress)
-        w_support = np.concatenate([w[kept], w[n_state:]])
+        w_support = w[index]
         w_support = self._epochs(sub, w_support, settings, rng, step_of, clock, last + 1,
                                  last + settings["refit_epochs"], keep)
         return widen(w_support)

@@ -454,10 +454,10 @@ class SDMSolver:
         keep_state = np.asarray(keep_state, dtype=bool)
         if keep_state.shape != (m.n_state,):
             raise ValueError(f"keep_state must have {m.n_state} booleans")
-        marker = np.concatenate([keep_state.astype(np.float64), np.ones(m.n_weights - m.n_state)])
+        marker = np.concatenate([keep_state.astype(np.float64), np.ones(m.n_edge)])
         model, _, keep_attr = m.compact(marker)
         index = np.concatenate([np.flatnonzero(keep_state),
-                                np.arange(m.n_state, m.n_weights)]).astype(np.int64)
+                                m.edge_indices()]).astype(np.int64)
         self.model = model
         self.X = restrict_featurized(self.X, keep_attr)
         self.vals = self.X.vals
