@@ -65,6 +65,14 @@ class ComponentConfigError(TaggerError, ValueError):
 # messages
 
 
+def bad_value(name: str, expected: str, found, owner: str | None = None) -> ParameterError:
+    """The one form of every parameter check's message: the parameter (and whose), what it
+    must be, and what was given."""
+    of = f" of {owner}" if owner else ""
+    return ParameterError(f"The '{name}' parameter{of} must be {expected}. Got {found!r} "
+                          f"instead.")
+
+
 def one_line(message: str) -> str:
     """Fold a multi-line message (a feature file with several mistakes) into one line."""
     lines = [ln.strip() for ln in str(message).splitlines() if ln.strip()]

@@ -110,6 +110,27 @@ def test_column_generation_reaches_the_full_lp(name, signed, params, C, seed):
     assert last["nonzero"] == np.count_nonzero(w)
 
 
+@pytest.mark.parametrize("name, signed", [("m3n-cutting-plane", True), ("lp-simplex", False)])
+def test_highs_learners_after_another_multithreaded_highs_solve(name, signed):
+    # HiGHS sizes one scheduler per process at its first solve; a model solved earlier with
+    # the default threads must not keep the learners' single-threaded solves from running
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.addVar(0.0, 1.0)
+    h.changeColCost(0, 1.0)
+    h.run()
+    problem = _problem(0)
+    learner = LEARNERS[name](C=1.0, epsilon=1e-9)
+    w = learner.fit(problem)
+    assert learner.trace_[-1]["converged"] is True
+    assert "lp_status" not in learner.trace_[-1]
+    assert learner.trace_[-1]["objective"] == pytest.approx(_full_lp(problem, 1.0, signed),
+                                                            rel=1e-6, abs=1e-7)
+    assert learner.trace_[-1]["nonzero"] == np.count_nonzero(w)
+
+
 def test_paper_algorithm_1_resolving_after_every_constraint():
     problem = _problem(3)
     a = LEARNERS["m3n-cutting-plane"](C=0.5, epsilon=1e-9, resolve_every=1)

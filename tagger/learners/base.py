@@ -15,7 +15,7 @@ from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
-from tagger.errors import ParameterError
+from tagger.errors import ParameterError, bad_value
 from tagger.features import Featurized
 from tagger.model import ChainModel
 
@@ -57,12 +57,10 @@ class Param:
                 raise ValueError
             return self.kind(text)
         except ValueError:
-            raise ParameterError(f"The '{self.name}' parameter must be {self.describe_range()}. "
-                                 f"Got {text!r} instead.") from None
+            raise bad_value(self.name, self.describe_range(), text) from None
 
     def validate(self, value: Any, owner: str) -> Any:
-        bad = ParameterError(f"The '{self.name}' parameter of {owner} must be "
-                             f"{self.describe_range()}. Got {value!r} instead.")
+        bad = bad_value(self.name, self.describe_range(), value, owner)
         if self.choices is not None:
             if value not in self.choices:
                 raise bad

@@ -26,6 +26,10 @@ class HighsSolver:
         self.h = highspy.Highs()
         self.h.setOptionValue("output_flag", False)
         self.h.setOptionValue("random_seed", 0)
+        # one thread, and so the same path on every machine; HiGHS keeps one scheduler per
+        # process, sized by the first solve, so a model solved earlier in the process with
+        # more threads (by the user, or by a library) would make this one fail to start
+        highspy.Highs.resetGlobalScheduler(True)
         self.h.setOptionValue("threads", 1)
         if time_limit > 0:
             self.h.setOptionValue("time_limit", float(time_limit))

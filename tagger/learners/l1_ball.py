@@ -15,6 +15,7 @@ import numba
 import numpy as np
 
 from tagger._config import NUMBA_OPTS
+from tagger.errors import bad_value
 
 
 @numba.njit(**NUMBA_OPTS)
@@ -86,9 +87,10 @@ def project_l1_ball_into(w, z, buf):
 def project_l1_ball(v: np.ndarray, radius: float) -> np.ndarray:
     """Return the projection of ``v`` onto the L1 ball of the given radius (a new array)."""
     if not radius > 0:
-        raise ValueError(f"radius must be positive, got {radius!r}")
+        raise bad_value("radius", "a float in (0, inf)", radius, "project_l1_ball")
     w = np.array(v, dtype=np.float64, copy=True).ravel()
     if not np.all(np.isfinite(w)):
-        raise ValueError("cannot project a vector with NaN or infinite entries")
+        raise bad_value("v", "a vector of finite floats", "NaN or infinite entries",
+                        "project_l1_ball")
     project_l1_ball_into(w, float(radius), np.empty_like(w))
     return w.reshape(np.shape(v))

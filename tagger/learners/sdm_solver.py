@@ -53,7 +53,7 @@ import numba
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.errors import ParameterError
+from tagger.errors import bad_value
 from tagger.features import Featurized
 from tagger.inference.max_product import loss_augmented_viterbi_into
 from tagger.learners.base import Learner, TrainingProblem
@@ -349,7 +349,8 @@ class SDMSolver:
                  scale: np.ndarray | None = None, max_working_set: int = 32,
                  max_inner: int = 10, seed: int = 0, eps: float = 1e-9):
         if max_working_set < 1:
-            raise ParameterError("max_working_set must be at least 1")
+            raise bad_value("max_working_set", "an integer in [1, inf)", max_working_set,
+                            "SDMSolver")
         self.model = model
         self.X = X
         self.vals = X.vals
@@ -378,23 +379,25 @@ class SDMSolver:
     def _check_labels(self, y) -> np.ndarray:
         y = np.asarray(y)
         if y.shape != (self.X.n_tokens,) or y.dtype.kind not in "iu":
-            raise ValueError(f"y must be {self.X.n_tokens} integer label ids (one per token); "
-                             f"got shape {y.shape} dtype {y.dtype}")
+            raise bad_value("y", f"{self.X.n_tokens} integer label ids (one per token)",
+                            f"shape {y.shape} dtype {y.dtype}", "SDMSolver")
         if y.size and (y.min() < 0 or y.max() >= self.model.n_labels):
-            raise ValueError(f"label ids must lie in [0, {self.model.n_labels})")
+            raise bad_value("y", f"label ids in [0, {self.model.n_labels})",
+                            f"ids from {y.min()} to {y.max()}", "SDMSolver")
         return np.array(y, dtype=np.int32)
 
     def _check_weights(self, C) -> np.ndarray:
         n = self.X.n_sentences
         C = np.broadcast_to(np.asarray(C, dtype=np.float64), (n,)).copy()
         if not np.all(np.isfinite(C)) or np.any(C < 0):
-            raise ValueError("example weights C_i must be finite and >= 0")
+            raise bad_value("C", "finite example weights C_i >= 0", f"min {C.min()}", "SDMSolver")
         return C
 
     def _check_scale(self, scale) -> np.ndarray:
         s = np.asarray(scale, dtype=np.float64)
         if s.shape != (self.model.n_weights,) or not np.all(np.isfinite(s)):
-            raise ValueError(f"scale must be {self.model.n_weights} finite floats (one per weight)")
+            raise bad_value("scale", f"{self.model.n_weights} finite floats (one per weight)",
+                            f"shape {s.shape}", "SDMSolver")
         return np.abs(s)
 
     def kernel_records(self) -> tuple:
@@ -453,7 +456,8 @@ class SDMSolver:
         m = self.model
         keep_state = np.asarray(keep_state, dtype=bool)
         if keep_state.shape != (m.n_state,):
-            raise ValueError(f"keep_state must have {m.n_state} booleans")
+            raise bad_value("keep_state", f"{m.n_state} booleans", f"shape {keep_state.shape}",
+                            "SDMSolver.restrict")
         marker = np.concatenate([keep_state.astype(np.float64), np.ones(m.n_edge)])
         model, _, keep_attr = m.compact(marker)
         index = np.concatenate([np.flatnonzero(keep_state),
@@ -515,7 +519,8 @@ class SDMSolver:
         decoding pass over the weighted examples) is computed only after every k-th pass and
         the last one, and the callback called only then."""
         if check_every < 1:
-            raise ValueError("check_every must be at least 1")
+            raise bad_value("check_every", "an integer in [1, inf)", check_every,
+                            "SDMSolver.solve")
         if y is not None:
             self.set_labels(y)
         if C is not None:
