@@ -34,7 +34,7 @@ def corpora() -> Path:
 
     d = corpora_dir()
     if not (d / "conll2000" / "train.txt").exists():
-        sys.exit(f"the real corpora are not in {d}; set TAGGER_CORPORA (see DESIGN.md, Data)")
+        sys.exit(f"the real corpora are not in {d}; set TAGGER_CORPORA (see corpora/README.md)")
     return d
 
 

@@ -1,5 +1,5 @@
 """Semi-supervised citation segmentation with domain constraints (the study of Balamurugan et
-al.; ALGORITHMS.md section 4), next to the published numbers and python-crfsuite.
+al.; docs/algorithms.md section 4), next to the published numbers and python-crfsuite.
 
     python bench/citations_semisup.py [--sizes 5,20,300] [--draws 5] [--workers 2]
                                       [--set key=value ...] [--json PATH]
@@ -39,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
-#: published token accuracy (ALGORITHMS.md section 4; mean of 5 splits)
+#: published token accuracy (docs/algorithms.md section 4; mean of 5 splits)
 PUBLISHED = {
     "Baseline CRF": {5: 63.1, 20: 79.1, 300: 89.9},
     "Baseline SDM": {5: 66.82, 20: 78.25, 300: 91.54},

@@ -11,7 +11,7 @@ citation
     the CPF tab files (``citation_train.300.1.txt``, ``citation_dev.txt``,
     ``citation_test.txt``), token column only (the ``citation`` preset); token accuracy on the
     100 test citations (and on the 100 dev citations, for model selection). Target for ours:
-    >= 91.5. The published supervised baselines (ALGORITHMS.md section 4; mean of 5 splits of
+    >= 91.5. The published supervised baselines (docs/algorithms.md section 4; mean of 5 splits of
     300 labeled citations, our files are split 1) are reference rows.
 
 Ours uses the learner's defaults updated by :data:`TASK_DEFAULTS` and then by ``--pos-set`` /
@@ -45,7 +45,7 @@ TASK_DEFAULTS: dict[str, dict] = {
 TARGETS = {"pos": 96.5, "citation": 91.5}
 
 #: published supervised baselines (token accuracy, 300 labeled citations, mean of 5 splits;
-#: ALGORITHMS.md section 4, from Zheng & Chang, CIKM 2016)
+#: the table of docs/algorithms.md section 4)
 CITATION_REFERENCES = [("published: baseline CRF (300 labeled, mean of 5 splits)", 89.9),
                        ("published: baseline SDM (300 labeled, mean of 5 splits)", 91.54)]
 

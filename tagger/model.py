@@ -9,7 +9,7 @@ State parameters exist for (attribute, label) pairs: attribute ``a`` owns parame
 token's state scores are a short gather-add over its attributes. By default only pairs seen in
 training get a parameter (as CRFsuite does); ``all_pairs`` gives every attribute every label.
 
-Score of a labeling (ALGORITHMS.md section 0)::
+Score of a labeling (docs/algorithms.md section 0)::
 
     F(x, y; w) = sum_t sum_{a in A(x,t)} v_a w_state[a, y_t] + sum_{t>=1} w_trans[y_{t-1}, y_t]
                  + w_start[y_0] + w_end[y_{T-1}]

@@ -1,4 +1,4 @@
-"""One contract over every learner (DESIGN.md habit 9), then what is specific to each.
+"""One contract over every learner, then what is specific to each.
 
 Every entry of ``tagger.learners.LEARNERS``, through the public ``Tagger``:
 
@@ -241,7 +241,7 @@ def test_parameter_table(name):
         cls.parse_settings(["epochs"])
     with pytest.raises(ParameterError, match="'epochs'.*Got 'many'"):
         cls.parse_settings(["epochs=many"])
-    # the objective is in the docstring (DESIGN.md habit 5)
+    # every learner's docstring states its objective
     assert "Objective" in (cls.__doc__ or "")
 
 

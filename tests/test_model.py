@@ -1,6 +1,6 @@
 """The chain model's parameter layout, scores and joint features, against the definition.
 
-The reference score is ALGORITHMS.md section 0 written out in Python over a dictionary of
+The reference score is docs/algorithms.md section 0 written out in Python over a dictionary of
 weights keyed by (attribute, label):
 
     F(x, y; w) = sum_t sum_{a in A(x,t)} w_state[a, y_t] + sum_{t>=1} w_trans[y_{t-1}, y_t]

@@ -1,6 +1,6 @@
 """The CRF negative log-likelihood and its gradient, shared by every CRF learner.
 
-For sentences ``(x_i, y_i)`` and the chain model of ``tagger.model`` (ALGORITHMS.md 0)::
+For sentences ``(x_i, y_i)`` and the chain model of ``tagger.model`` (docs/algorithms.md section 0)::
 
     L(w)      = sum_i log Z(x_i) - F(x_i, y_i; w)
     dL/dw_k   = sum_i E_{p(y|x_i)}[f_k(x_i, y)] - f_k(x_i, y_i)

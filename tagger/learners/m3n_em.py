@@ -1,5 +1,5 @@
 """EM-style (adaptive) L1-M3N: Zhu, Xing & Zhang, *Primal Sparse Max-Margin Markov Networks*
-(KDD 2009), Algorithm 3 (ALGORITHMS.md 1c).
+(KDD 2009), Algorithm 3 (docs/algorithms.md section 1c).
 
 The L1-M3N equals an adaptive M3N (the paper's Theorem 2)::
 

@@ -3,7 +3,7 @@
 Two learners share this code:
 
 ``m3n-subgradient``: the primal sparse L1-M3N of Zhu, Xing & Zhang, *Primal Sparse Max-Margin
-Markov Networks* (KDD 2009), Algorithm 2 (ALGORITHMS.md 1a)::
+Markov Networks* (KDD 2009), Algorithm 2 (docs/algorithms.md section 1a)::
 
     min_w  (1/N) sum_i R_i(w)   s.t.  ||w||_1 <= lambda   (``radius``)
     R_i(w) = max_y [Delta(y_i, y) + F(x_i, y; w)] - F(x_i, y_i; w)     (structured hinge)

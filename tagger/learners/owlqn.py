@@ -3,7 +3,7 @@
 Andrew & Gao, *Scalable Training of L1-Regularized Log-Linear Models* (ICML 2007). ``f`` is
 smooth and convex (here the CRF negative log-likelihood). One iteration:
 
-1. pseudo-gradient ``pg`` of the objective (ALGORITHMS.md 3)::
+1. pseudo-gradient ``pg`` of the objective (docs/algorithms.md section 3)::
 
        pg_k = g_k + c1 sgn(w_k)   if w_k != 0
               g_k + c1            if w_k == 0 and g_k < -c1

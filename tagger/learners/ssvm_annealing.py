@@ -1,7 +1,7 @@
 """Semi-supervised structural SVM with domain constraints, by deterministic annealing.
 
 Balamurugan, Shevade & Sellamanickam, *Large Margin Semi-supervised Structured Output
-Learning* (ALGORITHMS.md section 4). Labeled set L, unlabeled set U, imputed labelings y_j::
+Learning* (docs/algorithms.md section 4). Labeled set L, unlabeled set U, imputed labelings y_j::
 
     min_{w, {y_j}}  (1/2)||w||^2 + C_l sum_{i in L} R_i(w) + C_u sum_{j in U} R_j(w; y_j)
                     + sum_c rho_c penalty_c({y_j})
@@ -293,7 +293,7 @@ def _concat(X1: Featurized, X2: Featurized) -> Featurized:
 
 class SSVMAnnealing(Learner):
     """Semi-supervised L2 structural SVM with domain constraints by deterministic annealing
-    (Balamurugan, Shevade & Sellamanickam; ALGORITHMS.md 4).
+    (Balamurugan, Shevade & Sellamanickam; docs/algorithms.md section 4).
 
     Objective: (1/2)||w||^2 + C sum_L R_i(w) + C_u sum_U R_j(w; y_j) + sum_c rho_c pen_c(y_U),
     minimised alternately over the imputed labelings y_U (label switching) and w (SDM), C_u

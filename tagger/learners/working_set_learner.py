@@ -4,7 +4,7 @@ Three learners share one loop (generate violated constraints, re-solve the LP ov
 sets, repeat until no constraint is added) and differ in the LP and its solver:
 
 ``m3n-cutting-plane``: Zhu, Xing & Zhang, *Primal Sparse Max-Margin Markov Networks* (KDD
-2009), Algorithm 1 (ALGORITHMS.md 1b). With ``w = mu - nu``::
+2009), Algorithm 1 (docs/algorithms.md section 1b). With ``w = mu - nu``::
 
     min_{mu, nu >= 0, xi >= 0}  1.(mu + nu) + C 1.xi
     s.t.  (mu - nu) . Delta f_i(y) >= Delta(y_i, y) - xi_i      for all i, y in S_i
@@ -12,7 +12,7 @@ sets, repeat until no constraint is added) and differ in the LP and its solver:
 separation by loss-augmented Viterbi, y^ = argmax_y Delta(y_i, y) + F(x_i, y; w).
 
 ``lp-extragradient`` and ``lp-simplex``: Wang, Shawe-Taylor & Szedmak, *Large-Margin Structured
-Prediction via Linear Programming* (AISTATS 2009; ALGORITHMS.md 2)::
+Prediction via Linear Programming* (AISTATS 2009; docs/algorithms.md section 2)::
 
     min_{w >= 0, xi >= 0}  1.w + C 1.xi   s.t.  H w >= 1 - M xi
 
