@@ -560,7 +560,7 @@ def _dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: lis
         state = model.state_scores(Xd, w)
         out = np.empty(Xd.n_tokens, dtype=np.int32)
         viterbi_batch_into(state, Xd.offsets, np.ascontiguousarray(model.transitions(w)), out,
-                       np.empty(Xd.n_sentences))
+                           np.empty(Xd.n_sentences))
         flat = [names[i] for i in out.tolist()]
         pred = [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
         m = evaluate_labels(gold, pred)

@@ -203,7 +203,7 @@ def _state_scores_from_views(view_ids, offsets, t_ptr, t_view, t_off, t_mult, ta
                 out[i, l] = 0.0
             for k in range(n_tmpl):
                 at = attribute_id(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult,
-                                   table_keys, table_vals, mask)
+                                  table_keys, table_vals, mask)
                 if at >= 0:
                     for p in range(attr_ptr[at], attr_ptr[at + 1]):
                         out[i, param_label[p]] += w[p]

@@ -297,7 +297,7 @@ def _scaled_tier_accepts(state, trans):
     tables = sum_product.fb_tables(trans)
     buffers = sum_product.fb_buffers(T, L)
     _, accepted = sum_product._fb_scaled(state, tables, buffers, np.empty((T, L)),
-                                              np.empty((L, L)))
+                                         np.empty((L, L)))
     return accepted
 
 

@@ -228,8 +228,7 @@ def test_compact_keeps_every_score_and_drops_only_zero_state_weights(corpus, see
 
 @settings(deadline=None, max_examples=30, suppress_health_check=[HealthCheck.too_slow])
 @given(corpus=_corpus, seed=st.integers(0, 2**32 - 1), density=st.floats(0.0, 1.0))
-def test_restrict_scores_as_the_full_model_with_the_dropped_weights_at_zero(corpus, seed,
-                                                                           density):
+def test_restrict_scores_as_the_full_model_with_dropped_weights_at_zero(corpus, seed, density):
     sentences = [Sentence([[w for w, _ in s]], [lab for _, lab in s]) for s in corpus]
     fz, X, index, y = _featurized(sentences, [s.labels for s in sentences])
     L = len(index)

@@ -77,7 +77,7 @@ class ViolationState:
         for s in range(self.phi.shape[0]):
             total += instance_penalty(self.phi[s], cc.lo, cc.hi, self.rho, cc.squared)
         return total + corpus_penalty(self.num, self.den, cc.target, cc.tol, self.crho,
-                                       cc.csquared, self.ti.n_sequences)
+                                      cc.csquared, self.ti.n_sequences)
 
     def records(self) -> tuple[PenaltyRules, Counts]:
         """The rules (with the weights in use) and the counts, as the switching kernels take

@@ -67,7 +67,7 @@ def _template_key(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult):
 
 @numba.njit(**NUMBA_OPTS)
 def attribute_id(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult, table_keys, table_vals,
-                  mask):
+                 mask):
     """Attribute id of template k at token i, or -1 when it is not a known attribute."""
     key = _template_key(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult)
     if key < 0:
@@ -89,8 +89,8 @@ def template_keys(view_ids, offsets, t_ptr, t_view, t_off, t_mult, out):
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
-def instantiate_attributes(view_ids, offsets, t_ptr, t_view, t_off, t_mult, table_keys, table_vals,
-                slots):
+def instantiate_attributes(view_ids, offsets, t_ptr, t_view, t_off, t_mult, table_keys,
+                           table_vals, slots):
     """slots[i, k] = attribute id of template k at token i, or -1."""
     n_sent = offsets.shape[0] - 1
     n_tmpl = t_ptr.shape[0] - 1
@@ -101,7 +101,7 @@ def instantiate_attributes(view_ids, offsets, t_ptr, t_view, t_off, t_mult, tabl
         for i in range(a, b):
             for k in range(n_tmpl):
                 slots[i, k] = attribute_id(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult,
-                                            table_keys, table_vals, mask)
+                                           table_keys, table_vals, mask)
 
 
 @numba.njit(**NUMBA_OPTS)

@@ -41,8 +41,8 @@ import numpy as np
 
 from tagger.inference.sum_product import forward_backward_batch_into, forward_backward_into
 from tagger.inference.max_product import (loss_augmented_viterbi_batch_into,
-                                      loss_augmented_viterbi_into, second_best_viterbi_into,
-                                      viterbi_batch_into, viterbi_into)
+                                          loss_augmented_viterbi_into, second_best_viterbi_into,
+                                          viterbi_batch_into, viterbi_into)
 
 __all__ = [
     "forward_backward",

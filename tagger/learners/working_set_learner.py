@@ -118,21 +118,6 @@ class WorkingSetLearner(Learner):
         return xi
 
 
-_COMMON = (
-    Param("C", 1.0, float, "weight C of the summed slacks (hinge losses) against ||w||_1",
-          low=0.0, low_open=True),
-    Param("epochs", 50, int, "at most this many rounds of separation over all sentences "
-          "(training stops earlier when no constraint is violated)", low=1),
-    Param("epsilon", 1e-4, float, "precision: a labeling joins its working set when its "
-          "constraint is violated by more than this beyond the current slack", low=0.0),
-    Param("max_seconds", 0.0, float, "stop after the round during which this many seconds "
-          "have passed (0 = no limit); the last progress row then has converged=False",
-          low=0.0),
-)
-_TIME = Param("time_limit", 0.0, float, "seconds each HiGHS solve may take (0 = no limit); "
-              "a solve stopped by it reports lp_status", low=0.0)
-
-
 COMMON_PARAMS = (
     Param("C", 1.0, float, "weight C of the summed slacks (hinge losses) against ||w||_1",
           low=0.0, low_open=True),
@@ -145,4 +130,4 @@ COMMON_PARAMS = (
           low=0.0),
 )
 TIME_LIMIT = Param("time_limit", 0.0, float, "seconds each HiGHS solve may take (0 = no limit); "
-              "a solve stopped by it reports lp_status", low=0.0)
+                   "a solve stopped by it reports lp_status", low=0.0)

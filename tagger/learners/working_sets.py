@@ -20,7 +20,7 @@ from numba import prange
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.inference.max_product import (loss_augmented_viterbi_into, second_best_viterbi_into,
-                                      viterbi_into)
+                                          viterbi_into)
 from tagger.model import FeatureBatch, SparseAccumulator, add_difference
 
 #: separation modes
