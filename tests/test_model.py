@@ -23,6 +23,8 @@ from tagger.labels import LabelIndex
 from tagger.model import ChainModel
 from tagger.sentence import Sentence
 
+from _brute import labelings
+
 SAMPLES = Path(__file__).resolve().parent.parent / "corpora"
 
 _SPEC = FeatureSpec.from_dict({
@@ -220,8 +222,7 @@ def test_compact_keeps_every_score_and_drops_only_zero_state_weights(corpus, see
     X_new = fz.transform(sentences)
     for s in range(X.n_sentences):
         T = int(X.offsets[s + 1] - X.offsets[s])
-        for lab in itertools.product(range(L), repeat=T):
-            lab = np.array(lab)
+        for lab in labelings(T, L):
             assert new_model.score(X_new, s, lab, new_w) == pytest.approx(
                 model.score(X, s, lab, w), abs=1e-9)
 
@@ -242,8 +243,7 @@ def test_restrict_scores_as_the_full_model_with_dropped_weights_at_zero(corpus, 
     w[where] = w_sub
     for s in range(X.n_sentences):
         T = int(X.offsets[s + 1] - X.offsets[s])
-        for lab in itertools.product(range(L), repeat=T):
-            lab = np.array(lab)
+        for lab in labelings(T, L):
             assert sub.score(X, s, lab, w_sub) == pytest.approx(model.score(X, s, lab, w),
                                                                 abs=1e-9)
 

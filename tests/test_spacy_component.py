@@ -7,7 +7,6 @@ gives for the same input, and spaCy's Scorer with our conlleval implementation.
 
 from __future__ import annotations
 
-import itertools
 import os
 import pickle
 import subprocess
@@ -30,6 +29,7 @@ from tagger.io import load_corpus  # noqa: E402
 from tagger.labels import bio_spans  # noqa: E402
 from tagger.metrics import evaluate  # noqa: E402
 from tagger.spacy_component import ComponentConfigError  # noqa: E402
+from _brute import labelings, path_scores  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "corpora" / "sample_chunk.txt"
@@ -217,8 +217,8 @@ def test_marginals_extension_matches_brute_force(models):
     state = tg.model_.state_scores_from_views(E, tg.weights_)
     trans = tg.model_.transitions(tg.weights_)
     L = state.shape[1]
-    paths = np.array(list(itertools.product(range(L), repeat=len(words))))
-    score = state[np.arange(len(words)), paths].sum(1) + trans[paths[:, :-1], paths[:, 1:]].sum(1)
+    paths = labelings(len(words), L)
+    score = path_scores(state, trans, paths)
     p = np.exp(score - score.max())
     p /= p.sum()
     best = paths[np.argmax(score)]

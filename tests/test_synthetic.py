@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
 
 from tagger.synthetic import generate, generate_sets, kfold_parts, true_error
+
+from _brute import labelings, path_scores
 
 
 @pytest.fixture(scope="module")
@@ -108,8 +109,8 @@ def _exact_marginals(state, trans):
     """(p(y_t = 1 | x) for each t, p(y_0 = y_1 | x)) by enumerating every labeling of a short
     binary chain."""
     T = state.shape[0]
-    paths = np.array(list(itertools.product((0, 1), repeat=T)))
-    scores = np.array([state[np.arange(T), p].sum() + trans[p[:-1], p[1:]].sum() for p in paths])
+    paths = labelings(T, 2)
+    scores = path_scores(state, trans, paths)
     prob = np.exp(scores - scores.max())
     prob /= prob.sum()
     return prob @ paths, prob @ (paths[:, 0] == paths[:, 1])

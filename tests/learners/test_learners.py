@@ -15,7 +15,6 @@ features see the current word alone.
 
 from __future__ import annotations
 
-import itertools
 import math
 from pathlib import Path
 
@@ -33,9 +32,11 @@ from tagger.learners.base import Learner, TrainingProblem
 from tagger.model import ChainModel
 from tagger.sentence import Sentence
 
+from _brute import labelings
+
 # learners that need unlabeled data (ssvm-annealing) have their own tests (test_ssvm_annealing.py)
 NAMES = sorted(n for n in LEARNERS if not getattr(LEARNERS[n], "needs_unlabeled", False))
-SAMPLES = Path(__file__).resolve().parent.parent / "corpora"
+SAMPLES = Path(__file__).resolve().parents[2] / "corpora"
 
 WORDS = {"A": ["a1", "a2", "a3"], "B": ["b1", "b2"], "C": ["c1", "c2", "c3"]}
 NEXT = {"A": "B", "B": "C", "C": "A"}
@@ -485,8 +486,7 @@ def _brute_force_subgradient(problem, w, sentences):
         a, b = int(X.offsets[s]), int(X.offsets[s + 1])
         gold = y[a:b]
         best, best_y = -np.inf, None
-        for lab in itertools.product(range(model.n_labels), repeat=b - a):
-            lab = np.array(lab)
+        for lab in labelings(b - a, model.n_labels):
             v = model.score(X, s, lab, w) + np.sum(lab != gold)
             assert v != best  # no ties
             if v > best:

@@ -3,11 +3,11 @@ force and a recount), and the learner's contract on a small synthetic task."""
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
 from _addresses import RULES, addresses
+from _brute import labelings
 
 from tagger.constraints import ConstraintSet, ViolationState
 from tagger.learners.ssvm_annealing import (SwitchLattice, SwitchPlan, _all_max_marginals,
@@ -20,7 +20,7 @@ L = 3
 def _aug_brute(state, trans, y):
     T = len(y)
     M = np.full((T, L), -np.inf)
-    for z in itertools.product(range(L), repeat=T):
+    for z in labelings(T, L):
         v = state[0, z[0]] + (z[0] != y[0]) + sum(state[t, z[t]] + trans[z[t - 1], z[t]] +
                                                   (z[t] != y[t]) for t in range(1, T))
         for t in range(T):

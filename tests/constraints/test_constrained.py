@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
 
 from tagger.constrained import constrained_decode
 from tagger.constraints import ConstraintSet, ViolationState
+
+from _brute import labelings, path_score, path_scores
 
 LABELS = ["a", "b", "c", "d"]
 WORDS = ["pp", "x", ",", "y", "9", "z", "."]
@@ -49,21 +50,15 @@ hard = true
 """
 
 
-def _score(state, trans, y):
-    return state[0, y[0]] + sum(state[t, y[t]] + trans[y[t - 1], y[t]] for t in range(1, len(y)))
-
-
 def _brute_best(state, trans, cc, toks):
     # every labeling of the chain at once, as one corpus of L^T sequences
     T = len(toks)
-    ys = np.array(list(itertools.product(range(len(LABELS)), repeat=T)), np.int32)
+    ys = labelings(T, len(LABELS), np.int32)
     st = ViolationState(cc, cc.indicators([toks] * len(ys)), ys.ravel())
     ok = ~np.any((st.phi > cc.hi) | (st.phi < cc.lo), axis=1)
     if not ok.any():
         return -np.inf
-    scores = state[0, ys[:, 0]] + sum(state[t, ys[:, t]] + trans[ys[:, t - 1], ys[:, t]]
-                                      for t in range(1, T))
-    return float(scores[ok].max())
+    return float(path_scores(state, trans, ys)[ok].max())
 
 
 @pytest.mark.parametrize("text", [HARD, COUNTS])
@@ -86,9 +81,9 @@ def test_hard_constraints_exact_against_brute_force(text):
         assert feasible[0]
         assert ViolationState(cc, ti, y).penalty() == 0
         if text is HARD:  # every rule is enforced by the expanded Viterbi: exact
-            assert _score(state, trans, y) == pytest.approx(best, abs=1e-9)
+            assert path_score(state, trans, y) == pytest.approx(best, abs=1e-9)
         else:  # count rules: label switching finds a feasible labeling, at most the best
-            assert _score(state, trans, y) <= best + 1e-9
+            assert path_score(state, trans, y) <= best + 1e-9
     assert checked > 30
 
 
@@ -105,7 +100,7 @@ def test_soft_rules_give_a_local_optimum_of_score_minus_penalty():
         y, _ = constrained_decode(state, np.array([0, T]), trans, cc, ti)
 
         def objective(lab):
-            return _score(state, trans, lab) - ViolationState(cc, ti, lab).penalty()
+            return path_score(state, trans, lab) - ViolationState(cc, ti, lab).penalty()
 
         here = objective(y)
         for t in range(T):
@@ -138,15 +133,15 @@ def test_infeasible_sequences_get_the_fewest_broken_rules_not_plain_viterbi():
         ti = cc.indicators([toks])
         y, feasible = constrained_decode(state, np.array([0, T]), trans, cc, ti, hard_weight=W)
         assert not feasible[0]
-        ys = np.array(list(itertools.product(range(len(LABELS)), repeat=T)), np.int32)
+        ys = labelings(T, len(LABELS), np.int32)
         st = ViolationState(cc, cc.indicators([toks] * len(ys)), ys.ravel())
         d = np.maximum(st.phi - cc.hi, 0) + np.maximum(cc.lo - st.phi, 0)
-        scores = np.array([_score(state, trans, z) for z in ys]) - W * d[:, ~seg].sum(axis=1)
+        scores = path_scores(state, trans, ys) - W * d[:, ~seg].sum(axis=1)
         scores[d[:, seg].sum(axis=1) > 0] = -np.inf
         mine = ViolationState(cc, ti, y)
         dm = np.maximum(mine.phi - cc.hi, 0) + np.maximum(cc.lo - mine.phi, 0)
         assert dm[0, seg].sum() == 0
-        assert _score(state, trans, y) - W * dm[0, ~seg].sum() == pytest.approx(scores.max(),
+        assert path_score(state, trans, y) - W * dm[0, ~seg].sum() == pytest.approx(scores.max(),
                                                                                 abs=1e-6)
         checked += 1
     assert checked >= 10

@@ -12,7 +12,7 @@ from tagger.constraints import (ConstraintSet, Proposal, ViolationState, apply_s
                                 boundary_on_punctuation, normalize_word, switch_penalty_delta)
 from tagger.errors import ConstraintError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LABELS = ["a", "b", "c", "d"]
 
 FULL = """

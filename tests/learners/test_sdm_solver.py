@@ -12,7 +12,6 @@ solved by HiGHS's QP solver.
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
@@ -22,6 +21,8 @@ from tagger.labels import LabelIndex
 from tagger.learners.sdm_solver import SDMSolver, restrict_featurized
 from tagger.model import ChainModel
 from tagger.sentence import Sentence
+
+from _brute import labelings
 
 highspy = pytest.importorskip("highspy")
 
@@ -51,8 +52,7 @@ def constraints(model, X, y):
         a, b = int(X.offsets[i]), int(X.offsets[i + 1])
         gold = y[a:b]
         fg = model.joint_features(X, i, gold)
-        for lab in itertools.product(range(model.n_labels), repeat=b - a):
-            lab = np.array(lab)
+        for lab in labelings(b - a, model.n_labels):
             rows.append((i, fg - model.joint_features(X, i, lab), float(np.sum(lab != gold))))
     return rows
 
@@ -99,8 +99,8 @@ def brute_hinges(model, X, y, w_eff):
         a, b = int(X.offsets[i]), int(X.offsets[i + 1])
         gold = y[a:b]
         g = model.score(X, i, gold, w_eff)
-        out.append(max(model.score(X, i, np.array(lab), w_eff) + np.sum(np.array(lab) != gold)
-                       for lab in itertools.product(range(model.n_labels), repeat=b - a)) - g)
+        out.append(max(model.score(X, i, lab, w_eff) + np.sum(lab != gold)
+                       for lab in labelings(b - a, model.n_labels)) - g)
     return np.array(out)
 
 
@@ -310,7 +310,7 @@ def test_dual_never_decreases_on_the_sample_chunk_corpus():
     from tagger.api import Tagger
     from tagger.io import read_corpus
 
-    path = Path(__file__).resolve().parent.parent / "corpora" / "sample_chunk.txt"
+    path = Path(__file__).resolve().parents[2] / "corpora" / "sample_chunk.txt"
     if not path.is_file():
         pytest.skip("sample chunk corpus missing")
     tg = Tagger(features="chunk", learner="m3n-l2", params={"C": 1.0, "epochs": 25,

@@ -23,7 +23,7 @@ from tagger.errors import FeatureSpecError
 from tagger.features import PRESETS, TOKEN_FUNCTIONS, FeatureSpec, Featurizer
 from tagger.sentence import Sentence
 
-SAMPLES = Path(__file__).resolve().parent.parent / "corpora"
+SAMPLES = Path(__file__).resolve().parents[2] / "corpora"
 
 
 def _spec(templates, views=None, columns=("word",), **featurizer) -> FeatureSpec:

@@ -8,7 +8,6 @@ against each other (three L1 learners, one convex objective).
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -23,7 +22,8 @@ from tagger.learners.owlqn import OWLQN, pseudo_gradient
 from tagger.model import ChainModel
 from tagger.sentence import Sentence
 
-from tests.test_learners import SPEC, toy_chain
+from _brute import labelings, sentence_features
+from test_learners import SPEC, toy_chain
 
 
 def random_problem(seed: int, n_sent: int = 4, n_labels: int = 3, n_attrs: int = 5,
@@ -45,13 +45,11 @@ def random_problem(seed: int, n_sent: int = 4, n_labels: int = 3, n_attrs: int =
 
 def brute_force(X, y, model, w):
     """NLL and gradient by enumerating every labeling of every sentence."""
-    L = model.n_labels
     nll = 0.0
     grad = np.zeros(model.n_weights)
     for s in range(X.n_sentences):
         a, b = int(X.offsets[s]), int(X.offsets[s + 1])
-        paths = [np.array(p, dtype=np.int32) for p in itertools.product(range(L), repeat=b - a)]
-        feats = np.array([model.joint_features(X, s, p) for p in paths])
+        _, feats = sentence_features(model, X, s)
         scores = feats @ w
         m = scores.max()
         log_z = m + math.log(np.exp(scores - m).sum())
@@ -214,7 +212,7 @@ def test_smaller_c1_more_nonzeros():
 
     from tagger.io import read_corpus
 
-    train = list(read_corpus(Path(__file__).resolve().parent.parent / "corpora" / "sample_chunk.txt"))
+    train = list(read_corpus(Path(__file__).resolve().parents[2] / "corpora" / "sample_chunk.txt"))
     problem = _problem(train, FeatureSpec.load("chunk"))
     nnz = [np.count_nonzero(LEARNERS["crf-l1"](c1=c).fit(problem)) for c in (5.0, 1.0, 0.2)]
     assert nnz[0] < nnz[1] < nnz[2]
@@ -234,7 +232,7 @@ def test_marginals_are_the_model_probabilities():
     for s, m in enumerate(margs):
         a, b = X.offsets[s], X.offsets[s + 1]
         L = len(tg.labels_)
-        paths = [np.array(p, dtype=np.int32) for p in itertools.product(range(L), repeat=b - a)]
+        paths = labelings(b - a, L, np.int32)
         scores = np.array([tg.model_.score(X, s, p, tg.weights_) for p in paths])
         p = np.exp(scores - scores.max())
         p /= p.sum()

@@ -8,7 +8,6 @@ whole objective they report must equal a brute-force evaluation at their weights
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
@@ -18,6 +17,8 @@ from tagger.features import Featurized
 from tagger.learners import LEARNERS, TrainingProblem
 from tagger.model import ChainModel
 from tagger.synthetic import generate
+
+from _brute import labelings
 
 L = 3
 
@@ -38,10 +39,6 @@ def _problem(seed: int, n: int = 12, n_attrs: int = 6) -> TrainingProblem:
     return TrainingProblem(model, X, y)
 
 
-def _labelings(T):
-    return [np.array(p, dtype=np.int32) for p in itertools.product(range(L), repeat=T)]
-
-
 def _full_rows(problem, margin_rows: bool):
     """Rows (sentence, Delta f, rhs) over every labeling: loss-scaled for the L1-M3N
     (gold included, harmless: its row reads 0 >= 0 - xi), margin 1 for the LP (gold excluded)."""
@@ -51,7 +48,7 @@ def _full_rows(problem, margin_rows: bool):
         a, b = X.offsets[s], X.offsets[s + 1]
         gold = problem.y[a:b]
         fg = m.joint_features(X, s, gold)
-        for y in _labelings(b - a):
+        for y in labelings(b - a, L, np.int32):
             loss = float(np.sum(y != gold))
             if margin_rows and loss == 0:
                 continue

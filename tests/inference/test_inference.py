@@ -8,7 +8,6 @@ the single-sentence ones, and the public wrappers' input checks are exercised at
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
@@ -27,57 +26,11 @@ from tagger.inference import (
 )
 from tagger.inference import sum_product
 
+from _brute import NEG_INF, labelings, marginals, path_score, path_scores
+
 # the first call of each kernel compiles it, so deadlines are off
 SETTINGS = settings(deadline=None, max_examples=150)
 BATCH_SETTINGS = settings(deadline=None, max_examples=60)
-
-NEG_INF = -np.inf
-
-
-# ---------------------------------------------------------------------------------------------
-# Brute force
-# ---------------------------------------------------------------------------------------------
-
-
-def all_paths(T: int, L: int) -> np.ndarray:
-    return np.array(list(itertools.product(range(L), repeat=T)), dtype=np.int64).reshape(-1, T)
-
-
-def path_scores(state: np.ndarray, trans: np.ndarray, paths: np.ndarray) -> np.ndarray:
-    T = state.shape[0]
-    scores = state[np.arange(T), paths].sum(axis=1)
-    if T > 1:
-        scores = scores + trans[paths[:, :-1], paths[:, 1:]].sum(axis=1)
-    return scores
-
-
-def path_score(state, trans, path) -> float:
-    return float(path_scores(state, trans, np.asarray(path, dtype=np.int64)[None, :])[0])
-
-
-def logsumexp(x: np.ndarray) -> float:
-    m = x.max()
-    if m == NEG_INF:
-        return NEG_INF
-    return float(m + np.log(np.exp(x - m).sum()))
-
-
-def brute_marginals(state, trans):
-    """(log Z, node marginals, edge marginals summed over positions) by enumeration."""
-    T, L = state.shape
-    paths = all_paths(T, L)
-    scores = path_scores(state, trans, paths)
-    log_z = logsumexp(scores)
-    node = np.zeros((T, L))
-    edge = np.zeros((L, L))
-    if log_z == NEG_INF:
-        return log_z, node, edge
-    p = np.exp(scores - log_z)
-    for t in range(T):
-        np.add.at(node[t], paths[:, t], p)
-    for t in range(1, T):
-        np.add.at(edge, (paths[:, t - 1], paths[:, t]), p)
-    return log_z, node, edge
 
 
 def same_score(a: float, b: float) -> bool:
@@ -166,7 +119,7 @@ def assert_valid_path(path, T, L):
 def test_viterbi_matches_brute_force(lattice):
     state, trans = lattice
     T, L = state.shape
-    best = path_scores(state, trans, all_paths(T, L)).max()
+    best = path_scores(state, trans, labelings(T, L)).max()
     path, score = viterbi(state, trans)
     assert_valid_path(path, T, L)
     assert same_score(score, best)
@@ -201,7 +154,7 @@ def test_loss_augmented_viterbi_matches_brute_force(lattice, loss_scale):
     state, trans, gold = lattice
     T, L = state.shape
     before = state.copy()
-    paths = all_paths(T, L)
+    paths = labelings(T, L)
     augmented = path_scores(state, trans, paths) + loss_scale * (paths != gold).sum(axis=1)
     path, score = loss_augmented_viterbi(state, trans, gold, loss_scale)
     assert_valid_path(path, T, L)
@@ -234,7 +187,7 @@ def _check_second_best(state, trans, exclude):
         assert score == NEG_INF
         assert (path == -1).all()
         return
-    paths = all_paths(T, L)
+    paths = labelings(T, L)
     others = (paths != exclude).any(axis=1)
     want = path_scores(state, trans, paths[others]).max()
     assert_valid_path(path, T, L)
@@ -268,7 +221,7 @@ def test_second_best_matches_brute_force_excluding_the_best_path(lattice):
 def test_forward_backward_matches_brute_force(lattice):
     state, trans = lattice
     T, L = state.shape
-    want_z, want_node, want_edge = brute_marginals(state, trans)
+    want_z, want_node, want_edge = marginals(state, trans)
     log_z, node, edge = forward_backward(state, trans)
     assert node.shape == (T, L) and edge.shape == (L, L)
     assert same_score(log_z, want_z)

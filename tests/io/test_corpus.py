@@ -35,7 +35,7 @@ from tagger.io import (
 from tagger.errors import CorpusFormatError
 from tagger.labels import is_bio
 
-SAMPLES = Path(__file__).resolve().parent.parent / "corpora"
+SAMPLES = Path(__file__).resolve().parents[2] / "corpora"
 
 CONLL = """Confidence NN B-NP
 in IN B-PP

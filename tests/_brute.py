@@ -1,0 +1,61 @@
+"""Brute force over every labeling: the independent reference the kernel and learner tests
+compare with. Nothing here calls the package's kernels; chains are small enough to enumerate."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+NEG_INF = -np.inf
+
+
+def labelings(T: int, L: int, dtype=np.int64) -> np.ndarray:
+    """Every labeling of T tokens with L labels, one per row, in lexicographic order."""
+    return np.array(list(itertools.product(range(L), repeat=T)), dtype=dtype).reshape(-1, T)
+
+
+def path_scores(state: np.ndarray, trans: np.ndarray, paths: np.ndarray) -> np.ndarray:
+    """F(y) = sum_t state[t, y_t] + sum_t trans[y_{t-1}, y_t] of each row of ``paths``."""
+    T = state.shape[0]
+    scores = state[np.arange(T), paths].sum(axis=1)
+    if T > 1:
+        scores = scores + trans[paths[:, :-1], paths[:, 1:]].sum(axis=1)
+    return scores
+
+
+def path_score(state, trans, path) -> float:
+    return float(path_scores(state, trans, np.asarray(path, dtype=np.int64)[None, :])[0])
+
+
+def logsumexp(x: np.ndarray) -> float:
+    m = x.max()
+    if m == NEG_INF:
+        return NEG_INF
+    return float(m + np.log(np.exp(x - m).sum()))
+
+
+def marginals(state, trans):
+    """(log Z, node marginals, edge marginals summed over positions) by enumeration."""
+    T, L = state.shape
+    paths = labelings(T, L)
+    scores = path_scores(state, trans, paths)
+    log_z = logsumexp(scores)
+    node = np.zeros((T, L))
+    edge = np.zeros((L, L))
+    if log_z == NEG_INF:
+        return log_z, node, edge
+    p = np.exp(scores - log_z)
+    for t in range(T):
+        np.add.at(node[t], paths[:, t], p)
+    for t in range(1, T):
+        np.add.at(edge, (paths[:, t - 1], paths[:, t]), p)
+    return log_z, node, edge
+
+
+def sentence_features(model, X, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every labeling of sentence ``s`` of the featurized ``X`` (int32 rows) and its joint
+    feature vector f(x_s, y) under ``model`` (one row each)."""
+    T = int(X.offsets[s + 1] - X.offsets[s])
+    paths = labelings(T, model.n_labels, np.int32)
+    return paths, np.array([model.joint_features(X, s, p) for p in paths])
