@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 from urllib.parse import parse_qsl, urlsplit
 
 from tagger.errors import CorpusFormatError, DatasetSourceError
@@ -401,11 +401,3 @@ def tag_dataset(tagger, ds, fields: Sequence[str] | str | None = None, output: s
     names = {f: _names_of(features[f]) for f in fields}
     fn = _MapTagger(tagger, fields, names, output)
     return ds.map(fn, batched=True, batch_size=batch_size, num_proc=num_proc)
-
-
-def as_sentences(data: Any, labeled: bool = True) -> Iterable[Sentence]:
-    """What :class:`~tagger.api.Tagger` gets as training or evaluation data: a dataset source
-    is read with the default fields, anything else is passed through."""
-    if is_dataset_source(data):
-        return read_dataset(data, labeled=labeled)
-    return data
