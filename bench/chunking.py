@@ -20,7 +20,7 @@ CRFsuite rows get the same attributes as strings) in its own process, so that it
   from raw CoNLL lines to written labels: ``tagger tag MODEL INPUT -o OUTPUT`` for ours,
   ``bench/crfsuite_tag.py`` (what a python-crfsuite user writes) for CRFsuite;
 - tagging tokens/s decode-only: scoring and Viterbi (``ChainModel.state_scores``,
-  ``tagger.inference.viterbi_batch``) on the featurized test set for ours,
+  ``tagger.inference.max_product.viterbi_batch_into``) on the featurized test set for ours,
   ``Tagger.tag`` over ``ItemSequence`` objects built beforehand for CRFsuite;
 - non-zero weights: ``Tagger.n_nonzero_``; CRFsuite's stored state features + transitions
   (``Tagger.info()``; CRFsuite stores only non-zero weights);
@@ -158,7 +158,9 @@ def evaluate_ours(model_path: str, test, gold) -> dict:  # any of our learners
     import numba
 
     from tagger.api import Tagger
-    from tagger.inference import viterbi_batch
+    import numpy as np
+
+    from tagger.inference.max_product import viterbi_batch_into
     from tagger.metrics import evaluate
 
     tg = Tagger.load(model_path)
@@ -168,9 +170,11 @@ def evaluate_ours(model_path: str, test, gold) -> dict:  # any of our learners
     feat_rate, _ = C.rate(lambda: tg.featurize(test), n_tok)
     X = tg.featurize(test)
 
-    def decode():  # scoring and Viterbi on features already built
-        viterbi_batch(tg.model_.state_scores(X, tg.weights_), X.offsets,
-                      tg.model_.transitions(tg.weights_))
+    def decode():  # scoring and Viterbi on features already built (the unchecked kernel)
+        state = tg.model_.state_scores(X, tg.weights_)
+        trans = np.ascontiguousarray(tg.model_.transitions(tg.weights_))
+        viterbi_batch_into(state, X.offsets, trans, np.empty(X.n_tokens, dtype=np.int32),
+                           np.empty(X.n_sentences))
 
     decode_rate, reps = C.rate(decode, n_tok)
     threads = numba.get_num_threads()
