@@ -15,8 +15,9 @@ import os
 
 import click
 
-from tagger.console import (TaggerGroup, TrainProgress, learner_settings, load_constraints,
-                            path_param, path_values, require_matplotlib, to_json)
+from tagger.console import (TaggerGroup, TrainProgress, check_features, check_output,
+                            check_plot, learner_settings, load_constraints, path_param,
+                            path_values, to_json)
 
 FORMAT_CHOICES = ("auto", "conll", "conllu", "inline", "tab", "text", "raw")
 
@@ -126,6 +127,7 @@ def train_cmd(train_files, model_path, fmt, label_column, features, learner, set
 
     learner = learner or ("ssvm-annealing" if unlabeled_file else DEFAULT_LEARNER)
     params = learner_settings(learner, settings)
+    check_output(model_path, [*train_files, dev_file, test_file, unlabeled_file, constraints_file])
     cset = load_constraints(constraints_file)
     if cset is not None and unlabeled_file is None:
         raise click.UsageError("--constraints in training needs --unlabeled FILE (the "
@@ -140,8 +142,8 @@ def train_cmd(train_files, model_path, fmt, label_column, features, learner, set
         train = open_many_labeled(train_files, **read)
         dev = open_labeled(dev_file, **read) if dev_file else None
         test = open_labeled(test_file, **read) if test_file else None
-    tagger = Tagger(features=features or default_preset(train), learner=learner, params=params,
-                    seed=seed)
+    tagger = Tagger(features=check_features(features) or default_preset(train), learner=learner,
+                    params=params, seed=seed)
     with TrainProgress(quiet):
         unlabeled = open_unlabeled(unlabeled_file, fmt) if unlabeled_file else None
         tagger.fit(train, dev=dev, unlabeled=unlabeled, constraints=cset, test=test,
@@ -191,8 +193,8 @@ def path_cmd(train_file, dev_file, values_text, param, fmt, label_column, featur
     params = learner_settings(learner, settings)
     values = path_values(values_text)
     param = path_param(learner, params, param, values)
-    if plot_path:
-        require_matplotlib()
+    check_output(model_path, [train_file, dev_file])
+    check_plot(plot_path, [train_file, dev_file, model_path])
     from tagger.api import Tagger
     from tagger.io import gc_paused
     from tagger.io.sources import default_preset, open_labeled
@@ -201,8 +203,8 @@ def path_cmd(train_file, dev_file, values_text, param, fmt, label_column, featur
     with gc_paused():
         train = open_labeled(train_file, fmt, label_column)
         dev = open_labeled(dev_file, fmt, label_column)
-    tagger = Tagger(features=features or default_preset(train), learner=learner, params=params,
-                    seed=seed)
+    tagger = Tagger(features=check_features(features) or default_preset(train), learner=learner,
+                    params=params, seed=seed)
     with TrainProgress(quiet or as_json):
         rows = tagger.path(train, dev, values, param=param)
     click.echo(to_json(rows) if as_json else path_table(rows, param))
@@ -247,6 +249,7 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs, margin
     --label-column names): it is replaced by the prediction; otherwise the prediction is
     appended as the last field.
     """
+    check_output(output_path, [model_path, input_path])
     cset = load_constraints(constraints_file)
     from tagger.tagging import tag_file
 
@@ -325,6 +328,7 @@ def trace_cmd(model_path, plot_path, as_json) -> None:
     from tagger.plots import plot_trace
     from tagger.trace import format_trace
 
+    check_plot(plot_path, [model_path])
     rows = Tagger.load(model_path).trace_
     click.echo(to_json(rows) if as_json else format_trace(rows))
     if plot_path is not None:

@@ -22,10 +22,11 @@ from tagger.features import Featurized, FeatureSpec, Featurizer
 from tagger.inference import forward_backward_batch
 from tagger.inference.max_product import viterbi_batch_into
 from tagger.io.sources import as_sentences
-from tagger.labels import LabelIndex
+from tagger.labels import LabelIndex, is_bio
 from tagger.learners import DEFAULT_LEARNER, TrainingProblem, get_learner
 from tagger.metrics import evaluate as evaluate_labels
 from tagger.model import ChainModel
+from tagger.model_header import check_header
 from tagger.reports import jsonable
 from tagger.sentence import Sentence
 from tagger.serialize import load_model_file, save_model_file
@@ -382,7 +383,9 @@ class Tagger:
                 f"({', '.join(self.labels_.labels[:8])}{', ...' if len(known) > 8 else ''}); "
                 f"is it the right model, format and label column?")
         pred = self.predict(gold_sents, constraints=constraints)
-        result = evaluate_labels([s.labels for s in gold_sents], pred)
+        # the model's labels decide chunk or token scoring: a stray gold label cannot switch it
+        result = evaluate_labels([s.labels for s in gold_sents], pred,
+                                 chunk_level=is_bio(self.labels_.labels))
         # gold labels the model never saw in training: always counted as errors
         result["unknown_labels"] = sorted(gold_labels - known)
         return result
@@ -431,6 +434,7 @@ class Tagger:
     @classmethod
     def load(cls, path: str | Path) -> "Tagger":
         meta, arrays = load_model_file(path)
+        check_header(meta, str(path))
         try:
             featurizer = Featurizer.from_arrays(meta["features"], arrays)
             labels = LabelIndex(meta["labels"])

@@ -146,9 +146,46 @@ def to_json(obj) -> str:
     return json.dumps(jsonable(obj), ensure_ascii=False)
 
 
-def require_matplotlib() -> None:
-    """A usage error, before any work, when a picture is asked for and cannot be drawn."""
+def check_plot(path: str | None, inputs) -> None:
+    """A usage error, before any work, when a picture is asked for (``--plot PATH``) and
+    cannot be drawn or written there."""
+    if path is None:
+        return
     from tagger.plots import plot_available
 
     if not plot_available():
         raise click.UsageError("--plot needs matplotlib (pip install matplotlib)")
+    check_output(path, inputs, "'--plot'")
+
+
+def check_features(value: str | None) -> str | None:
+    """A feature preset name or an existing TOML file; anything else is a usage error."""
+    from tagger.features import PRESETS
+
+    if value is None or value in PRESETS or os.path.isfile(value):
+        return value
+    raise click.BadParameter(f"{value!r} is neither a preset ({', '.join(PRESETS)}) nor an "
+                             f"existing TOML file", param_hint="'--features'")
+
+
+def check_output(path: str | None, inputs, option: str = "'-o' / '--output'") -> None:
+    """Refuse, before any work, an output that would replace one of the ``inputs`` or that
+    cannot be written where it is asked for (a usage error naming the path)."""
+    if path is None or path == "-":
+        return
+    for other in inputs:
+        if other and other != "-" and os.path.exists(other) and os.path.exists(path) \
+                and os.path.samefile(path, other):
+            raise click.BadParameter(f"{path} is also an input ({other}); writing it would "
+                                     f"replace that file: choose another output path",
+                                     param_hint=option)
+    if os.path.isdir(path):
+        raise click.BadParameter(f"{path} is a directory; give a file name inside it",
+                                 param_hint=option)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise click.BadParameter(f"the directory {directory} of {path} does not exist; create "
+                                 f"it first", param_hint=option)
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"cannot write in the directory {directory} of {path} "
+                                 f"(permission denied)", param_hint=option)

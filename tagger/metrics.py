@@ -30,14 +30,17 @@ def _prf(correct: int, found: int, gold: int) -> tuple[float, float, float]:
     return p, r, f
 
 
-def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict:
+def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
+             chunk_level: bool | None = None) -> dict:
     """Compare predicted label sequences with gold ones, sentence by sentence.
 
     Returns a dict with ``accuracy``, ``precision``, ``recall``, ``f1``, ``n_tokens``,
     ``n_sentences``, ``n_gold_chunks``, ``n_pred_chunks``, ``n_correct_chunks`` (the chunk
     counts are ``None`` at token level), ``per_label`` (``{name: {precision, recall, f1,
     support}}``, by chunk type at chunk level, by label otherwise; support counts gold chunks
-    or gold tokens) and ``chunk_level`` (True when the gold labels are BIO).
+    or gold tokens) and ``chunk_level``: chunks are scored when ``chunk_level`` is True, or,
+    when it is None, when the gold labels are BIO (a caller that knows the label set, such as a
+    trained model, decides instead: one odd gold label must not change what is reported).
     Raises ``ValueError`` when the numbers of sentences or of labels in a sentence differ.
     """
     if len(gold) != len(pred):
@@ -57,7 +60,8 @@ def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> di
     for lab in g_flat:
         if lab not in index:
             index[lab] = len(index)
-    chunk_level = is_bio(index)
+    if chunk_level is None:
+        chunk_level = is_bio(index)
     for lab in p_flat:
         if lab not in index:
             index[lab] = len(index)

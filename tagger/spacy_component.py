@@ -21,7 +21,8 @@ Config:
                  false, some component before this one must set them, which is checked when the
                  component is added and when the pipeline is initialized
 ``scores``       name of a ``Token._`` extension that receives the marginal probability of
-                 each token's label (forward-backward over the model's scores), or null
+                 each token's label (forward-backward over the model's scores), or null; CRF
+                 models only (max-margin scores are not probabilities)
 ``constraints``  a constraint file (TOML, see constraints/README.md): decode under its rules
 
 ``predict`` reads the Docs and decodes a whole batch with one kernel call; ``set_annotations``
@@ -129,6 +130,12 @@ class SparseTagger(Pipe):
         self.fields = ["words"] + inputs
         self._missing_model = None
         self._constraints = self._load_constraints(self.cfg["constraints"])
+        if self.cfg["scores"] and not tagger.probabilistic_:
+            # the same rule as `tagger tag --marginals`: scores are probabilities or nothing
+            raise ComponentConfigError(
+                f"[{self.name}] 'scores' needs a CRF model; this model was trained by "
+                f"{tagger.info_.get('learner', 'an unknown learner')}, a max-margin learner "
+                f"whose scores are not probabilities; drop 'scores' or train a CRF learner")
 
     def _load_constraints(self, path):
         if not path:

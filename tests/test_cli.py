@@ -114,9 +114,10 @@ def test_missing_training_file_is_a_data_error(tmp_path):
     _assert_data_error(_run("train", missing, "-o", tmp_path / "m.tgm"), str(missing))
 
 
-def test_unknown_feature_preset_is_a_data_error(sample, tmp_path):
+def test_unknown_feature_preset_is_a_usage_error_like_an_unknown_learner(sample, tmp_path):
     result = _run("train", sample, "-o", tmp_path / "m.tgm", "--features", "nope", *EPOCHS)
-    _assert_data_error(result, "nope")
+    assert result.exit_code == 2
+    assert "nope" in result.stderr and "chunk" in result.stderr and "Traceback" not in result.output
 
 
 def test_unknown_learner_is_a_usage_error(sample, tmp_path):

@@ -204,13 +204,14 @@ def test_scores_match_our_conlleval(models, dev):
     assert scores["spans_chunks_p"] == pytest.approx(ours_chunk["precision"])
 
 
-def test_marginals_extension_matches_brute_force(models):
+def test_marginals_extension_matches_brute_force(models, tmp_path):
+    tg = Tagger(features="chunk", learner="crf-l2", params={"epochs": 30}).fit(load_corpus(SAMPLE))
+    tg.save(tmp_path / "crf.tgm")
     nlp = spacy.blank("en")
-    nlp.add_pipe("sparse_tagger", config={"model": str(models["chunk"]), "target": "spans",
+    nlp.add_pipe("sparse_tagger", config={"model": str(tmp_path / "crf.tgm"), "target": "spans",
                                           "preannotated": True, "scores": "chunk_prob"})
     words, tags = ["The", "company", "reported", "a"], ["DT", "NN", "VBD", "DT"]
     doc = nlp(Doc(nlp.vocab, words=words, tags=tags))
-    tg = models["chunk_tagger"]
     from tagger.sentence import Sentence
 
     E = tg.featurizer_.encode([Sentence([words, tags])])
@@ -232,6 +233,9 @@ def test_config_errors(models):
         nlp.add_pipe("sparse_tagger", config={"model": str(models["pos"]), "target": "pos"})
     with pytest.raises(ComponentConfigError, match="target must be one of"):
         nlp.add_pipe("sparse_tagger", config={"model": str(models["pos"]), "target": "heads"})
+    with pytest.raises(ComponentConfigError, match="'scores' needs a CRF model.*m3n-subgradient"):
+        nlp.add_pipe("sparse_tagger", config={"model": str(models["chunk"]), "scores": "p",
+                                              "target": "spans"})
     with pytest.raises(ComponentConfigError, match="cannot be combined"):
         nlp.add_pipe("sparse_tagger", config={"model": str(models["pos"]), "scores": "p",
                                               "constraints": "fields.toml"})

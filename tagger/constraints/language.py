@@ -323,6 +323,10 @@ def _unknown_key(key: str, known) -> str:
 def _parse_rule(ck: _Checker, item: dict, path: str, level: str, table: dict, d_hard, d_weight,
                 d_shape) -> Rule | None:
     rule = item.get("rule")
+    if not isinstance(rule, str):
+        ck.err(f"{path}.rule", f"expected a rule name (text), got {rule!r}; known {level} "
+                               f"rules: {', '.join(table)}")
+        return None
     if rule not in table:
         other = CORPUS_RULES if level == "instance" else INSTANCE_RULES
         if rule in other:
@@ -397,7 +401,7 @@ def _parse_rule(ck: _Checker, item: dict, path: str, level: str, table: dict, d_
             ck.err(path, "the 'only-inside' rule needs exactly one of `property` "
                          f"({', '.join(PROPERTIES)}) or `pattern`")
         elif prop is not None:
-            if prop not in PROPERTIES:
+            if not isinstance(prop, str) or prop not in PROPERTIES:
                 close = difflib.get_close_matches(str(prop), list(PROPERTIES), n=1, cutoff=0.5)
                 hint = f"did you mean {close[0]!r}? " if close else ""
                 ck.err(f"{path}.property", f"unknown property {prop!r}; {hint}known: "

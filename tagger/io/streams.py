@@ -69,6 +69,19 @@ def decode_utf8(data: bytes, name: str, lineno: int) -> str:
         ) from None
 
 
+def lf_lines(text: str, name: str, lineno: int) -> str:
+    """``text`` with CRLF line ends made LF; a carriage return left alone (old Mac line ends,
+    which would make a whole file one line) is an error naming its line."""
+    text = text.replace("\r\n", "\n")
+    pos = text.find("\r")
+    if pos >= 0:
+        raise CorpusFormatError(
+            "expected lines ending in LF or CRLF, found a carriage return (CR) alone (old Mac "
+            "line ends); convert the file, e.g. tr '\\r' '\\n' < IN > OUT", name,
+            lineno + text.count("\n", 0, pos))
+    return text
+
+
 def iter_text_chunks(source) -> Iterator[tuple[str, int]]:
     """Yield ``(text, first_line_number)`` pieces of ``source`` made of whole lines.
 
@@ -92,7 +105,7 @@ def iter_text_chunks(source) -> Iterator[tuple[str, int]]:
                     if first and text.startswith("\ufeff"):
                         text = text[1:]
                     if "\r" in text:
-                        text = text.replace("\r\n", "\n")
+                        text = lf_lines(text, name, lineno)
                     yield text, lineno
                 return
             if carry:
@@ -112,7 +125,7 @@ def iter_text_chunks(source) -> Iterator[tuple[str, int]]:
                 if text.startswith("\ufeff"):
                     text = text[1:]
             if "\r" in text:
-                text = text.replace("\r\n", "\n")
+                text = lf_lines(text, name, lineno)
             yield text, lineno
             lineno += data.count(b"\n")
 
@@ -127,7 +140,7 @@ def iter_str_chunks(data: str, fh) -> Iterator[tuple[str, int]]:
         if cut:
             text, pending = pending[:cut], pending[cut:]
             if "\r" in text:
-                text = text.replace("\r\n", "\n")
+                text = lf_lines(text, source_name(fh), lineno)
             yield text, lineno
             lineno += text.count("\n")
         if eof:

@@ -64,10 +64,10 @@ def parse_settings(name: str, pairs) -> dict:
         settings = cls.parse_settings(list(pairs))
         cls(**settings).validated()
     except ParameterError as exc:
-        table = "; ".join(f"{p.name} ({p.describe_range()}, default {p.default!r})"
-                          for p in cls.params)
         message = str(exc).split("; its parameters are")[0].rstrip(".")
-        raise ParameterError(f"{message}. Parameters of {name}: {table}.") from None
+        names = ", ".join(p.name for p in cls.params)
+        raise ParameterError(f"{message}. Parameters of {name}: {names} ('tagger learners' "
+                             f"gives their ranges and defaults).") from None
     return settings
 
 
