@@ -44,12 +44,17 @@ def tag_file(model_path: str, input_path: str = "-", output_path: str = "-",
                           "learner whose scores are not probabilities")
     source, head = peek(input_path)
     sep = conll_separator(head)
+    spec = tagger.featurizer_.spec
+    if format == "auto" and spec.n_columns > 1:
+        # text holds one column: input for a model that reads more is a CoNLL file, and
+        # reading it as one reports its bad line instead of a missing column
+        found = sniff_format(head.decode("utf-8", errors="replace"), display_name(input_path))
+        format = "conll" if found in ("text", "raw") else found
     use_threads(jobs)
     if jobs > 1 and not marginals and constraints is None and _tag_in_parallel(
             tagger, model_path, input_path, source, head, output_path, format, label_column,
             jobs, sep):
         return
-    spec = tagger.featurizer_.spec
     if label_column is None:
         sentences = without_gold(read_corpus(source, format, labeled=False), spec.n_columns,
                                  ", ".join(spec.columns), display_name(input_path))

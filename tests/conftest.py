@@ -17,27 +17,36 @@ from tagger._config import corpora_dir
 REQUIRE_CORPORA_ENV = "TAGGER_REQUIRE_CORPORA"
 
 
+#: the corpus files the tests read, one path per line relative to the corpora directory
+REQUIRED = [ln.strip() for ln in (Path(__file__).parent / "required_corpora.txt").read_text()
+            .splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+def missing_corpus(path: Path, what: str) -> None:
+    """Skip the test, or fail it when ``TAGGER_REQUIRE_CORPORA=1`` (as CI sets), because
+    ``path`` is not there."""
+    env = os.environ.get("TAGGER_CORPORA")
+    source = f"TAGGER_CORPORA={env}" if env else "TAGGER_CORPORA is unset, so the default was used"
+    where = f"looked for {Path(path).absolute()} ({source})"
+    if os.environ.get(REQUIRE_CORPORA_ENV, "").strip() == "1":
+        pytest.fail(
+            f"the real corpora are required ({REQUIRE_CORPORA_ENV}=1) but {what} is missing: "
+            f"{where}. Point TAGGER_CORPORA at the directory holding conll2000/ and citations/.",
+            pytrace=False,
+        )
+    pytest.skip(f"{what} not found: {where}. Set TAGGER_CORPORA to the directory holding "
+                f"conll2000/ and citations/ to run this test.")
+
+
 @pytest.fixture(scope="session")
 def corpora() -> Path:
     """Directory of the real corpora (``TAGGER_CORPORA``, default ``../shared/corpora``).
 
-    Tests that use it are skipped when ``conll2000/train.txt`` is not there, unless
-    ``TAGGER_REQUIRE_CORPORA=1``, in which case they fail.
+    Tests that use it are skipped when a file of ``tests/required_corpora.txt`` is not there,
+    unless ``TAGGER_REQUIRE_CORPORA=1``, in which case they fail.
     """
     root = corpora_dir()
-    marker = root / "conll2000" / "train.txt"
-    if marker.is_file():
-        return root
-    env = os.environ.get("TAGGER_CORPORA")
-    source = f"TAGGER_CORPORA={env}" if env else "TAGGER_CORPORA is unset, so the default was used"
-    where = f"looked for {marker.absolute()} ({source})"
-    if os.environ.get(REQUIRE_CORPORA_ENV, "").strip() == "1":
-        pytest.fail(
-            f"the real corpora are required ({REQUIRE_CORPORA_ENV}=1) but are missing: {where}. "
-            f"Point TAGGER_CORPORA at the directory holding conll2000/ and citations/.",
-            pytrace=False,
-        )
-    pytest.skip(
-        f"real corpora not found: {where}. Set TAGGER_CORPORA to the directory holding "
-        f"conll2000/ and citations/ to run this test."
-    )
+    for rel in REQUIRED:
+        if not (root / rel).is_file():
+            missing_corpus(root / rel, rel)
+    return root

@@ -350,3 +350,26 @@ def test_pos_model_on_three_column_conll_with_label_column(tmp_path):
     scored = _run("eval", model, sample, "--label-column", "1", "--json")
     assert scored.exit_code == 0, scored.output
     assert json.loads(scored.output)["n_tokens"] == sum(1 for line in lines_in if line.strip())
+
+
+def test_one_odd_gold_label_does_not_switch_eval_from_chunk_f1(model, tmp_path):
+    lines = SAMPLE_DEV.read_text().splitlines()
+    first = next(i for i, ln in enumerate(lines) if ln.strip())
+    fields = lines[first].split()
+    lines[first] = " ".join(fields[:-1] + ["X-WEIRD"])
+    odd = tmp_path / "odd.txt"
+    odd.write_text("\n".join(lines) + "\n")
+    result = _run("eval", model, odd, "--json")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.stdout)
+    assert metrics["chunk_level"] is True          # the model's labels decide, as without it
+    assert metrics["unknown_labels"] == ["X-WEIRD"]
+    plain = json.loads(_run("eval", model, SAMPLE_DEV, "--json").stdout)
+    assert plain["chunk_level"] is True
+
+
+def test_set_errors_stay_short(sample, tmp_path):
+    result = _run("train", sample, "-o", tmp_path / "m.tgm", "--set", "radus=1")
+    assert result.exit_code == 2
+    error = result.stderr.splitlines()[-1]
+    assert "radus" in error and "tagger learners" in error and len(error) < 400

@@ -56,6 +56,10 @@ def open_binary(source):
 
 
 def decode_utf8(data: bytes, name: str, lineno: int) -> str:
+    nul = data.find(b"\x00")
+    if nul >= 0:  # valid UTF-8, but no text corpus holds it: a binary file or a damaged one
+        raise CorpusFormatError("expected text, found a NUL byte (is this a binary file?); give "
+                                "a text corpus", name, lineno + data.count(b"\n", 0, nul))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
