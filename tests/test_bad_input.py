@@ -10,7 +10,6 @@ half-written (no ``.part`` / ``.tmp`` files).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import zipfile
 from dataclasses import dataclass, field
