@@ -5,6 +5,7 @@ training progress on stderr and JSON output."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import click
@@ -49,6 +50,9 @@ def run(group: click.Group) -> None:
         code = exc.code
     else:
         code = 0
+    # the command is over: a Ctrl-C from here on would only turn a finished run (its output
+    # written, its status decided) into one killed while the interpreter shuts down
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:  # what is still buffered (short outputs such as `tagger learners | head -1`)
         sys.stdout.flush()
     except BrokenPipeError:

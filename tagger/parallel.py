@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import io
 import os
+import signal
+import time
 from collections import deque
 from typing import Iterator
 
@@ -25,6 +27,8 @@ BLOCK_BYTES = 1 << 18
 BLANK_LINE_FORMATS = ("conll", "conllu", "tab")
 LINE_FORMATS = ("text", "raw")
 PARALLEL_FORMATS = BLANK_LINE_FORMATS + LINE_FORMATS
+#: seconds the blocks in flight may take to finish when tagging stops early (Ctrl-C, an error)
+STOP_GRACE_SECONDS = 1.5
 
 
 def iter_blocks(stream, fmt: str, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
@@ -62,6 +66,10 @@ _WORKER: dict = {}
 
 def _init_worker(model_path: str, options: dict) -> None:
     import numba
+
+    # Ctrl-C reaches the whole process group; only the main process may act on it. A worker
+    # interrupted while it holds the pool's queue lock would leave the pool unable to stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     numba.set_num_threads(1)  # the processes share the cores, not the threads of one kernel
     if "tagger" not in _WORKER:  # not inherited through fork
@@ -141,7 +149,14 @@ def tag_parallel(model_path: str, stream, out, fmt: str, jobs: int, name: str,
     import gc
 
     gc.freeze()  # objects made so far stay out of the collector: fork shares their pages
-    pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(os.fspath(model_path), options))
+    # the workers start with SIGINT ignored (inherited at fork: no window before the
+    # initializer), the main process keeps its own handler
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        pool = ctx.Pool(jobs, initializer=_init_worker,
+                        initargs=(os.fspath(model_path), options))
+    finally:
+        signal.signal(signal.SIGINT, handler)
     pending: deque = deque()
     n_fields = None
 
@@ -170,7 +185,25 @@ def tag_parallel(model_path: str, stream, out, fmt: str, jobs: int, name: str,
             finish()
         pool.close()
     finally:
-        pool.terminate()
-        pool.join()
+        _stop(pool, [res for res, _ in pending])
         _WORKER.clear()
         gc.unfreeze()
+
+
+def _stop(pool, in_flight: list, grace: float = STOP_GRACE_SECONDS) -> None:
+    """Stop the pool without hanging, whatever interrupted the main process.
+
+    A worker killed while it sends a result leaves half a message in the result pipe, and the
+    pool's result thread then waits for the rest forever (so would ``terminate``). So the
+    blocks in flight (at most two per worker) are let finish first, for up to ``grace``
+    seconds, with a second Ctrl-C ignored meanwhile; only then are the workers stopped."""
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        pool.close()
+        deadline = time.monotonic() + grace
+        for res in in_flight:
+            res.wait(max(0.0, deadline - time.monotonic()))
+        pool.terminate()
+        pool.join()
+    finally:
+        signal.signal(signal.SIGINT, handler)
