@@ -157,9 +157,9 @@ def check_plot(path: str | None, inputs) -> None:
         return
     from tagger.plots import plot_available
 
+    check_output(path, inputs, "'--plot'")
     if not plot_available():
         raise click.UsageError("--plot needs matplotlib (pip install matplotlib)")
-    check_output(path, inputs, "'--plot'")
 
 
 def check_features(value: str | None) -> str | None:
