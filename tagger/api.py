@@ -442,6 +442,8 @@ class Tagger:
             w = np.ascontiguousarray(arrays["weights"], dtype=np.float64)
             if w.shape != (model.n_weights,) or model.n_attrs != featurizer.n_attributes:
                 raise ValueError("array sizes disagree")
+            if not np.all(np.isfinite(w)):
+                raise ValueError("weights that are not finite numbers")
         except (KeyError, ValueError, TypeError, TaggerError) as exc:
             raise ModelFileError(f"{path}: the model file is damaged or inconsistent ({exc})") from None
         info = meta.get("info", {})

@@ -446,4 +446,20 @@ class ChainModel:
 
     @classmethod
     def from_arrays(cls, n_labels: int, arrays: dict[str, np.ndarray]) -> "ChainModel":
-        return cls(n_labels, arrays["model.attr_ptr"], arrays["model.param_label"])
+        """The layout saved by :meth:`to_arrays`, checked: the kernels index weights and
+        labels through it without bounds checks, so a hand-edited file must not reach them.
+        Raises ``ValueError`` naming what is inconsistent."""
+        attr_ptr, param_label = arrays["model.attr_ptr"], arrays["model.param_label"]
+        for name, arr in (("attr_ptr", attr_ptr), ("param_label", param_label)):
+            if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+                raise ValueError(f"model.{name} must be a 1-D integer array, not {arr.dtype} "
+                                 f"of shape {arr.shape}")
+        if n_labels < 1:
+            raise ValueError("the model has no labels")
+        if (attr_ptr.size == 0 or attr_ptr[0] != 0 or attr_ptr[-1] != param_label.size
+                or np.any(np.diff(attr_ptr) < 0)):
+            raise ValueError(f"model.attr_ptr must rise from 0 to {param_label.size} (the "
+                             f"number of state parameters) without decreasing")
+        if param_label.size and (param_label.min() < 0 or param_label.max() >= n_labels):
+            raise ValueError(f"model.param_label holds a label index outside 0..{n_labels - 1}")
+        return cls(n_labels, attr_ptr, param_label)

@@ -38,6 +38,24 @@ def missing_corpus(path: Path, what: str) -> None:
                 f"conll2000/ and citations/ to run this test.")
 
 
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-minutes", type=float, default=None, metavar="N",
+                     help="fuzz every entry point of tests/fuzz for N minutes (default: all of "
+                          "them share about 60 seconds)")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many inputs each fuzzed entry point tried, and how many it refused with one of the
+    project's errors."""
+    harness = __import__("sys").modules.get("_harness")
+    if harness is None or not harness.RESULTS:
+        return
+    terminalreporter.section("fuzzing")
+    for r in harness.RESULTS.values():
+        terminalreporter.write_line(f"{r.name:32s} {r.inputs:9,d} inputs in {r.seconds:7.1f} s, "
+                                    f"{r.project_errors:9,d} refused with a one-line error")
+
+
 @pytest.fixture(scope="session")
 def corpora() -> Path:
     """Directory of the real corpora (``TAGGER_CORPORA``, default ``../shared/corpora``).

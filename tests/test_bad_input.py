@@ -15,6 +15,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -22,7 +23,7 @@ from cli import cli
 from tagger.constraints import ConstraintSet
 from tagger.constraints.language import _COMMON_KEYS, _RULE_KEYS, CORPUS_RULES, INSTANCE_RULES
 from tagger.errors import ConstraintError
-from tagger.serialize import HEADER_NAME
+from tagger.serialize import HEADER_NAME, load_model_file, save_model_file
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "corpora" / "sample_chunk.txt"
@@ -158,6 +159,42 @@ def _flip(data: bytes) -> bytes:
     b[len(b) - 200] ^= 0xFF
     return bytes(b)
 
+
+def _array_edit(name, edit):
+    """A model file whose array ``name`` was changed by ``edit(array)`` and saved again with its
+    checksum: only the loader's checks of what the arrays mean can refuse it."""
+    def make(model: Path) -> bytes:
+        meta, arrays = load_model_file(model)
+        arrays[name] = edit(arrays[name].copy())
+        out = model.parent / ".arrays.tgm"
+        save_model_file(out, meta, arrays)
+        data = out.read_bytes()
+        out.unlink()
+        return data
+    return make
+
+
+def _put(index, value):
+    def edit(arr):
+        arr[index] = value
+        return arr
+    return edit
+
+
+ARRAY_EDITS = {
+    # each of these crashed tagging with a segmentation fault, or decoded with garbage
+    "label-index-out-of-range": ("model.param_label", _put(0, 99)),
+    "negative-label-index": ("model.param_label", _put(-1, -1)),
+    "attr-ptr-decreasing": ("model.attr_ptr", _put(1, 10**6)),
+    "attr-ptr-short": ("model.attr_ptr", lambda a: a[:-1]),
+    "attr-keys-unsorted": ("feat.attr_keys", lambda a: a[::-1].copy()),
+    "attr-keys-negative": ("feat.attr_keys", _put(0, -1)),
+    "weights-nan": ("weights", _put(0, np.nan)),
+    "weights-short": ("weights", lambda a: a[:-3]),
+}
+for name, (array, edit) in ARRAY_EDITS.items():
+    CASES.append(Case(f"tag-array-{name}", ["tag", "bad.tgm", "g.txt", "-o", "out.txt"], 1,
+                      ("bad.tgm",), {"bad.tgm": _array_edit(array, edit), "g.txt": GOOD}))
 
 for name, make in DAMAGED.items():
     for command in (["inspect", "bad.tgm"], ["tag", "bad.tgm", "g.txt", "-o", "out.txt"],

@@ -318,7 +318,14 @@ class Featurizer:
             self.vocabs_.append({v: i + N_SPECIAL for i, v in enumerate(values)})
         if [len(v) for v in self.vocabs_] != list(meta["vocab_sizes"]):
             raise ValueError("vocabulary sizes do not match the header")
-        self.attr_keys_ = np.ascontiguousarray(arrays["feat.attr_keys"], dtype=np.int64)
+        keys = arrays["feat.attr_keys"]
+        if keys.ndim != 1 or not np.issubdtype(keys.dtype, np.integer):
+            raise ValueError(f"feat.attr_keys must be a 1-D integer array, not {keys.dtype} of "
+                             f"shape {keys.shape}")
+        # the hash table takes -1 for an empty slot and gives each key one id
+        if keys.size and (keys[0] < 0 or np.any(np.diff(keys) <= 0)):
+            raise ValueError("feat.attr_keys must be non-negative and strictly increasing")
+        self.attr_keys_ = np.ascontiguousarray(keys, dtype=np.int64)
         self.t_mult_ = self._compute_multipliers()
         self._table = table_for(self.attr_keys_)
         self._reset_type_cache()

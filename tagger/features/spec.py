@@ -85,6 +85,9 @@ def _make_function(name: str, opts: dict, where: str) -> Callable[[str], str]:
         return lambda s: s[-n:]
     if name == "length":
         cap = opts.get("max", 10)
+        if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+            raise FeatureSpecError(f"{where}.max must be a positive integer for function "
+                                   f"'length'; got {cap!r}")
         return lambda s: str(min(len(s), cap))
     if name == "is_digit":
         return _flag(str.isdigit)
@@ -174,6 +177,9 @@ class FeatureSpec:
             raise FeatureSpecError("a feature file needs a [featurizer] table with 'columns' "
                                    "and 'templates'")
         fz = data["featurizer"]
+        if not isinstance(fz, dict):
+            raise FeatureSpecError(f"featurizer must be a table [featurizer] with 'columns' and "
+                                   f"'templates'; got {fz!r}")
         known = {"columns", "templates", "min_count", "all_pairs", "name"}
         for key in fz:
             if key not in known:
@@ -202,7 +208,7 @@ class FeatureSpec:
                 errors.append(f"{where} must be a table")
                 continue
             col = vdef.get("column", columns[0])
-            if col not in col_index:
+            if not isinstance(col, str) or col not in col_index:
                 errors.append(f"{where}.column: unknown column {col!r} (columns: {', '.join(columns)})")
                 continue
             fname = vdef.get("function")
@@ -276,7 +282,14 @@ class FeatureSpec:
             if not path.exists():
                 raise FeatureSpecError(f"feature specification {label!r} is neither a preset "
                                        f"({', '.join(PRESETS)}) nor an existing file")
-            text = path.read_text("utf-8")
+            try:
+                text = path.read_text("utf-8")
+            except OSError as exc:
+                raise FeatureSpecError(f"{label}: cannot read the feature specification "
+                                       f"({exc.strerror})") from None
+            except UnicodeDecodeError as exc:
+                raise FeatureSpecError(f"{label}: not UTF-8 text (byte {exc.start}); save the "
+                                       f"file as UTF-8") from None
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:

@@ -8,7 +8,7 @@ from typing import Iterable, Iterator
 
 from tagger.errors import CorpusFormatError
 from tagger.sentence import Sentence
-from tagger.io.streams import (WRITE_BATCH, iter_lines, no_sentences, open_text_out, paired,
+from tagger.io.streams import (WRITE_BATCH, is_number, iter_lines, no_sentences, open_text_out, paired,
                                show_line, source_name)
 
 
@@ -62,7 +62,7 @@ def _read_conllu(source, label: str) -> Iterator[Sentence]:
                 name, lineno,
             )
         tid = fields[0]
-        if tid.isdigit():
+        if is_number(tid):
             token_lines.append(len(lines) - 1)
             forms.append(fields[1])
             labels.append(fields[pos])
@@ -81,7 +81,7 @@ def _read_conllu(source, label: str) -> Iterator[Sentence]:
 def is_range_or_empty(tid: str) -> bool:
     for sep in "-.":
         a, found, b = tid.partition(sep)
-        if found and a.isdigit() and b.isdigit():
+        if found and is_number(a) and is_number(b):
             return True
     return False
 

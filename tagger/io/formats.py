@@ -10,7 +10,7 @@ from itertools import chain
 from typing import Callable, Iterable, Iterator
 
 from tagger.sentence import Sentence
-from tagger.io.streams import Prefixed, gc_paused, open_binary, source_name
+from tagger.io.streams import Prefixed, gc_paused, is_number, open_binary, source_name
 from tagger.io.columns import read_conll, read_tab, write_conll, write_tab
 from tagger.io.conllu import is_range_or_empty, read_conllu, write_conllu
 from tagger.io.inline import inline_tag, read_inline, write_inline
@@ -83,7 +83,7 @@ def sniff_format(head: str, name: str = "") -> str:
         return "inline"
     body = [ln for ln in sniffed if not ln.startswith("#")]
     if body and all(len(ln.split("\t")) == 10 for ln in body) and (
-        body[0].split("\t")[0].isdigit() or is_range_or_empty(body[0].split("\t")[0])
+        is_number(body[0].split("\t")[0]) or is_range_or_empty(body[0].split("\t")[0])
     ):
         return "conllu"
     if body:

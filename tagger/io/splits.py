@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 from tagger.errors import CorpusFormatError
-from tagger.io.streams import iter_lines, show_line, source_name
+from tagger.io.streams import is_number, iter_lines, show_line, source_name
 
 
 # --------------------------------------------------------------------------------------------
@@ -31,7 +31,7 @@ def read_split(path) -> dict[str, list[int]]:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         fields = line.rstrip("\n").split("\t")
-        if header is None and n_fields is None and not fields[0].strip().lstrip("-").isdigit():
+        if header is None and n_fields is None and not is_number(fields[0].strip().lstrip("-")):
             header = [f.strip() for f in fields]
             if len(header) < 2:
                 raise CorpusFormatError(
@@ -55,14 +55,14 @@ def read_split(path) -> dict[str, list[int]]:
                 name, lineno,
             )
         idx = fields[0].strip()
-        if not idx.isdigit():
+        if not is_number(idx):
             raise CorpusFormatError(
                 f"expected a non-negative integer citation index in the first field, found {idx!r}",
                 name, lineno,
             )
         for k, f in enumerate(fields[1:], 1):
             if k != split_col % n_fields and header is not None and "line" in header[k] \
-                    and not f.strip().isdigit():
+                    and not is_number(f.strip()):
                 raise CorpusFormatError(
                     f"expected an integer in column {header[k]!r}, found {f!r}", name, lineno
                 )

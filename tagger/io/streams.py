@@ -183,6 +183,12 @@ def no_sentences(source):
     return CorpusFormatError("contains no sentences", source_name(source))
 
 
+def is_number(text: str) -> bool:
+    """Whether ``text`` is a non-negative whole number in ASCII digits (str.isdigit also
+    accepts superscripts and other scripts' digits, which int() refuses)."""
+    return text.isascii() and text.isdigit()
+
+
 def show_line(line: str, width: int = 60) -> str:
     return repr(line if len(line) <= width else line[:width] + "...")
 

@@ -146,6 +146,25 @@ def test_load_from_file_names_the_file(tmp_path):
         FeatureSpec.load(broken)
     with pytest.raises(FeatureSpecError, match="neither a preset"):
         FeatureSpec.load(tmp_path / "missing.toml")
+    latin1 = tmp_path / "latin1.toml"
+    latin1.write_bytes(b'[featurizer]\ncolumns = ["mot", "cat\xe9gorie"]\n')
+    with pytest.raises(FeatureSpecError, match="latin1.toml: not UTF-8"):
+        FeatureSpec.load(latin1)
+    with pytest.raises(FeatureSpecError, match="cannot read"):
+        FeatureSpec.load(tmp_path)
+
+
+@pytest.mark.parametrize("data, fragment", [
+    ({"featurizer": ["word"]}, "featurizer must be a table"),
+    ({"featurizer": {"columns": ["word"], "templates": ["v[0]"]}, "views": {"v": {"column": []}}},
+     "views.v.column: unknown column []"),
+    ({"featurizer": {"columns": ["word"], "templates": ["v[0]"]},
+      "views": {"v": {"function": "length", "max": "ten"}}}, "views.v.max must be a positive"),
+])
+def test_wrongly_typed_values_are_named(data, fragment):
+    with pytest.raises(FeatureSpecError) as info:
+        FeatureSpec.from_dict(data)
+    assert fragment in str(info.value)
 
 
 def test_template_names_are_canonical():

@@ -313,6 +313,10 @@ def test_read_conllu_errors(tmp_path):
     p = write(tmp_path, "b.conllu", "x\tDo\tdo\tAUX\tVBP\t_\t3\taux\t_\t_\n")
     with pytest.raises(CorpusFormatError, match=r"b.conllu:1: expected a token ID"):
         list(read_conllu(p))
+    # str.isdigit takes superscripts and other scripts' digits for numbers
+    p = write(tmp_path, "c.conllu", "\u00b9\tDo\tdo\tAUX\tVBP\t_\t3\taux\t_\t_\n")
+    with pytest.raises(CorpusFormatError, match=r"c.conllu:1: expected a token ID"):
+        list(read_conllu(p))
     with pytest.raises(ValueError):
         read_conllu(p, label="lemma")
 
@@ -446,6 +450,7 @@ def test_read_split(tmp_path):
     "row, line, message",
     [
         ("x\t10\ttrain", 8, "expected a non-negative integer citation index"),
+        ("\u00b2\t10\ttrain", 8, "expected a non-negative integer citation index"),
         ("2\t10\ttrain", 8, r"citation index 2 is listed twice \(first at line 6\)"),
         ("4\ttrain", 8, "expected 3 tab-separated fields, found 2"),
         ("4\tten\ttrain", 8, "expected an integer in column 'line_in_tagged_references_1based'"),

@@ -1,0 +1,63 @@
+"""Time-bounded fuzzing with Hypothesis.
+
+Hypothesis runs a search of a fixed number of examples; a fuzzer runs for a time. ``fuzz`` runs
+searches of ``BATCH`` examples, each from a fresh random seed, until the time budget is spent,
+so a failure is still shrunk to a small example and reported by Hypothesis. The budget per entry
+point is ``--fuzz-minutes`` (tests/conftest.py) or, by default, an equal share of
+``DEFAULT_TOTAL_SECONDS`` (what CI spends). Counts go to ``RESULTS`` for the terminal summary.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, Phase, given, settings
+
+from tagger.errors import TaggerError
+
+#: seconds all entry points share when no --fuzz-minutes is given (the bounded CI run)
+DEFAULT_TOTAL_SECONDS = 60.0
+#: examples per Hypothesis search
+BATCH = 40
+
+
+@dataclass
+class Result:
+    name: str
+    inputs: int = 0
+    project_errors: int = 0
+    seconds: float = 0.0
+
+
+#: entry point name -> what its fuzzing did, reported at the end of the run
+RESULTS: dict[str, Result] = {}
+
+
+def fuzz(name: str, strategy, body, budget: float, batch: int = BATCH) -> Result:
+    """Call ``body(value)`` for values drawn from ``strategy`` for ``budget`` seconds.
+
+    ``body`` returns normally or raises; a :class:`TaggerError` (the project's one-line errors)
+    is an expected outcome and counted, as is a true return (a command that exited with an
+    error), anything else fails the test with Hypothesis's shrunk example.
+    """
+    result = RESULTS.setdefault(name, Result(name))
+
+    @settings(max_examples=batch, deadline=None, database=None,
+              phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def search(value):
+        result.inputs += 1
+        try:
+            refused = body(value)
+        except TaggerError:
+            refused = True
+        if refused:
+            result.project_errors += 1
+
+    start = time.monotonic()
+    while True:
+        search()
+        result.seconds = time.monotonic() - start
+        if result.seconds >= budget:
+            return result

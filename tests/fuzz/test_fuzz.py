@@ -1,0 +1,292 @@
+"""Fuzzing every entry point that reads what a user gives it: each corpus reader, the split file,
+spaCy DocBin files, feature specifications, the constraint parser and compiler (and decoding
+under the result), the model loader (and tagging with what it loaded) and ``tagger tag``.
+
+Each test runs for its time budget (tests/fuzz/_harness.py; ``--fuzz-minutes N`` gives every
+entry point N minutes) and fails on any exception that is not one of the project's errors, or,
+for the command line, on a traceback, an exit status other than 0/1/2 or an error that is not
+one line.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import strategies as st
+
+from cli import cli
+from tagger import Sentence, Tagger
+from tagger.constraints import CORPUS_RULES, INSTANCE_RULES, ConstraintSet
+from tagger.constraints.language import PROPERTIES
+from tagger.features import Featurizer, FeatureSpec
+from tagger.io.docbin import read_docbin
+from tagger.io.formats import FORMATS, read_corpus
+from tagger.io.splits import read_split
+
+from _harness import DEFAULT_TOTAL_SECONDS, fuzz
+from _inputs import (ROOT, SAMPLES, edited_model, hostile_bytes, mutated, seed_bytes,
+                     toml_document, toml_scalars, toml_value, toml_values)
+
+#: one sentence per kind of token the constraint rules and features look at
+PROBE = [Sentence([["Smith", ",", "J.", "(", "1999", ")", ".", "Learning", "pp.", "1-9", "."]]),
+         Sentence([["the", "cat"]]), Sentence([["x"]])]
+
+
+#: entry points fuzzed below; without --fuzz-minutes they share DEFAULT_TOTAL_SECONDS
+N_ENTRY_POINTS = 7
+
+
+@pytest.fixture
+def budget(request) -> float:
+    minutes = request.config.getoption("fuzz_minutes")
+    return minutes * 60.0 if minutes is not None else DEFAULT_TOTAL_SECONDS / N_ENTRY_POINTS
+
+
+@pytest.fixture(scope="module")
+def scratch():
+    with tempfile.TemporaryDirectory(prefix="tagger-fuzz-") as d:
+        yield Path(d)
+
+
+def _write(directory: Path, name: str, data: bytes) -> Path:
+    path = directory / name
+    path.write_bytes(data)
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# corpus readers
+
+
+READER_CASES = [(fmt, {}) for fmt in FORMATS] + [
+    ("auto", {}), ("conll", {"label_column": 0}), ("conll", {"labeled": False}),
+    ("conll", {"sep": "\t"}), ("conllu", {"label": "xpos"}), ("tab", {"labeled": False}),
+]
+
+
+def test_corpus_readers(scratch, budget):
+    """Every format with every option, from a file or from a stream (standard input takes the
+    readers' chunked path)."""
+    cases = st.tuples(st.sampled_from(READER_CASES), st.booleans(), hostile_bytes(seed_bytes()))
+
+    def body(case):
+        (fmt, options), stream, data = case
+        source = io.BytesIO(data) if stream else _write(scratch, "corpus.txt", data)
+        for sentence in read_corpus(source, fmt, **options):
+            assert all(len(column) == len(sentence.tokens) for column in sentence.columns)
+            assert sentence.labels is None or len(sentence.labels) == len(sentence.tokens)
+
+    fuzz("corpus readers", cases, body, budget)
+
+
+def test_split_file(scratch, budget):
+    def body(data: bytes):
+        read_split(_write(scratch, "split.tsv", data))
+
+    fuzz("split file", hostile_bytes(seed_bytes()[-1:]), body, budget)
+
+
+def test_docbin(scratch, budget):
+    spacy = pytest.importorskip("spacy")
+    from spacy.tokens import DocBin
+
+    nlp = spacy.blank("en")
+    db = DocBin(attrs=["ORTH", "TAG", "POS", "ENT_IOB", "ENT_TYPE"])
+    for text in ["Smith wrote this .", "The cat sat on the mat ."]:
+        doc = nlp(text)
+        for tok in doc:
+            tok.tag_ = "NN"
+        db.add(doc)
+    seed = db.to_bytes()
+
+    def body(data: bytes):
+        list(read_docbin(_write(scratch, "c.spacy", data), fields=["words", "tag"]))
+
+    fuzz("docbin", st.one_of(mutated(seed), st.binary(max_size=100)), body,
+         budget, batch=20)
+
+
+# --------------------------------------------------------------------------------------------
+# feature specifications
+
+
+VIEW_KEYS = ["function", "pattern", "length", "column", "words", "a"]
+FUNCTIONS = ["lower", "prefix", "suffix", "shape", "short_shape", "regex", "is_punct", "nosuch"]
+
+
+@st.composite
+def feature_specs(draw) -> str:
+    columns = draw(st.one_of(st.just(["word", "pos"]), st.lists(
+        st.one_of(st.sampled_from(["word", "pos", "lower"]), toml_scalars), max_size=3)))
+    names = [c for c in columns if isinstance(c, str)] + ["lower", "v", "bias"]
+    template = st.builds(lambda parts: "|".join(parts), st.lists(st.one_of(
+        st.builds(lambda n, o: f"{n}[{o}]", st.sampled_from(names), st.integers(-3, 3)),
+        st.sampled_from(["bias", "word[", "word[x]", "[0]", "", "word[0]|"])), min_size=1,
+        max_size=3))
+    featurizer = {"name": "fuzz", "columns": columns,
+                  "templates": draw(st.one_of(st.lists(template, max_size=5), toml_values))}
+    views = {}
+    for name in draw(st.lists(st.sampled_from(["lower", "v", "word"]), max_size=3)):
+        views[name] = draw(st.dictionaries(
+            st.sampled_from(VIEW_KEYS),
+            st.one_of(st.sampled_from(FUNCTIONS), st.sampled_from(["^[0-9]+$", "(", "a{99999}"]),
+                      st.integers(-2, 5), toml_values), max_size=3))
+    text = "[featurizer]\n" + "\n".join(f"{k} = {toml_value(v)}" for k, v in featurizer.items())
+    for name, table in views.items():
+        text += f"\n[views.{name}]\n" + "\n".join(f"{k} = {toml_value(v)}"
+                                                  for k, v in table.items())
+    if draw(st.integers(0, 3)) == 0:
+        labels = draw(st.dictionaries(st.sampled_from(["map", "keep", "other", "x"]), st.one_of(
+            st.just({"B-NP": "NP"}), st.just(["B-NP", "O"]), toml_values), max_size=3))
+        text += "\n[labels]\n" + "\n".join(f"{k} = {toml_value(v)}" for k, v in labels.items())
+    return text + "\n"
+
+
+def test_feature_specs(scratch, budget):
+    presets = [(ROOT / "tagger" / "presets" / f"{p}.toml").read_bytes()
+               for p in ("chunk", "pos", "citation")]
+    strategy = st.one_of(feature_specs().map(str.encode),
+                         st.sampled_from(presets).flatmap(mutated))
+
+    def body(data: bytes):
+        spec = FeatureSpec.load(_write(scratch, "features.toml", data))
+        rows = [Sentence([s.tokens] * spec.n_columns) for s in PROBE]
+        featurizer = Featurizer(spec).fit(rows)
+        featurizer.transform(rows)
+
+    fuzz("feature spec", strategy, body, budget)
+
+
+# --------------------------------------------------------------------------------------------
+# constraints
+
+
+CHUNK_LABELS = ["B-NP", "I-NP", "B-VP", "I-VP", "B-PP", "O"]
+ALL_KEYS = ["labels", "words", "pattern", "take", "avoid", "case_sensitive", "property", "min",
+            "max", "unit", "fraction", "tolerance", "name", "hard", "weight", "shape", "nosuch"]
+
+
+@st.composite
+def constraint_files(draw, labels: list[str]) -> str:
+    """Constraint files mostly right (so the compiler and decoder see them) with wrong keys,
+    types and values mixed in."""
+    label = st.sampled_from(labels + ["nosuch"])
+    plausible = {
+        "labels": st.one_of(st.lists(label, min_size=1, max_size=3), st.just("all")),
+        "take": st.lists(label, min_size=1, max_size=2),
+        "avoid": st.lists(label, min_size=1, max_size=2),
+        "words": st.lists(st.sampled_from(["pp", "the", "(", "", "Vol.", "日本"]), max_size=3),
+        "pattern": st.sampled_from(["^[0-9]+$", ".", "^$", "(", "a{1,2", "(?i)x", "\\b"]),
+        "property": st.sampled_from(sorted(PROPERTIES) + ["nosuch"]),
+        "case_sensitive": st.booleans(), "hard": st.booleans(),
+        "min": st.integers(-1, 4), "max": st.integers(-1, 4), "unit": st.sampled_from(
+            ["tokens", "segments", "x"]),
+        "fraction": st.floats(-0.5, 1.5), "tolerance": st.floats(-0.1, 1.0),
+        "weight": st.floats(-1, 1e6), "shape": st.sampled_from(["linear", "squared", "cubic"]),
+        "name": st.text(max_size=10).filter(lambda s: "\x00" not in s),
+    }
+
+    def item(rules):
+        rule = draw(st.sampled_from(sorted(rules) + ["nosuch"]))
+        keys = draw(st.lists(st.sampled_from(ALL_KEYS), max_size=5, unique=True))
+        out = {"rule": rule}
+        for key in keys:
+            wrong = draw(st.integers(0, 5)) == 0 or key not in plausible
+            out[key] = draw(toml_values if wrong else plausible[key])
+        return out
+
+    top = {"labels": draw(st.one_of(st.just(labels), st.lists(label, max_size=4), toml_values))}
+    if draw(st.booleans()):
+        top["defaults"] = {"hard": draw(st.booleans()), "weight": draw(st.floats(0, 10))}
+    tables = {"instance": [item(INSTANCE_RULES) for _ in range(draw(st.integers(0, 3)))],
+              "corpus": [item(CORPUS_RULES) for _ in range(draw(st.integers(0, 1)))]}
+    return toml_document(top, tables)
+
+
+def test_constraint_parser_and_compiler(budget):
+    citations = (ROOT / "constraints" / "citations.toml").read_bytes()
+    labels = ["author", "title", "date", "pages"]
+    strategy = st.one_of(constraint_files(labels),
+                         mutated(citations).map(lambda b: b.decode("utf-8", "replace")))
+
+    def body(text: str):
+        cset = ConstraintSet.from_text(text, "fuzz.toml")
+        compiled = cset.compile(sorted(set(cset.labels) | set(labels)))
+        compiled.indicators(PROBE)
+
+    fuzz("constraints", strategy, body, budget)
+
+
+# --------------------------------------------------------------------------------------------
+# models and tagging
+
+
+@pytest.fixture(scope="module")
+def chunk_model(tmp_path_factory) -> Path:
+    """A small CRF (so --marginals is allowed) trained on the shipped chunking sample."""
+    path = tmp_path_factory.mktemp("fuzz-model") / "chunk.tgm"
+    result = CliRunner().invoke(cli, ["train", str(SAMPLES / "sample_chunk.txt"), "-o", str(path),
+                                      "--learner", "crf-l2", "--set", "epochs=5", "-q"])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def test_model_loader(chunk_model, scratch, budget):
+    model = chunk_model.read_bytes()
+    strategy = st.one_of(edited_model(model), mutated(model), st.binary(max_size=64))
+
+    def body(data: bytes):
+        tagger = Tagger.load(_write(scratch, "m.tgm", data))
+        # a model that loads must tag: what it loaded was checked, not only parsed
+        words = ["The", "cat", "sat", "."]
+        sentences = [Sentence([words, ["DT", "NN", "VBD", "."]])]
+        tagger.predict_batch(sentences)
+
+    fuzz("model loader", strategy, body, budget, batch=20)
+
+
+@st.composite
+def tag_invocations(draw, seeds: list[bytes]):
+    # a file the model can read, slightly damaged, half of the time: decoding, writing and
+    # constrained decoding see input only when reading succeeds
+    chunk = seeds[0]
+    data = draw(st.one_of(hostile_bytes(seeds), st.just(chunk), mutated(chunk, max_edits=1)))
+    options = []
+    if draw(st.booleans()):
+        options += ["--format", draw(st.sampled_from(("auto",) + FORMATS))]
+    if draw(st.integers(0, 3)) == 0:
+        options += ["--label-column", str(draw(st.integers(-1, 4)))]
+    if draw(st.integers(0, 3)) == 0:
+        options.append("--marginals")
+    if draw(st.integers(0, 5)) == 0:
+        options += ["-j", "2"]
+    constraints = draw(constraint_files(CHUNK_LABELS)) if draw(st.integers(0, 3)) == 0 else None
+    return data, options, constraints
+
+
+def test_tag_command(chunk_model, scratch, budget):
+    seeds = seed_bytes()
+
+    def body(invocation):
+        data, options, constraints = invocation
+        args = ["tag", str(chunk_model), str(_write(scratch, "in.txt", data)), *options]
+        if constraints is not None:
+            args += ["--constraints", str(_write(scratch, "c.toml", constraints.encode()))]
+        result = CliRunner().invoke(cli, args, catch_exceptions=True)
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        assert result.exit_code in (0, 1, 2), (result.exit_code, result.stderr)
+        assert "Traceback" not in result.stderr
+        if result.exit_code == 1:
+            lines = result.stderr.splitlines()
+            assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+        assert not [p for p in os.listdir(scratch) if p.endswith(".part")]
+        return result.exit_code != 0
+
+    fuzz("tagger tag", tag_invocations(seeds), body, budget,
+         batch=20)
