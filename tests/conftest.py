@@ -42,6 +42,9 @@ def pytest_addoption(parser):
     parser.addoption("--fuzz-minutes", type=float, default=None, metavar="N",
                      help="fuzz every entry point of tests/fuzz for N minutes (default: all of "
                           "them share about 60 seconds)")
+    parser.addoption("--interrupt-tries", type=int, default=30, metavar="N",
+                     help="interrupted tag --jobs 2 runs in the slow test of tests/"
+                          "test_interrupts.py (default 30)")
 
 
 def pytest_terminal_summary(terminalreporter):
