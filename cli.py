@@ -51,6 +51,10 @@ format_option = click.option(
 label_column_option = click.option(
     "--label-column", type=int, default=None,
     help="Label column of CoNLL files (negative counts from the end)  [default: -1]")
+conllu_label_option = click.option(
+    "--conllu-label", type=click.Choice(["upos", "xpos"]), default=None,
+    help="CoNLL-U field holding the labels: upos (universal tags) or xpos (the treebank's own)  "
+         "[default: upos for training; tag and eval use the model's]")
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 fields_option = click.option(
     "--fields", default=None, metavar="F1,F2,...,LABEL",
@@ -87,6 +91,7 @@ def learners_cmd() -> None:
               help="Model file to write (atomically).")
 @format_option
 @label_column_option
+@conllu_label_option
 @click.option("--features", default=None, metavar="PRESET|FILE",
               help="Feature preset (chunk, pos, citation) or TOML file  [default: chunk for "
                    "CoNLL files with two input columns, citation for inline/tab, pos otherwise]")
@@ -111,8 +116,9 @@ def learners_cmd() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines and no summary.")
 @click.option("--list-learners", is_flag=True, is_eager=True, expose_value=False,
               callback=_list_learners_callback, help="List the learners and their parameters.")
-def train_cmd(train_files, model_path, fmt, label_column, features, learner, settings,
-              dev_file, seed, quiet, fields, unlabeled_file, constraints_file, test_file) -> None:
+def train_cmd(train_files, model_path, fmt, label_column, conllu_label, features, learner,
+              settings, dev_file, seed, quiet, fields, unlabeled_file, constraints_file,
+              test_file) -> None:
     """Train a tagger on the TRAIN files (concatenated) and save it to MODEL.
 
     TRAIN may also be a Hugging Face dataset (hf:eriktks/conll2000, with ?split=...&revision=
@@ -137,7 +143,7 @@ def train_cmd(train_files, model_path, fmt, label_column, features, learner, set
     from tagger.io.sources import default_preset, open_labeled, open_many_labeled, open_unlabeled
     from tagger.reports import train_summary
 
-    read = dict(format=fmt, label_column=label_column, fields=fields)
+    read = dict(format=fmt, label_column=label_column, fields=fields, conllu_label=conllu_label)
     with gc_paused():
         train = open_many_labeled(train_files, **read)
         dev = open_labeled(dev_file, **read) if dev_file else None
@@ -170,6 +176,7 @@ def _unlabeled_progress(row: dict) -> None:
                    "C for m3n-l2]")
 @format_option
 @label_column_option
+@conllu_label_option
 @click.option("--features", default=None, metavar="PRESET|FILE",
               help="Feature preset or TOML file  [default: as for train]")
 @click.option("--learner", default=None, metavar="NAME",
@@ -184,8 +191,8 @@ def _unlabeled_progress(row: dict) -> None:
 @click.option("-o", "--output", "model_path", default=None, type=click.Path(dir_okay=False),
               help="Also save the model of the last value.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
-def path_cmd(train_file, dev_file, values_text, param, fmt, label_column, features, learner,
-             settings, seed, as_json, plot_path, model_path, quiet) -> None:
+def path_cmd(train_file, dev_file, values_text, param, fmt, label_column, conllu_label,
+             features, learner, settings, seed, as_json, plot_path, model_path, quiet) -> None:
     """Regularization path: train on TRAIN once per value (warm starts), score on --dev."""
     from tagger.learners import DEFAULT_LEARNER
 
@@ -201,8 +208,8 @@ def path_cmd(train_file, dev_file, values_text, param, fmt, label_column, featur
     from tagger.reports import path_table
 
     with gc_paused():
-        train = open_labeled(train_file, fmt, label_column)
-        dev = open_labeled(dev_file, fmt, label_column)
+        train = open_labeled(train_file, fmt, label_column, conllu_label=conllu_label)
+        dev = open_labeled(dev_file, fmt, label_column, conllu_label=conllu_label)
     tagger = Tagger(features=check_features(features) or default_preset(train), learner=learner,
                     params=params, seed=seed)
     with TrainProgress(quiet or as_json):
@@ -228,6 +235,7 @@ def path_cmd(train_file, dev_file, values_text, param, fmt, label_column, featur
               help="CoNLL column holding (gold) labels to replace by the predictions  "
                    "[default: the last field when a line has one field more than the model "
                    "reads]")
+@conllu_label_option
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Cores to use. 1 tags in this process on one thread; N > 1 streams the "
                    "input through N worker processes in blocks (constant memory, output in the "
@@ -241,8 +249,8 @@ def path_cmd(train_file, dev_file, values_text, param, fmt, label_column, featur
 @click.option("--constraints", "constraints_file", default=None, type=click.Path(dir_okay=False),
               help="Decode under this constraint file: hard rules enforced (exactly where "
                    "an expanded-state Viterbi can), soft ones weighed in by label switching.")
-def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs, marginals,
-            constraints_file) -> None:
+def tag_cmd(model_path, input_path, output_path, fmt, label_column, conllu_label, jobs,
+            marginals, constraints_file) -> None:
     """Tag INPUT (default: standard input) with MODEL, in the input's own format.
 
     CoNLL input may carry a label column (one field more than the model reads, or the one
@@ -253,7 +261,8 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs, margin
     cset = load_constraints(constraints_file)
     from tagger.tagging import tag_file
 
-    tag_file(model_path, input_path, output_path, fmt, label_column, jobs, marginals, cset)
+    tag_file(model_path, input_path, output_path, fmt, label_column, jobs, marginals, cset,
+             conllu_label)
 
 
 @cli.command("eval")
@@ -262,6 +271,7 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs, margin
 @format_option
 @click.option("--label-column", type=int, default=None, metavar="N",
               help="Label column of CoNLL files (negative counts from the end)  [default: -1]")
+@conllu_label_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @fields_option
 @click.option("--constraints", "constraints_file", default=None, type=click.Path(dir_okay=False),
@@ -269,8 +279,8 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column, jobs, margin
                    "gold labels and by the predictions.")
 @click.option("--decode-constraints", is_flag=True,
               help="Score predictions made under --constraints (constrained decoding).")
-def eval_cmd(model_path, test_path, fmt, label_column, as_json, fields, constraints_file,
-             decode_constraints) -> None:
+def eval_cmd(model_path, test_path, fmt, label_column, conllu_label, as_json, fields,
+             constraints_file, decode_constraints) -> None:
     """Score MODEL on the labeled TEST file: accuracy, precision, recall, F1.
 
     Chunk-level scores (conlleval) when the labels are B-/I- tags, per-label scores otherwise.
@@ -284,7 +294,8 @@ def eval_cmd(model_path, test_path, fmt, label_column, as_json, fields, constrai
     if cset is None and decode_constraints:
         raise click.UsageError("--decode-constraints needs --constraints FILE")
     tagger = Tagger.load(model_path)
-    test = open_labeled(test_path, fmt, label_column, fields)
+    test = open_labeled(test_path, fmt, label_column, fields,
+                        conllu_label or tagger.conllu_label_)
     decode_under = cset if decode_constraints else None
     metrics = tagger.evaluate(test, constraints=decode_under)
     if cset is not None:

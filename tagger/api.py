@@ -129,6 +129,7 @@ class Tagger:
             "featurize_seconds": round(t_feat, 3),
             "train_seconds": round(time.perf_counter() - t0 - t_feat, 3),
             "final": {k: v for k, v in last.items() if isinstance(v, (int, float, str))},
+            **_conllu_label(train),
         }
         return self
 
@@ -228,7 +229,7 @@ class Tagger:
         w = self._keep(learner, featurizer, labels, problem.model, w)
         self.info_ = {"learner": learner.name, "params": learner.validated(),
                       "seed": int(self.seed), "n_nonzero": int(np.count_nonzero(w)),
-                      "path": rows}
+                      "path": rows, **_conllu_label(train)}
         return rows
 
     # ------------------------------------------------------------------ prediction
@@ -306,6 +307,12 @@ class Tagger:
             if not batch:
                 return
             yield from zip(batch, self.predict_batch(batch, compiled).labels(self.labels_))
+
+    @property
+    def conllu_label_(self) -> str:
+        """The CoNLL-U field (``upos`` or ``xpos``) the model was trained on; ``upos`` for a
+        model trained on other formats."""
+        return self.info_.get("conllu_label", "upos")
 
     # ------------------------------------------------------------------ marginals (CRF models)
     @property
@@ -489,6 +496,13 @@ class Tagger:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _conllu_label(train: Sequence[Sentence]) -> dict:
+    """``{"conllu_label": field}`` when the training sentences were read from CoNLL-U, so that
+    tagging and evaluating CoNLL-U files use the field the model learned (UPOS or XPOS)."""
+    meta = train[0].meta if train else {}
+    return {"conllu_label": meta["label"]} if meta.get("format") == "conllu" else {}
 
 
 def _labeled_list(sentences: Iterable[Sentence], what: str) -> list[Sentence]:

@@ -20,7 +20,7 @@ INFO_FIELDS: dict[str, tuple] = {
     "learner": (str,), "params": (dict,), "seed": _INT, "n_params": _INT, "n_nonzero": _INT,
     "n_train_sentences": _INT, "n_train_tokens": _INT, "n_unlabeled_sentences": _INT,
     "constraints": (str, type(None)), "featurize_seconds": _NUMBER,
-    "train_seconds": _NUMBER, "final": (dict,), "path": (list,),
+    "train_seconds": _NUMBER, "final": (dict,), "path": (list,), "conllu_label": (str,),
 }
 
 _NAMES = {str: "text", int: "a whole number", float: "a number", dict: "a table (JSON object)",
@@ -65,6 +65,8 @@ def check_header(meta: Any, path: str) -> None:
     for key, types in INFO_FIELDS.items():
         if key in info and not _is(info[key], types):
             raise bad(f"meta.info.{key}", " or ".join(_NAMES[t] for t in types), info[key])
+    if info.get("conllu_label", "upos") not in ("upos", "xpos"):
+        raise bad("meta.info.conllu_label", '"upos" or "xpos"', info["conllu_label"])
     trace = meta.get("trace", [])
     if not isinstance(trace, list):
         raise bad("meta.trace", "a list of rows (JSON objects)", trace)

@@ -109,10 +109,10 @@ def _tag_block(block: bytes, first_line: int):
 
 def _tag_sentences(tagger, spec, fh, o):
     if o["label_column"] is None:
-        sents = read_corpus(fh, o["format"], labeled=False)
+        sents = read_corpus(fh, o["format"], labeled=False, **o["read_options"])
         sents = without_gold(sents, spec.n_columns, ", ".join(spec.columns), o["name"])
     else:
-        sents = read_corpus(fh, o["format"], label_column=o["label_column"])
+        sents = read_corpus(fh, o["format"], label_column=o["label_column"], **o["read_options"])
     sents = list(sents)
     n_fields = len(sents[0].columns) if sents else None
     out = io.StringIO()
@@ -127,7 +127,8 @@ def _tag_sentences(tagger, spec, fh, o):
 
 def tag_parallel(model_path: str, stream, out, fmt: str, jobs: int, name: str,
                  label_column: int | None = None, write_options: dict | None = None,
-                 block_bytes: int | None = None, tagger=None) -> None:
+                 block_bytes: int | None = None, tagger=None,
+                 read_options: dict | None = None) -> None:
     """Tag the binary ``stream`` (format ``fmt``, already detected) into the text file ``out``
     with ``jobs`` worker processes. ``tagger``, the model already loaded, is handed to forked
     workers as it is."""
@@ -136,7 +137,8 @@ def tag_parallel(model_path: str, stream, out, fmt: str, jobs: int, name: str,
     if fmt not in PARALLEL_FORMATS:
         raise ValueError(f"parallel tagging reads {', '.join(PARALLEL_FORMATS)}; got {fmt}")
     options = {"format": fmt, "label_column": label_column, "name": name,
-               "write_options": dict(write_options or {})}
+               "write_options": dict(write_options or {}),
+               "read_options": dict(read_options or {})}
     fork = "fork" in mp.get_all_start_methods()
     ctx = mp.get_context("fork") if fork else mp.get_context()
     if fork:

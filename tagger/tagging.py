@@ -25,7 +25,7 @@ def use_threads(jobs: int) -> None:
 
 def tag_file(model_path: str, input_path: str = "-", output_path: str = "-",
              format: str = "auto", label_column: int | None = None, jobs: int = 1,
-             marginals: bool = False, constraints=None) -> None:
+             marginals: bool = False, constraints=None, conllu_label: str | None = None) -> None:
     """Tag ``input_path`` (``-``: standard input) with the model file ``model_path`` into
     ``output_path`` (``-``: standard output; a file is replaced atomically).
 
@@ -33,7 +33,8 @@ def tag_file(model_path: str, input_path: str = "-", output_path: str = "-",
     ``label_column`` names): it is replaced by the prediction; otherwise the prediction is
     appended as the last field. ``marginals`` writes every label's probability after the
     prediction (CRF models only); ``constraints`` (a :class:`~tagger.constraints.ConstraintSet`)
-    decodes under its rules. With ``jobs`` > 1 the input is tagged by worker processes in
+    decodes under its rules. CoNLL-U predictions go to ``conllu_label`` (``upos`` or ``xpos``;
+    by default the field the model was trained on). With ``jobs`` > 1 the input is tagged by worker processes in
     blocks where it can be cut into blocks, else on ``jobs`` threads."""
     tagger = Tagger.load(model_path)
     if constraints is not None:
@@ -42,6 +43,7 @@ def tag_file(model_path: str, input_path: str = "-", output_path: str = "-",
         raise TaggerError(f"--marginals needs a CRF model; {model_path} was trained by "
                           f"{tagger.info_.get('learner', 'an unknown learner')}, a max-margin "
                           "learner whose scores are not probabilities")
+    read = {"label": conllu_label or tagger.conllu_label_}
     source, head = peek(input_path)
     sep = conll_separator(head)
     spec = tagger.featurizer_.spec
@@ -53,13 +55,13 @@ def tag_file(model_path: str, input_path: str = "-", output_path: str = "-",
     use_threads(jobs)
     if jobs > 1 and not marginals and constraints is None and _tag_in_parallel(
             tagger, model_path, input_path, source, head, output_path, format, label_column,
-            jobs, sep):
+            jobs, sep, read):
         return
     if label_column is None:
-        sentences = without_gold(read_corpus(source, format, labeled=False), spec.n_columns,
-                                 ", ".join(spec.columns), display_name(input_path))
+        sentences = without_gold(read_corpus(source, format, labeled=False, **read),
+                                 spec.n_columns, ", ".join(spec.columns), display_name(input_path))
     else:
-        sentences = read_corpus(source, format, label_column=label_column)
+        sentences = read_corpus(source, format, label_column=label_column, **read)
     it = iter(sentences)
     with atomic_text_output(output_path) as out, gc_paused():
         for batch in iter(lambda: list(itertools.islice(it, TAG_BATCH)), []):
@@ -73,7 +75,7 @@ def tag_file(model_path: str, input_path: str = "-", output_path: str = "-",
 
 
 def _tag_in_parallel(tagger, model_path, input_path, source, head, output_path, fmt,
-                     label_column, jobs, sep) -> bool:
+                     label_column, jobs, sep, read) -> bool:
     """Tag with worker processes; False for a format that cannot be cut into blocks."""
     from tagger.parallel import PARALLEL_FORMATS, tag_parallel
 
@@ -85,6 +87,6 @@ def _tag_in_parallel(tagger, model_path, input_path, source, head, output_path, 
     with atomic_text_output(output_path) as out, contextlib.ExitStack() as stack:
         stream = source if input_path == "-" else stack.enter_context(open(input_path, "rb"))
         tag_parallel(model_path, stream, out, fmt, jobs, name, label_column, {"sep": sep},
-                     tagger=tagger)
+                     tagger=tagger, read_options=read)
         out.flush()
     return True

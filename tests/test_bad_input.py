@@ -119,6 +119,8 @@ HEADER_EDITS = {
     "info-learner-number": _setter("info", "learner", 3),
     "info-params-text": _setter("info", "params", "radius=3"),
     "info-seed-text": _setter("info", "seed", "zero"),
+    "info-conllu-label-unknown": _setter("info", "conllu_label", "lemma"),
+    "info-conllu-label-number": _setter("info", "conllu_label", 4),
     "info-n-params-text": _setter("info", "n_params", "many"),
     "info-final-list": _setter("info", "final", [1]),
     "info-path-text": _setter("info", "path", "x"),

@@ -373,3 +373,37 @@ def test_set_errors_stay_short(sample, tmp_path):
     assert result.exit_code == 2
     error = result.stderr.splitlines()[-1]
     assert "radus" in error and "tagger learners" in error and len(error) < 400
+
+
+# ------------------------------------------------------------------------------ CoNLL-U fields
+
+
+def _conllu_field(text: str, index: int) -> list[str]:
+    return [ln.split("\t")[index] for ln in text.splitlines()
+            if ln and not ln.startswith("#") and ln.split("\t")[0].isascii()
+            and ln.split("\t")[0].isdigit()]
+
+
+def test_conllu_label_xpos_trains_tags_and_evaluates_the_xpos_field(tmp_path):
+    sample = ROOT / "corpora" / "sample_pos.conllu"
+    text = sample.read_text("utf-8")
+    model = tmp_path / "xpos.tgm"
+    result = _run("train", sample, "--conllu-label", "xpos", "-o", model, *EPOCHS, "-q")
+    assert result.exit_code == 0, result.output
+    labels = json.loads(_run("inspect", model, "--json").stdout)["labels"]
+    assert set(labels) == set(_conllu_field(text, 4))  # the treebank's tags, not UPOS
+    # tag writes the predictions into XPOS (the model's field) and leaves UPOS as it was
+    for jobs in ("1", "2"):
+        out = _run("tag", model, sample, "-j", jobs).stdout
+        assert _conllu_field(out, 3) == _conllu_field(text, 3)
+        assert set(_conllu_field(out, 4)) <= set(labels)
+        assert len(_conllu_field(out, 4)) == len(_conllu_field(text, 4))
+    # eval reads the gold labels from the same field: scored against XPOS it agrees with a
+    # count made here; UPOS shares no label with the model, which is an error
+    tagged = _conllu_field(_run("tag", model, sample).stdout, 4)
+    gold = _conllu_field(text, 4)
+    expected = sum(a == b for a, b in zip(tagged, gold)) / len(gold)
+    report = json.loads(_run("eval", model, sample, "--json").stdout)
+    assert report["accuracy"] == pytest.approx(expected)
+    _assert_data_error(_run("eval", model, sample, "--conllu-label", "upos"),
+                       "none of the evaluation data's labels")

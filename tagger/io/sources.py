@@ -52,11 +52,13 @@ def labeled_format(path: str, fmt: str) -> str:
 
 
 def open_labeled(source, format: str = "auto", label_column: int | None = None,
-                 fields: Sequence[str] | str | None = None) -> list[Sentence]:
+                 fields: Sequence[str] | str | None = None,
+                 conllu_label: str | None = None) -> list[Sentence]:
     """Labeled sentences of ``source`` (see the module docstring), read whole.
 
-    ``format`` and ``label_column`` apply to corpus files, ``fields`` (the input columns, then
-    the label) to DocBins and datasets."""
+    ``format``, ``label_column`` and ``conllu_label`` (the CoNLL-U field of the labels,
+    ``upos`` or ``xpos``) apply to corpus files, ``fields`` (the input columns, then the
+    label) to DocBins and datasets."""
     if _is_docbin(source):
         from tagger.io.docbin import read_docbin
 
@@ -68,16 +70,19 @@ def open_labeled(source, format: str = "auto", label_column: int | None = None,
     if not _is_path(source):
         return list(source)
     options = {} if label_column is None else {"label_column": label_column}
+    if conllu_label is not None:
+        options["label"] = conllu_label
     path = os.fspath(source)
     return load_corpus(path, labeled_format(path, format), **options)
 
 
 def open_many_labeled(sources: Sequence, format: str = "auto", label_column: int | None = None,
-                      fields: Sequence[str] | str | None = None) -> list[Sentence]:
+                      fields: Sequence[str] | str | None = None,
+                      conllu_label: str | None = None) -> list[Sentence]:
     """The sentences of several labeled sources, concatenated in order."""
     out: list[Sentence] = []
     for source in sources:
-        out.extend(open_labeled(source, format, label_column, fields))
+        out.extend(open_labeled(source, format, label_column, fields, conllu_label))
     return out
 
 
