@@ -1,6 +1,7 @@
 """What the CRF learners share: their base class (the likelihood objective of
 :mod:`tagger.learners.crf_objective`, progress rows, probabilistic scores) and the
-quasi-Newton settings of ``crf-l2`` and ``crf-l1``.
+quasi-Newton settings of ``crf-l2`` and ``crf-l1``, and the L2 term that ``crf-l2`` and the
+elastic nets of the L1 learners add to the likelihood.
 
 Both sum the likelihood over sentences (no 1/N), exactly CRFsuite's scaling, so equal c1/c2
 give equal objectives. Both stop as CRFsuite does: when the objective decreased by less than a
@@ -14,6 +15,29 @@ import numpy as np
 
 from tagger.learners.base import Learner, Param, TrainingProblem
 from tagger.learners.crf_objective import CRFObjective
+from tagger.learners.owlqn import dot
+
+
+def l2_param(default: float, elastic: bool) -> Param:
+    if elastic:
+        return Param("c2", default, float, "L2 coefficient c2 of the elastic net (CRFsuite's "
+                     "c2: c2 ||w||^2 on the summed likelihood); 0 = pure L1", low=0.0)
+    return Param("c2", default, float, "L2 coefficient c2 (CRFsuite's c2: c2 ||w||^2 on the "
+                 "summed likelihood)", low=0.0, low_open=True)
+
+
+def with_l2(fun, c2: float):
+    """``fun`` (w -> (L(w), grad L(w))) plus c2 ||w||^2: the smooth part of an elastic net,
+    as CRFsuite adds it before OWL-QN. ``fun`` itself when c2 = 0."""
+    if c2 == 0.0:
+        return fun
+
+    def value_grad(w):
+        f, g = fun(w)
+        g += 2.0 * c2 * w  # g is the objective's own fresh array
+        return f + c2 * dot(w, w), g
+
+    return value_grad
 
 
 def quasi_newton_params(epochs: int) -> tuple[Param, ...]:

@@ -1,8 +1,8 @@
 """L1 CRFs that select their own features: Grafting-Light and greedy Grafting.
 
-Both solve the L1-regularised CRF of ``crf-l1``::
+Both solve the L1-regularised CRF of ``crf-l1`` (the elastic net with ``c2`` > 0)::
 
-    min_w  L(w) + c1 ||w||_1          L = sum_i log Z(x_i) - F(x_i, y_i; w)
+    min_w  L(w) + c1 ||w||_1 + c2 ||w||_2^2          L = sum_i log Z(x_i) - F(x_i, y_i; w)
 
 over a working set S of active weights that grows from the transition, start and end weights;
 every other weight stays 0 until it joins S. A weight k outside S violates the optimality
@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from tagger.learners.base import Param, Stopwatch, TrainingProblem
-from tagger.learners.crf_base import CRFLearner
+from tagger.learners.crf_base import CRFLearner, l2_param, with_l2
 from tagger.learners.crf_objective import WorkingSetObjective
 from tagger.learners.owlqn import OWLQN, Convergence
 
@@ -60,6 +60,7 @@ def initial_set(problem: TrainingProblem, free: np.ndarray) -> np.ndarray:
 GRAFTING_PARAMS = (
     Param("c1", 1.0, float, "L1 coefficient c1 (CRFsuite's c1: c1 ||w||_1 on the summed "
           "likelihood)", low=0.0, low_open=True),
+    l2_param(0.0, elastic=True),
     Param("select_unit", 1000, int, "M: weights added to the working set per growth step "
           "(the top M violators of the optimality conditions)", low=1),
     Param("epochs", 1000, int, "maximum number of quasi-Newton iterations", low=1),
@@ -91,7 +92,10 @@ class GraftingWorkingSet:
         self.active = initial_set(problem, self.fun.free) | (w != 0)
         model.edge_weights(self.active)[:] = True  # the compact layout keeps the whole tail
         index = self.fun.set_active(self.active)
-        self.opt = OWLQN(self.fun, w[index], self.c1, settings["memory"],
+        self.c2 = settings["c2"]
+        # the L2 term of an elastic net is smooth: it joins the likelihood on S; outside S
+        # every weight is 0, so it changes no growth test
+        self.opt = OWLQN(with_l2(self.fun, self.c2), w[index], self.c1, settings["memory"],
                          adaptive_step=settings["adaptive_step"])
         self.stop = Convergence(settings["delta"], settings["period"])
         self.clock = Stopwatch()
@@ -114,7 +118,8 @@ class GraftingWorkingSet:
 
     def row(self, learner, problem, it, added):
         fun, opt = self.fun, self.opt
-        learner._row(problem, it, opt.objective, opt.f, fun.expand(opt.w), fun.n_evals,
+        nll = opt.f - self.c2 * float(opt.w @ opt.w)
+        learner._row(problem, it, opt.objective, nll, fun.expand(opt.w), fun.n_evals,
                      self.clock, working_set=int(fun.n_weights - (~fun.free).sum()),
                      added=int(added), full_grads=fun.n_full)
 
@@ -123,7 +128,7 @@ class CRFGrafting(CRFLearner):
     """L1 CRF by Grafting-Light (Zhu, Lao & Xing, KDD 2010): one orthant-wise step on the
     working set per iteration, then growth by the top-M violating features.
 
-    Objective: min_w sum_i [log Z(x_i) - F(x_i, y_i; w)] + c1 ||w||_1.
+    Objective: min_w sum_i [log Z(x_i) - F(x_i, y_i; w)] + c1 ||w||_1 + c2 ||w||_2^2.
     """
 
     name = "crf-grafting"

@@ -16,7 +16,7 @@ class CRFGraftingGreedy(CRFLearner):
     """L1 CRF by greedy Grafting (Perkins, Lacker & Theiler, JMLR 2003): optimise fully on the
     working set before each addition of the top-M violating features.
 
-    Objective: min_w sum_i [log Z(x_i) - F(x_i, y_i; w)] + c1 ||w||_1.
+    Objective: min_w sum_i [log Z(x_i) - F(x_i, y_i; w)] + c1 ||w||_1 + c2 ||w||_2^2.
     """
 
     name = "crf-grafting-greedy"

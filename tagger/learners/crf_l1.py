@@ -1,8 +1,10 @@
-"""``crf-l1``: the same likelihood with a Laplacian prior, as CRFsuite's ``lbfgs`` with ``c1``::
+"""``crf-l1``: the same likelihood with a Laplacian prior, as CRFsuite's ``lbfgs`` with ``c1``,
+or the elastic net with ``c2`` > 0 as well (CRFsuite's ``lbfgs`` with both)::
 
-    min_w  L(w) + c1 ||w||_1
+    min_w  L(w) + c1 ||w||_1 + c2 ||w||_2^2
 
-minimised by OWL-QN (Andrew & Gao, ICML 2007; :mod:`tagger.learners.owlqn`) over every weight.
+minimised by OWL-QN (Andrew & Gao, ICML 2007; :mod:`tagger.learners.owlqn`) over every weight,
+the L2 term joining the smooth part (Zou & Hastie, JRSS B 2005, for the elastic net).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tagger.learners.base import Param, Stopwatch, TrainingProblem
-from tagger.learners.crf_base import CRFLearner, quasi_newton_params
+from tagger.learners.crf_base import CRFLearner, l2_param, quasi_newton_params, with_l2
 from tagger.learners.owlqn import OWLQN, Convergence
 
 
@@ -18,12 +20,13 @@ class CRFL1(CRFLearner):
     """L1-regularised CRF by OWL-QN over every weight (Andrew & Gao 2007), CRFsuite's
     ``lbfgs`` with ``c1``.
 
-    Objective: min_w sum_i [log Z(x_i) - F(x_i, y_i; w)] + c1 ||w||_1.
+    Objective: min_w sum_i [log Z(x_i) - F(x_i, y_i; w)] + c1 ||w||_1 + c2 ||w||_2^2.
     """
 
     name = "crf-l1"
     params = (Param("c1", 1.0, float, "L1 coefficient c1 (CRFsuite's c1: c1 ||w||_1 on the "
-                    "summed likelihood)", low=0.0, low_open=True),) + quasi_newton_params(1000) + (
+                    "summed likelihood)", low=0.0, low_open=True), l2_param(0.0, elastic=True)
+              ) + quasi_newton_params(1000) + (
         Param("adaptive_step", False, bool, "start each line search at the last accepted "
               "step (doubled back towards 1 after 5 first-trial acceptances) instead of at 1"),)
 
@@ -31,13 +34,15 @@ class CRFL1(CRFLearner):
         fun = self._objective_fn(problem, settings)
         w = np.zeros(fun.n_weights) if w0 is None else np.array(w0, dtype=np.float64)
         clock = Stopwatch()
-        opt = OWLQN(fun, w, settings["c1"], settings["memory"],
+        c2 = settings["c2"]
+        opt = OWLQN(with_l2(fun, c2), w, settings["c1"], settings["memory"],
                     adaptive_step=settings["adaptive_step"])
         stop = Convergence(settings["delta"], settings["period"])
         for it in range(1, settings["epochs"] + 1):
             moved = opt.step()
             F = opt.objective
-            self._row(problem, it, F, opt.f, opt.w, fun.n_evals, clock)
+            self._row(problem, it, F, opt.f - c2 * float(opt.w @ opt.w), opt.w, fun.n_evals,
+                      clock)
             if not moved or stop.update(F):
                 break
         return opt.w

@@ -18,7 +18,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from tagger.learners.base import Param, Stopwatch, TrainingProblem
-from tagger.learners.crf_base import CRFLearner, quasi_newton_params
+from tagger.learners.crf_base import CRFLearner, l2_param, quasi_newton_params, with_l2
 from tagger.learners.owlqn import OWLQN, Convergence, dot
 
 
@@ -29,8 +29,7 @@ class CRFL2(CRFLearner):
     """
 
     name = "crf-l2"
-    params = (Param("c2", 1.0, float, "L2 coefficient c2 (CRFsuite's c2: c2 ||w||^2 on the "
-                    "summed likelihood)", low=0.0, low_open=True),) + quasi_newton_params(1000) + (
+    params = (l2_param(1.0, elastic=False),) + quasi_newton_params(1000) + (
         Param("solver", "lbfgs", str, "L-BFGS implementation: ours (the OWL-QN core with "
               "c1=0) or scipy's L-BFGS-B", choices=("lbfgs", "scipy")),)
 
@@ -41,11 +40,7 @@ class CRFL2(CRFLearner):
         clock = Stopwatch()
         stop = Convergence(settings["delta"], settings["period"])
 
-        def value_grad(x):
-            nll, g = fun(x)
-            g += 2.0 * c2 * x
-            return nll + c2 * dot(x, x), g
-
+        value_grad = with_l2(fun, c2)
         if settings["solver"] == "lbfgs":
             opt = OWLQN(value_grad, w, 0.0, settings["memory"])
             for it in range(1, settings["epochs"] + 1):
