@@ -113,12 +113,17 @@ def learners_cmd() -> None:
 @click.option("--test", "test_file", default=None, type=click.Path(dir_okay=False),
               help="Labeled file scored along training for the trace only (never used to "
                    "choose anything).")
+@click.option("--no-select", is_flag=True,
+              help="Train at the learner's default regularization strength instead of "
+                   "choosing it (by default a path over the strength is scored on --dev, or "
+                   "without --dev on a held-out tenth of TRAIN, and the best is kept; --set "
+                   "of the strength also fixes it).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines and no summary.")
 @click.option("--list-learners", is_flag=True, is_eager=True, expose_value=False,
               callback=_list_learners_callback, help="List the learners and their parameters.")
 def train_cmd(train_files, model_path, fmt, label_column, conllu_label, features, learner,
-              settings, dev_file, seed, quiet, fields, unlabeled_file, constraints_file,
-              test_file) -> None:
+              settings, dev_file, seed, no_select, quiet, fields, unlabeled_file,
+              constraints_file, test_file) -> None:
     """Train a tagger on the TRAIN files (concatenated) and save it to MODEL.
 
     TRAIN may also be a Hugging Face dataset (hf:eriktks/conll2000, with ?split=...&revision=
@@ -149,7 +154,7 @@ def train_cmd(train_files, model_path, fmt, label_column, conllu_label, features
         dev = open_labeled(dev_file, **read) if dev_file else None
         test = open_labeled(test_file, **read) if test_file else None
     tagger = Tagger(features=check_features(features) or default_preset(train), learner=learner,
-                    params=params, seed=seed)
+                    params=params, seed=seed, select=not no_select)
     with TrainProgress(quiet):
         unlabeled = open_unlabeled(unlabeled_file, fmt) if unlabeled_file else None
         tagger.fit(train, dev=dev, unlabeled=unlabeled, constraints=cset, test=test,
@@ -172,8 +177,8 @@ def _unlabeled_progress(row: dict) -> None:
               help="Values of the regularization parameter, in the order trained "
                    "(e.g. from dense to sparse: --values 1,3,10,30).")
 @click.option("--param", default=None, metavar="NAME",
-              help="The parameter varied  [default: the learner's own: lambda for m3n-em, "
-                   "C for m3n-l2]")
+              help="The parameter varied  [default: the learner's strength: radius for "
+                   "m3n-subgradient, c1 for crf-l1, lambda for m3n-em, C for m3n-l2, ...]")
 @format_option
 @label_column_option
 @conllu_label_option

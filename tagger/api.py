@@ -27,6 +27,7 @@ from tagger.learners import DEFAULT_LEARNER, TrainingProblem, get_learner
 from tagger.metrics import evaluate as evaluate_labels
 from tagger.model import ChainModel
 from tagger.model_header import check_header
+from tagger import selection
 from tagger.reports import jsonable
 from tagger.sentence import Sentence
 from tagger.serialize import load_model_file, save_model_file
@@ -69,14 +70,21 @@ class Tagger:
         the learner's parameters (its table: ``tagger learners``)
     seed
         makes training deterministic
+    select
+        choose the regularization strength (:mod:`tagger.selection`): a warm-started path
+        scored on the dev data, or on a held-out tenth of the training data without dev data.
+        Only when ``params`` does not set the strength and the learner has one (``tagger
+        train`` selects by default; ``--no-select`` turns it off)
     """
 
     def __init__(self, features: str | Path | FeatureSpec = "chunk",
-                 learner: str = DEFAULT_LEARNER, params: dict | None = None, seed: int = 0):
+                 learner: str = DEFAULT_LEARNER, params: dict | None = None, seed: int = 0,
+                 select: bool = False):
         self.features = features
         self.learner = learner
         self.params = dict(params or {})
         self.seed = seed
+        self.select = select
         # learned state
         self.featurizer_: Featurizer | None = None
         self.labels_: LabelIndex | None = None
@@ -108,11 +116,24 @@ class Tagger:
         t0 = time.perf_counter()
         cset = _constraint_set(constraints)
         cset_source = None if cset is None else cset.source
+        selecting = self._selects(learner_cls, unlabeled)
+        t_held = 0.0
+        if selecting and dev is None:
+            sentences = _labeled_list(sentences, "training data")
+            path = self._held_out_path(learner, sentences, progress)
+            t_held = time.perf_counter() - t0
         train, featurizer, labels, problem = self._problem(
             sentences, dev, progress, unlabeled=unlabeled, constraints=cset, test=test)
         X, model = problem.X, problem.model
-        t_feat = time.perf_counter() - t0
-        w = learner.fit(problem, seed=int(self.seed))
+        t_feat = time.perf_counter() - t0 - t_held
+        if selecting and dev is not None:
+            path = selection.run_path(learner, problem, self._strength_default(learner_cls),
+                                      learner_cls.strength[1], int(self.seed), "dev data",
+                                      progress)
+            w = path.weights
+            learner.trace_ = path.trace
+        else:
+            w = learner.fit(problem, seed=int(self.seed))
         n_params = model.n_weights
         w = self._keep(learner, featurizer, labels, model, w)
         # the row of the weights kept: learners that choose along training (best dev score)
@@ -131,7 +152,32 @@ class Tagger:
             "final": {k: v for k, v in last.items() if isinstance(v, (int, float, str))},
             **_conllu_label(train),
         }
+        if selecting:
+            self.info_["selection"] = path.as_info()
         return self
+
+    def _selects(self, learner_cls, unlabeled) -> bool:
+        strength = learner_cls.strength
+        return bool(self.select and strength is not None and strength[0] not in self.params
+                    and unlabeled is None)
+
+    def _strength_default(self, learner_cls) -> float:
+        return float(learner_cls.param(learner_cls.strength[0]).default)
+
+    def _held_out_path(self, learner, sentences: list[Sentence], progress):
+        """The path scored on a held-out tenth of ``sentences``; ``learner`` is left set to the
+        chosen value, to be trained on all of them."""
+        kept, held = selection.holdout_split(len(sentences))
+        if not held or not kept:
+            raise TaggerError(f"choosing the regularization needs dev data or at least "
+                              f"{selection.HOLDOUT_EVERY} training sentences to hold some out; "
+                              f"give --dev FILE, or set the strength with --set")
+        _, _, _, problem = self._problem([sentences[i] for i in kept],
+                                         [sentences[i] for i in held], progress)
+        cls = type(learner)
+        return selection.run_path(learner, problem, self._strength_default(cls),
+                                  cls.strength[1], int(self.seed),
+                                  "held-out tenth of the training data", progress)
 
     def _keep(self, learner, featurizer: Featurizer, labels: LabelIndex, model: ChainModel,
               w: np.ndarray) -> np.ndarray:
@@ -194,15 +240,15 @@ class Tagger:
              ) -> list[dict]:
         """Regularization path: train once per value of ``param``, each fit warm-started.
 
-        ``param`` defaults to the learner's regularization constant (its ``path_param``:
-        lambda of m3n-em, C of m3n-l2; other learners need it named). The data are featurized once;
+        ``param`` defaults to the learner's regularization constant (its ``strength``: radius
+        of m3n-subgradient, c1 of the L1 CRFs, lambda of m3n-em, C of m3n-l2, ...). The data are featurized once;
         each fit starts from the previous one (learners that keep a solver state continue from
         it, the others start from the previous weights). Returns one row per value:
         ``{param, value, dev_f1 (chunk labels), dev_acc, nonzero, seconds}``; the Tagger
         keeps the last model.
         """
         learner_cls = get_learner(self.learner)
-        param = param or getattr(learner_cls, "path_param", None)
+        param = param or (learner_cls.strength[0] if learner_cls.strength else None)
         if param is None:
             raise TaggerError(f"learner {self.learner!r} has no default path parameter; name one")
         learner_cls.param(param)  # an unknown name fails here
@@ -408,6 +454,11 @@ class Tagger:
         info = _without_clock(self.info_)
         if isinstance(info.get("final"), dict):
             info["final"] = _without_clock(info["final"])
+        if isinstance(info.get("selection"), dict):
+            info["selection"] = dict(info["selection"], rows=[
+                _without_clock(r) for r in info["selection"]["rows"]])
+        if isinstance(info.get("path"), list):
+            info["path"] = [_without_clock(r) for r in info["path"]]
         meta = {"labels": self.labels_.labels, "features": feat_meta, "info": info,
                 "trace": [_without_clock(_scalars(r)) for r in getattr(self, "trace_", [])]}
         return save_model_file(path, meta, arrays)
@@ -487,6 +538,8 @@ class Tagger:
             "n_attributes": int(model.n_attrs),
             "labels": list(names),
             "learner": self.info_.get("learner"),
+            "params": self.info_.get("params", {}),
+            "selection": self.info_.get("selection"),
             "top_features": per_label,
             "transitions": {a: {b: float(trans[i, j]) for j, b in enumerate(names)}
                             for i, a in enumerate(names)},
@@ -591,7 +644,8 @@ def _dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: lis
     return score
 
 
-_CLOCK_KEYS = ("time", "featurize_seconds", "train_seconds", "match_time", "solve_time")
+_CLOCK_KEYS = ("time", "featurize_seconds", "train_seconds", "match_time", "solve_time",
+               "seconds")
 
 
 def _without_clock(row: dict) -> dict:

@@ -131,7 +131,7 @@ def path_param(learner: str, params: dict, param: str | None, values: list[float
 
     try:
         cls = get_learner(learner)
-        param = param or getattr(cls, "path_param", None)
+        param = param or (cls.strength[0] if cls.strength else None)
         if param is None:
             raise click.BadParameter(f"learner {learner} needs --param", param_hint="'--param'")
         p = cls.param(param)

@@ -74,7 +74,17 @@ def train_summary(tagger, model_path: str, size: int) -> str:
         f"parameters {info['n_params']}, non-zero weights {info['n_nonzero']}, "
         f"labels {len(tagger.labels_)}\n"
         + (f"dev of the saved weights: {dev_txt}\n" if dev_txt else "")
+        + selection_text(info.get("selection"))
         + f"saved {model_path} ({size_text(size)})")
+
+
+def selection_text(sel: dict | None) -> str:
+    """The path training chose the regularization on, and the choice ('' without one)."""
+    if not sel:
+        return ""
+    return (f"regularization chosen on the {sel['scored_on']} (--set {sel['param']}=VALUE "
+            f"fixes it):\n{path_table(sel['rows'], sel['param'])}\n"
+            f"chose {sel['param']}={sel['value']:g}\n")
 
 
 def path_table(rows: list[dict], param: str) -> str:
@@ -82,8 +92,10 @@ def path_table(rows: list[dict], param: str) -> str:
     score = "dev_f1" if "dev_f1" in rows[0] else "dev_acc"
     lines = [f"{param:>12}  {score:>7}  {'dev_acc':>7}  {'nonzero':>9}  {'seconds':>8}"]
     for r in rows:
+        seconds = f"{r['seconds']:>8.1f}" if "seconds" in r else f"{'-':>8}"  # not saved
         lines.append(f"{r['value']:>12g}  {r[score]:>7.2f}  {r['dev_acc']:>7.2f}  "
-                     f"{r['nonzero']:>9d}  {r['seconds']:>8.1f}")
+                     f"{r['nonzero']:>9d}  {seconds}"
+                     + ("  *" if r.get("selected") else ""))
     return "\n".join(lines)
 
 
@@ -110,9 +122,10 @@ def inspect_text(r: dict, top: int) -> str:
         f"parameters: {r['n_params']}   non-zero weights: {r['n_nonzero']}   "
         f"attributes: {r.get('n_attributes')}   labels: {len(labels)}",
         "labels: " + " ".join(labels),
-        "",
-        f"top {top} features per label (by |weight|):",
     ]
+    if r.get("selection"):
+        lines.append(selection_text(r["selection"]).rstrip("\n"))
+    lines += ["", f"top {top} features per label (by |weight|):"]
     for lab, feats in r["top_features"].items():
         lines.append(f"  {lab}:")
         if not feats:

@@ -67,7 +67,7 @@ def labels(model) -> set[str]:
 
 def test_train_reports_progress_and_summary(sample, tmp_path):
     out = tmp_path / "m.tgm"
-    result = _run("train", sample, "-o", out, "--dev", SAMPLE_DEV, *EPOCHS)
+    result = _run("train", sample, "-o", out, "--dev", SAMPLE_DEV, "--no-select", *EPOCHS)
     assert result.exit_code == 0, result.output
     err = result.stderr
     epoch_lines = [ln for ln in err.splitlines() if "epoch=" in ln]

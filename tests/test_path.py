@@ -63,7 +63,7 @@ def test_path_needs_dev_data_and_a_parameter(data):
     with pytest.raises(TaggerError, match="dev data"):
         Tagger(features="chunk", learner="m3n-l2").path(train, None, [0.1])
     with pytest.raises(TaggerError, match="path parameter"):
-        Tagger(features="chunk", learner="m3n-subgradient").path(train, dev, [10.0])
+        Tagger(features="chunk", learner="ssvm-annealing").path(train, dev, [10.0])
     with pytest.raises(TaggerError, match="at least one value"):
         Tagger(features="chunk", learner="m3n-l2").path(train, dev, [])
 

@@ -112,6 +112,10 @@ class Learner:
 
     name: ClassVar[str] = ""
     params: ClassVar[tuple[Param, ...]] = ()
+    #: (parameter, direction) of the regularization strength, direction +1 when a larger
+    #: value penalizes more: what a regularization path varies and training can choose
+    #: (tagger.selection); None for a learner that does not choose its strength this way
+    strength: ClassVar[tuple[str, int] | None] = None
 
     def __init__(self, **kwargs: Any):
         known = {p.name for p in self.params}

@@ -132,6 +132,7 @@ class CRFGrafting(CRFLearner):
     """
 
     name = "crf-grafting"
+    strength = ("c1", 1)  # the regularization parameter, +1: larger is stronger
     params = GRAFTING_PARAMS
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:

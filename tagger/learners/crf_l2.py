@@ -29,6 +29,7 @@ class CRFL2(CRFLearner):
     """
 
     name = "crf-l2"
+    strength = ("c2", 1)  # the regularization parameter, +1: larger is stronger
     params = (l2_param(1.0, elastic=False),) + quasi_newton_params(1000) + (
         Param("solver", "lbfgs", str, "L-BFGS implementation: ours (the OWL-QN core with "
               "c1=0) or scipy's L-BFGS-B", choices=("lbfgs", "scipy")),)

@@ -19,6 +19,7 @@ class LPExtragradient(WorkingSetLearner):
     """
 
     name = "lp-extragradient"
+    strength = ("C", -1)  # the regularization parameter, +1: larger is stronger
     params = COMMON_PARAMS + (
         Param("gap_tol", 1e-6, float, "relative duality gap (feasible primal and dual bounds) "
               "at which an LP round stops", low=0.0, low_open=True),

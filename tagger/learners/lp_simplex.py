@@ -17,6 +17,7 @@ class LPSimplex(WorkingSetLearner):
     """
 
     name = "lp-simplex"
+    strength = ("C", -1)  # the regularization parameter, +1: larger is stronger
     params = COMMON_PARAMS + (TIME_LIMIT,)
 
     def _solver(self, ws, settings):

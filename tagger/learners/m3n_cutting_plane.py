@@ -18,6 +18,7 @@ class M3NCuttingPlane(WorkingSetLearner):
     """
 
     name = "m3n-cutting-plane"
+    strength = ("C", -1)  # the regularization parameter, +1: larger is stronger
     mode = LOSS_AUGMENTED
     signed = True
     params = COMMON_PARAMS + (

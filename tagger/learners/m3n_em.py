@@ -54,7 +54,7 @@ class M3NEM(Learner):
     """
 
     name = "m3n-em"
-    path_param = "lambda"  # what a regularization path varies
+    strength = ("lambda", 1)  # the regularization parameter, +1: larger is stronger
     params = (
         Param("lambda", 20.0, float, "strength lambda of the adaptive penalty "
               "(lambda/K)||w||_1^2; larger = sparser", low=0.0, low_open=True),

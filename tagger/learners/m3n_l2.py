@@ -23,7 +23,7 @@ class M3NL2(Learner):
     """
 
     name = "m3n-l2"
-    path_param = "C"  # what a regularization path varies
+    strength = ("C", -1)  # the regularization parameter, +1: larger is stronger
     params = (
         Param("C", 0.1, float, "weight C of each sentence's structured hinge", low=0.0,
               low_open=True),

@@ -35,6 +35,7 @@ class M3NL2Subgradient(M3NSubgradient):
     """
 
     name = "m3n-l2-subgradient"
+    strength = ("lambda", 1)  # the regularization parameter, +1: larger is stronger
     penalty = "l2"
     params = (
         Param("lambda", 1e-4, float, "L2 regularization strength lambda",

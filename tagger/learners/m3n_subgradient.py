@@ -168,6 +168,7 @@ class M3NSubgradient(Learner):
     """
 
     name = "m3n-subgradient"
+    strength = ("radius", -1)  # the regularization parameter, +1: larger is stronger
     penalty = "l1"
     params = (
         Param("radius", 3000.0, float, "radius lambda of the L1 ball ||w||_1 <= lambda",

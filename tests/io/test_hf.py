@@ -87,7 +87,7 @@ def test_train_from_parquet_and_jsonl_equals_the_conll_file(conll):
         outs[name] = (d / f"{name}.tgm").read_bytes()
     assert outs["parquet"] == outs["txt"] and outs["jsonl"] == outs["txt"]
     # and the Python API with an in-memory Dataset
-    tg = Tagger(features="chunk", params={"epochs": 2}).fit(conll["ds"])
+    tg = Tagger(features="chunk", params={"epochs": 2}, select=True).fit(conll["ds"])
     assert tg.to_bytes() == outs["txt"]
     r = run(cli, ["eval", str(d / "txt.tgm"), str(d / "train.parquet"), "--json"])
     assert r.exit_code == 0, r.output

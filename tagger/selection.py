@@ -1,0 +1,124 @@
+"""Choosing the regularization strength for the user (what ``tagger train`` does unless the
+strength is given with ``--set``).
+
+A learner names the parameter that sets its strength and which way it goes (``strength =
+("radius", -1)``: a smaller radius penalizes more; ``("c1", +1)``: a larger c1 does). The path
+walks a geometric grid around the learner's default (factor 2, four steps to the strong side,
+three to the weak side), strongest penalty first, so that each point starts from the sparser
+weights of the point before (a warm start) and the first points, with few non-zero weights,
+are the cheap ones. Each point is scored on dev; the walk stops once ``PATIENCE`` points in a
+row fail to beat the best, and goes on past the weak end of the grid while the last point is
+the best (up to ``MAX_POINTS``). The best point is kept; on a tie the earlier, sparser one.
+
+Without dev data, every tenth training sentence is held out to score the path, and the model is
+then trained on all sentences at the chosen value. One held-out part rather than k folds: the
+path already costs several trainings, and k folds would multiply that by k. The tenth is taken
+evenly through the file rather than from its end, so that a corpus ordered by source or genre
+still gives a held-out part that looks like the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+log = logging.getLogger("tagger.train")
+
+#: ratio of neighbouring values on the path
+GRID_FACTOR = 2.0
+#: grid steps from the default towards a stronger and a weaker penalty
+STRONG_STEPS, WEAK_STEPS = 4, 3
+#: points in a row without a better dev score before the path stops
+PATIENCE = 2
+#: most points on a path, extensions past the weak end included
+MAX_POINTS = 12
+#: every this many training sentences, one is held out when there is no dev data
+HOLDOUT_EVERY = 10
+
+
+def strength_of(learner_cls) -> tuple[str, int] | None:
+    """(parameter, direction) of a learner that can choose its strength, else None."""
+    return getattr(learner_cls, "strength", None)
+
+
+def grid(default: float, direction: int) -> list[float]:
+    """The path's values, strongest penalty first."""
+    steps = range(STRONG_STEPS, -WEAK_STEPS - 1, -1)
+    return [default * GRID_FACTOR ** (k * direction) for k in steps]
+
+
+def main_score(row: dict) -> float:
+    """The dev score that decides: chunk F1 for B-/I- labels, else accuracy."""
+    return row["dev_f1"] if "dev_f1" in row else row["dev_acc"]
+
+
+def holdout_split(n: int) -> tuple[list[int], list[int]]:
+    """Indices of the sentences trained on and held out (every HOLDOUT_EVERY-th, from the
+    middle of each block of ten)."""
+    held = set(range(HOLDOUT_EVERY // 2, n, HOLDOUT_EVERY))
+    return [i for i in range(n) if i not in held], sorted(held)
+
+
+@dataclass
+class Path:
+    """A regularization path and its choice."""
+
+    param: str
+    scored_on: str                       # "dev" or "held-out tenth of the training data"
+    rows: list[dict] = field(default_factory=list)
+    best: int = -1
+    weights: np.ndarray | None = None    # of the best point
+    trace: list[dict] = field(default_factory=list)   # the best point's training trace
+
+    @property
+    def value(self) -> float:
+        return self.rows[self.best]["value"]
+
+    def as_info(self) -> dict:
+        return {"param": self.param, "value": self.value, "scored_on": self.scored_on,
+                "rows": self.rows}
+
+
+def run_path(learner, problem, default: float, direction: int, seed: int, scored_on: str,
+             report: Callable[[dict], None] | None = None) -> Path:
+    """Train ``learner`` along the path on ``problem`` (whose ``dev_score`` scores a point)."""
+    param = learner.strength[0]
+    values = grid(default, direction)
+    path = Path(param, scored_on)
+    learner.warm_start = True   # learners with a dual state keep it from point to point
+    w, since_best, i = None, 0, 0
+    while i < len(values):
+        learner.settings[param] = values[i]
+        t0 = time.perf_counter()
+        w = learner.fit(problem, seed=seed, w0=w)
+        row = {"param": param, "value": values[i], **problem.dev_score(w),
+               "nonzero": int(np.count_nonzero(w)),
+               "seconds": round(time.perf_counter() - t0, 3)}
+        path.rows.append(row)
+        if path.best < 0 or main_score(row) > main_score(path.rows[path.best]):
+            path.best, path.weights, path.trace = i, w.copy(), list(learner.trace_)
+            since_best = 0
+        else:
+            since_best += 1
+        log.info("selection: %s=%.6g %s nonzero=%d (point %d of at most %d, best %s=%.6g)",
+                 param, values[i], _scores(row), row["nonzero"], i + 1, len(values),
+                 param, path.value)
+        if report is not None:
+            report(dict(row, selection=True))
+        if since_best >= PATIENCE:
+            break
+        i += 1
+        if i == len(values) and path.best == i - 1 and len(values) < MAX_POINTS:
+            values.append(values[-1] / GRID_FACTOR ** direction)   # still improving: weaker
+    learner.warm_start = False
+    learner.settings[param] = path.value
+    path.rows[path.best]["selected"] = True
+    return path
+
+
+def _scores(row: dict) -> str:
+    return " ".join(f"{k}={row[k]}" for k in ("dev_f1", "dev_acc") if k in row)

@@ -1,0 +1,138 @@
+"""Choosing the regularization strength (tagger.selection): the path's order, where it stops,
+which point it keeps, the held-out split, and what `tagger train` does with it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from cli import cli
+from tagger import selection
+from tagger.learners import LEARNERS
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "corpora" / "sample_chunk.txt"
+SAMPLE_DEV = ROOT / "corpora" / "sample_chunk_dev.txt"
+
+
+@pytest.mark.parametrize("direction", [1, -1])
+def test_grid_goes_from_the_strongest_penalty_to_the_weakest(direction):
+    values = selection.grid(100.0, direction)
+    assert len(values) == selection.STRONG_STEPS + selection.WEAK_STEPS + 1
+    assert 100.0 in values
+    strong = values[0]
+    assert strong == 100.0 * selection.GRID_FACTOR ** (direction * selection.STRONG_STEPS)
+    ratios = np.array(values[1:]) / np.array(values[:-1])
+    assert np.allclose(ratios, selection.GRID_FACTOR ** -direction)
+
+
+def test_every_learner_but_the_semi_supervised_one_has_a_strength_it_can_vary():
+    for name, cls in LEARNERS.items():
+        if name == "ssvm-annealing":
+            assert cls.strength is None
+            continue
+        param, direction = cls.strength
+        assert direction in (1, -1)
+        assert cls.param(param).kind is float
+
+
+class _Learner:
+    """Records the values and warm starts it was trained with; its weight vector holds the
+    value, so the fake dev score can read it."""
+
+    strength = ("c", 1)
+
+    def __init__(self):
+        self.settings, self.trace_, self.calls = {"c": 1.0}, [], []
+        self.warm_start = False
+
+    def fit(self, problem, seed=0, w0=None):
+        self.calls.append((self.settings["c"], None if w0 is None else float(w0[0])))
+        self.trace_ = [{"epoch": 1, "c": self.settings["c"]}]
+        return np.array([self.settings["c"], 0.0])
+
+
+class _Problem:
+    def __init__(self, score):
+        self.dev_score = lambda w: {"dev_acc": score(w[0])}
+
+
+def test_run_path_keeps_the_best_point_and_stops_after_the_patience():
+    # c = 16, 8, 4, 2, 1, 0.5, 0.25, 0.125 (strongest first); dev peaks at c = 2
+    scores = {16.0: 89.0, 8.0: 90.0, 4.0: 91.0, 2.0: 93.0, 1.0: 92.0, 0.5: 92.5, 0.25: 99.0}
+    learner = _Learner()
+    path = selection.run_path(learner, _Problem(lambda c: scores[c]), 1.0, 1, 0, "dev data")
+    tried = [c for c, _ in learner.calls]
+    assert tried == [16.0, 8.0, 4.0, 2.0, 1.0, 0.5]  # two points without a better score: stop
+    # each point starts from the weights of the point before
+    assert [w0 for _, w0 in learner.calls] == [None, 16.0, 8.0, 4.0, 2.0, 1.0]
+    assert path.value == 2.0 and learner.settings["c"] == 2.0
+    assert path.weights[0] == 2.0 and path.trace == [{"epoch": 1, "c": 2.0}]
+    assert [r.get("selected", False) for r in path.rows] == [False] * 3 + [True, False, False]
+    assert path.as_info()["scored_on"] == "dev data"
+
+
+def test_run_path_keeps_the_sparser_point_on_a_tie():
+    learner = _Learner()
+    path = selection.run_path(learner, _Problem(lambda c: 95.0), 1.0, 1, 0, "dev data")
+    assert path.value == 16.0 and len(path.rows) == 1 + selection.PATIENCE
+
+
+def test_run_path_goes_past_the_weak_end_while_it_improves():
+    learner = _Learner()
+    path = selection.run_path(learner, _Problem(lambda c: -c), 1.0, 1, 0, "dev data")
+    assert len(path.rows) == selection.MAX_POINTS
+    assert path.value == min(r["value"] for r in path.rows)
+
+
+def test_holdout_split_takes_every_tenth_sentence():
+    kept, held = selection.holdout_split(95)
+    assert sorted(kept + held) == list(range(95))
+    assert held == list(range(5, 95, 10))
+    assert selection.holdout_split(3) == ([0, 1, 2], [])
+
+
+def _train(*args):
+    return CliRunner().invoke(cli, ["train", str(SAMPLE), *map(str, args), "--set", "epochs=3"],
+                              catch_exceptions=False)
+
+
+def test_train_chooses_the_strength_on_dev_and_reports_it(tmp_path):
+    model = tmp_path / "m.tgm"
+    r = _train("--dev", SAMPLE_DEV, "-o", model)
+    assert r.exit_code == 0, r.output
+    assert "regularization chosen on the dev data" in r.stderr
+    info = json.loads(CliRunner().invoke(cli, ["inspect", str(model), "--json"]).stdout)
+    sel = info["selection"]
+    rows = sel["rows"]
+    assert sel["param"] == "radius" and len(rows) >= 1 + selection.PATIENCE
+    assert info["params"]["radius"] == sel["value"]
+    best = max(r["dev_f1"] for r in rows)
+    chosen = [r for r in rows if r.get("selected")]
+    assert len(chosen) == 1 and chosen[0]["dev_f1"] == best and chosen[0]["value"] == sel["value"]
+    # the earliest (strongest, sparsest) point of the best score
+    assert chosen[0] is next(r for r in rows if r["dev_f1"] == best)
+    assert f"chose radius={sel['value']:g}" in r.stderr
+    # same data and seed: same bytes (no clock in the saved path)
+    again = tmp_path / "again.tgm"
+    assert _train("--dev", SAMPLE_DEV, "-o", again, "-q").exit_code == 0
+    assert again.read_bytes() == model.read_bytes()
+
+
+def test_train_without_dev_holds_out_a_tenth(tmp_path):
+    r = _train("-o", tmp_path / "m.tgm")
+    assert r.exit_code == 0, r.output
+    assert "chosen on the held-out tenth of the training data" in r.stderr
+    assert "trained m3n-subgradient (features chunk) on 74 sentences" in r.stderr
+
+
+@pytest.mark.parametrize("fixed", [["--set", "radius=500"], ["--no-select"]])
+def test_a_set_strength_or_no_select_trains_once(tmp_path, fixed):
+    r = _train("--dev", SAMPLE_DEV, "-o", tmp_path / "m.tgm", *fixed)
+    assert r.exit_code == 0, r.output
+    assert "selection:" not in r.stderr and "regularization chosen" not in r.stderr
+    assert len([ln for ln in r.stderr.splitlines() if "epoch=" in ln]) == 3
