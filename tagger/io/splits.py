@@ -79,11 +79,19 @@ def read_split(path) -> dict[str, list[int]]:
         splits.setdefault(split, []).append(i)
     if not seen:
         raise CorpusFormatError("contains no split rows", name)
-    missing = sorted(set(range(max(seen) + 1)) - seen.keys())
-    if missing:
-        shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+    top = max(seen)
+    if top != len(seen) - 1:  # distinct indices >= 0 cover 0..top exactly when there are top+1
+        # the first few gaps, found without building 0..top (an index may be huge)
+        shown, expected = [], 0
+        for i in sorted(seen):
+            shown += range(expected, min(i, expected + 10 - len(shown)))
+            expected = i + 1
+            if len(shown) >= 10:
+                break
+        n_missing = top + 1 - len(seen)
+        text = ", ".join(map(str, shown)) + (" ..." if n_missing > len(shown) else "")
         raise CorpusFormatError(
-            f"citation indices must cover 0..{max(seen)} without gaps; missing {len(missing)}: {shown}",
+            f"citation indices must cover 0..{top} without gaps; missing {n_missing}: {text}",
             name,
         )
     order = [s for s in ("train", "dev", "test") if s in splits]

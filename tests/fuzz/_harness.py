@@ -9,6 +9,7 @@ point is ``--fuzz-minutes`` (tests/conftest.py) or, by default, an equal share o
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -56,8 +57,36 @@ def fuzz(name: str, strategy, body, budget: float, batch: int = BATCH) -> Result
             result.project_errors += 1
 
     start = time.monotonic()
-    while True:
-        search()
-        result.seconds = time.monotonic() - start
-        if result.seconds >= budget:
-            return result
+    with memory_cap(MEMORY_HEADROOM):
+        while True:
+            search()
+            result.seconds = time.monotonic() - start
+            if result.seconds >= budget:
+                return result
+
+
+#: bytes an input of a few kilobytes may make the process allocate beyond what it holds
+MEMORY_HEADROOM = 3 << 30
+
+
+@contextlib.contextmanager
+def memory_cap(headroom: int):
+    """Make an allocation past ``headroom`` a MemoryError (which fails the search with its
+    example) instead of a process the kernel kills: a reader that builds a list as long as a
+    number in its input (a split file's index of 10**20) is a fault the fuzzer must report."""
+    try:
+        import resource
+    except ImportError:  # not on this platform: no cap
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    with open("/proc/self/statm") as fh:  # pages: size resident shared text lib data dt
+        data = int(fh.read().split()[5]) * resource.getpagesize()
+    cap = data + headroom
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))

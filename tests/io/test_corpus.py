@@ -467,6 +467,15 @@ def test_read_split_errors(tmp_path, row, line, message):
 def test_read_split_gap(tmp_path):
     with pytest.raises(CorpusFormatError, match=r"without gaps; missing 2: 4, 5"):
         read_split(write(tmp_path, "s.tsv", SPLIT + "6\t14\ttrain\n"))
+    # a huge index is a gap too (10**20 - 5 of 0..10**20 - 1 missing), reported without
+    # building the whole range
+    with pytest.raises(CorpusFormatError,
+                       match=r"cover 0..99999999999999999999 without gaps; missing "
+                             r"99999999999999999995: 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 \.\.\."):
+        read_split(write(tmp_path, "s.tsv", SPLIT + "99999999999999999999\t14\ttrain\n"))
+    with pytest.raises(CorpusFormatError, match=r"missing 3: 1, 3, 5$"):
+        read_split(write(tmp_path, "s.tsv", "0\t1\ttrain\n2\t2\tdev\n4\t3\ttest\n"
+                                            "6\t4\ttest\n"))
 
 
 # ---------------------------------------------------------------------------------------------
