@@ -1,0 +1,277 @@
+"""What a new user gets: our default training (no --set) against python-crfsuite tuned on the
+same dev data, on every task, in one run.
+
+    python bench/defaults.py [--task chunk,pos,gum-upos,gum-xpos,citation]
+                             [--learners m3n-subgradient,crf-l1,...] [--grid full|small]
+                             [--json PATH]
+
+Tasks (features: the preset our training picks for the file; crfsuite gets the same attributes
+as strings, ``Featurizer.string_attributes``):
+
+chunk       CoNLL-2000 chunking, chunk F1 on test.txt
+pos         CoNLL-2000's POS column from the words alone, token accuracy
+gum-upos    UD English GUM, UPOS from the words, token accuracy
+gum-xpos    UD English GUM, XPOS from the words, token accuracy
+citation    Cora citations, CPF split 300/100/100, token accuracy
+
+Rows per task:
+
+- ``ours default``: ``Tagger(features, select=True).fit(train, dev)``, what ``tagger train
+  TRAIN --dev DEV`` does (CoNLL-2000 has no dev file: without one, our training holds out a
+  tenth of the training sentences itself). Its seconds include the selection path.
+- ``ours LEARNER (auto)``: each learner of ``--learners`` with its own automatic choice.
+- ``crfsuite tuned``: python-crfsuite's L-BFGS (OWL-QN when c1 > 0) at every point of the grid
+  c1 in {0, 0.01, 0.03, 0.1, 0.3, 1} x c2 in {0, 0.001, 0.01, 0.1, 1} (``--grid small``: c1 in
+  {0, 0.1, 1} x c2 in {0, 0.01, 1}), each trained to its own convergence, scored on dev; the
+  best is reported on test. Without a dev file the grid is scored on the same held-out tenth
+  ours uses and the chosen configuration is trained again on all the training data. Its
+  "seconds" is that one configuration's training; the grid's total is reported too.
+
+Each system trains in its own process (``_common.run_worker``). Results go to
+``bench/out/defaults.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
+TASKS = ("chunk", "pos", "gum-upos", "gum-xpos", "citation")
+GRIDS = {"full": ([0.0, 0.01, 0.03, 0.1, 0.3, 1.0], [0.0, 0.001, 0.01, 0.1, 1.0]),
+         "small": ([0.0, 0.1, 1.0], [0.0, 0.01, 1.0])}
+DEFAULT_LEARNERS = ("m3n-subgradient", "crf-l1", "m3n-em")
+
+
+def task_data(task: str, d: Path) -> dict:
+    conll = d / "conll2000"
+    gum = d / "ud_english_gum"
+    cpf = d / "citations" / "cpf_zheng_chang_2016"
+    if task == "chunk":
+        spec = {"format": "conll"}
+        return {"preset": "chunk", "train": {"path": str(conll / "train.txt"), **spec},
+                "test": {"path": str(conll / "test.txt"), **spec}}
+    if task == "pos":
+        spec = {"format": "conll", "label_column": 1, "keep_columns": 1}
+        return {"preset": "pos", "train": {"path": str(conll / "train.txt"), **spec},
+                "test": {"path": str(conll / "test.txt"), **spec}}
+    if task.startswith("gum-"):
+        spec = {"format": "conllu", "conllu_label": task[4:]}
+        return {"preset": "pos", **{k: {"path": str(gum / f"en_gum-ud-{k}.conllu"), **spec}
+                                    for k in ("train", "dev", "test")}}
+    spec = {"format": "tab", "keep_columns": 1}
+    return {"preset": "citation",
+            "train": {"path": str(cpf / "citation_train.300.1.txt"), **spec},
+            "dev": {"path": str(cpf / "citation_dev.txt"), **spec},
+            "test": {"path": str(cpf / "citation_test.txt"), **spec}}
+
+
+# ------------------------------------------------------------------ workers
+
+
+def load(spec: dict) -> list:
+    from tagger.io import load_corpus
+
+    opts = {}
+    if spec.get("label_column") is not None:
+        opts["label_column"] = spec["label_column"]
+    if spec.get("conllu_label"):
+        opts["label"] = spec["conllu_label"]
+    sents = load_corpus(spec["path"], format=spec["format"], **opts)
+    keep = spec.get("keep_columns")
+    if keep:
+        for s in sents:
+            del s.columns[keep:]
+    return sents
+
+
+def score(gold: list, pred: list, chunk: bool) -> float:
+    from tagger.metrics import evaluate
+
+    m = evaluate(gold, pred, chunk_level=chunk)
+    return 100 * (m["f1"] if chunk else m["accuracy"])
+
+
+def worker_ours(job: dict) -> dict:
+    from tagger.api import Tagger
+
+    train, test = load(job["train"]), load(job["test"])
+    dev = load(job["dev"]) if job.get("dev") else None
+    tg = Tagger(features=job["preset"], learner=job["learner"], seed=0, select=True)
+    t0 = time.perf_counter()
+    tg.fit(train, dev=dev)
+    seconds = time.perf_counter() - t0
+    size = tg.save(job["model"])
+    sel = tg.info_.get("selection") or {}
+    return {"seconds": seconds, "model_bytes": size, "n_nonzero": tg.n_nonzero_,
+            "test": score([s.labels for s in test], tg.predict(test), job["chunk"]),
+            "chosen": {sel.get("param", "?"): sel.get("value")},
+            "scored_on": sel.get("scored_on"), "path_points": len(sel.get("rows", []))}
+
+
+def worker_crfsuite(job: dict) -> dict:
+    import pycrfsuite
+
+    from tagger import selection
+
+    train, test = load(job["train"]), load(job["test"])
+    attributes = C.attribute_function(job["preset"], "featurizer")
+    if job.get("dev"):
+        fit_part, dev = train, load(job["dev"])
+    else:
+        kept, held = selection.holdout_split(len(train))
+        fit_part, dev = [train[i] for i in kept], [train[i] for i in held]
+    feats = {id(s): attributes(s) for s in itertools.chain(train, dev, test)}
+
+    def fit(sentences, c1, c2, path):
+        trainer = pycrfsuite.Trainer(algorithm="lbfgs", params={"c1": c1, "c2": c2},
+                                     verbose=False)
+        for s in sentences:
+            trainer.append(feats[id(s)], s.labels)
+        t0 = time.perf_counter()
+        trainer.train(path)
+        return time.perf_counter() - t0
+
+    def tag(path, sentences):
+        tagger = pycrfsuite.Tagger()
+        tagger.open(path)
+        out = [tagger.tag(feats[id(s)]) for s in sentences]
+        tagger.close()
+        return out
+
+    c1s, c2s = GRIDS[job["grid"]]
+    model = job["model"]
+    points, grid_seconds = [], 0.0
+    for c1, c2 in itertools.product(c1s, c2s):
+        seconds = fit(fit_part, c1, c2, model)
+        grid_seconds += seconds
+        points.append({"c1": c1, "c2": c2, "seconds": round(seconds, 2),
+                       "dev": score([s.labels for s in dev], tag(model, dev), job["chunk"])})
+        print(f"# crfsuite c1={c1} c2={c2}: dev {points[-1]['dev']:.2f} in {seconds:.1f} s",
+              file=sys.stderr, flush=True)
+    best = max(points, key=lambda p: p["dev"])   # first of the best: the grid's order
+    seconds = best["seconds"]
+    if not job.get("dev"):  # chosen on a held-out tenth: train again on everything
+        seconds = fit(train, best["c1"], best["c2"], model)
+        grid_seconds += seconds
+    else:
+        fit(train, best["c1"], best["c2"], model)
+    counts = C.crfsuite_model_counts(model)
+    return {"seconds": seconds, "grid_seconds": grid_seconds, "model_bytes": os.path.getsize(model),
+            "n_nonzero": counts["n_nonzero"], "chosen": {"c1": best["c1"], "c2": best["c2"]},
+            "test": score([s.labels for s in test], tag(model, test), job["chunk"]),
+            "points": points}
+
+
+def maybe_worker(argv: list[str]) -> None:
+    import json
+
+    if len(argv) >= 2 and argv[0] == "--worker":
+        job = json.loads(Path(argv[1]).read_text())
+        result = (worker_ours if job["system"] == "ours" else worker_crfsuite)(job)
+        Path(argv[1]).with_suffix(".result.json").write_text(json.dumps(result))
+        sys.exit(0)
+
+
+# ------------------------------------------------------------------ main
+
+
+def log(msg: str) -> None:
+    print(f"# {msg}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", default=",".join(TASKS), help=f"comma-separated among {TASKS}")
+    p.add_argument("--learners", default=",".join(DEFAULT_LEARNERS),
+                   help="our learners trained with their automatic choice besides the default")
+    p.add_argument("--grid", choices=tuple(GRIDS), default="full")
+    p.add_argument("--no-crfsuite", action="store_true", help="leave the crfsuite grid out")
+    p.add_argument("--json", default=None, help="where to write the results")
+    args = p.parse_args(argv)
+    args.tasks = [t.strip() for t in args.task.split(",") if t.strip()]
+    if not args.tasks or any(t not in TASKS for t in args.tasks):
+        p.error(f"--task: choose among {', '.join(TASKS)}")
+    from tagger.learners import DEFAULT_LEARNER, LEARNERS
+
+    args.learners = [x.strip() for x in args.learners.split(",") if x.strip()]
+    bad = [x for x in args.learners if x not in LEARNERS or LEARNERS[x].strength is None]
+    if bad:
+        p.error(f"--learners: {', '.join(bad)} cannot choose their strength")
+    args.default_learner = DEFAULT_LEARNER
+    return args
+
+
+def run_task(task: str, args, d: Path, work: Path) -> dict:
+    data = task_data(task, d)
+    chunk = task == "chunk"
+    base = {"preset": data["preset"], "train": data["train"], "test": data["test"],
+            "dev": data.get("dev"), "chunk": chunk}
+    rows = {}
+    systems = [("ours default", {"system": "ours", "learner": args.default_learner})]
+    systems += [(f"ours {x} (auto)", {"system": "ours", "learner": x})
+                for x in args.learners if x != args.default_learner]
+    if not args.no_crfsuite:
+        systems.append(("crfsuite tuned", {"system": "crfsuite", "grid": args.grid}))
+    for name, extra in systems:
+        slug = name.replace(" ", "-").replace("(", "").replace(")", "")
+        job = dict(base, **extra, model=str(work / f"{task}-{slug}.model"))
+        log(f"{task}: {name} (load average {C.load_average()})")
+        rows[name] = C.run_worker(str(Path(__file__).resolve()), job, work, f"{task}-{slug}")
+        log(f"{task}: {name}: test {rows[name]['test']:.2f} in {rows[name]['seconds']:.1f} s")
+    return {"metric": "chunk F1" if chunk else "token accuracy", "rows": rows,
+            "load_average_after": C.load_average()}
+
+
+def print_task(task: str, res: dict) -> None:
+    header = ["system", f"test {res['metric']}", "non-zero weights", "model bytes",
+              "train s (selection included)", "chosen", "peak RSS MB"]
+    table = []
+    for name, r in res["rows"].items():
+        chosen = ", ".join(f"{k}={v:g}" for k, v in r["chosen"].items() if v is not None)
+        if "grid_seconds" in r:
+            chosen += f" (grid of {len(r['points'])}: {r['grid_seconds']:.0f} s)"
+        elif r.get("scored_on"):
+            chosen += f" on {r['scored_on']} ({r['path_points']} points)"
+        table.append([name, f"{r['test']:.2f}", C.fmt_int(r["n_nonzero"]),
+                      C.fmt_int(r["model_bytes"]), f"{r['seconds']:.1f}", chosen,
+                      f"{r['peak_rss_mb']:.0f}"])
+    print(f"{task}:")
+    print()
+    print(C.markdown_table(header, table))
+    print()
+    ours, peer = res["rows"].get("ours default"), res["rows"].get("crfsuite tuned")
+    if ours and peer:
+        print(f"- ours default - crfsuite tuned: {ours['test'] - peer['test']:+.2f} points; "
+              f"non-zeros {ours['n_nonzero'] / max(peer['n_nonzero'], 1):.2f}x; seconds "
+              f"{ours['seconds'] / max(peer['seconds'], 1e-9):.2f}x crfsuite's chosen "
+              f"configuration")
+        print()
+
+
+def main(argv: list[str]) -> int:
+    maybe_worker(argv)
+    args, mach = C.begin(argv, parse_args)
+    d = C.corpora()
+    import tempfile
+
+    results = {"machine": mach, "tasks": {}}
+    with tempfile.TemporaryDirectory(prefix="tagger-defaults-") as tmp:
+        for task in args.tasks:
+            res = run_task(task, args, d, Path(tmp))
+            results["tasks"][task] = res
+            print_task(task, res)
+            sys.stdout.flush()
+    print(f"load average at the end: {C.load_average()}")
+    C.write_json(Path(args.json) if args.json else C.BENCH / "out" / "defaults.json", results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
