@@ -118,11 +118,14 @@ def learners_cmd() -> None:
                    "choosing it (by default a path over the strength is scored on --dev, or "
                    "without --dev on a held-out tenth of TRAIN, and the best is kept; --set "
                    "of the strength also fixes it).")
+@click.option("--max-seconds", type=click.FloatRange(min=0), default=0, show_default=True,
+              help="Time budget of the choice: no new point of the path starts after this many "
+                   "seconds of training, and the best so far is kept (0: no limit).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines and no summary.")
 @click.option("--list-learners", is_flag=True, is_eager=True, expose_value=False,
               callback=_list_learners_callback, help="List the learners and their parameters.")
 def train_cmd(train_files, model_path, fmt, label_column, conllu_label, features, learner,
-              settings, dev_file, seed, no_select, quiet, fields, unlabeled_file,
+              settings, dev_file, seed, no_select, max_seconds, quiet, fields, unlabeled_file,
               constraints_file, test_file) -> None:
     """Train a tagger on the TRAIN files (concatenated) and save it to MODEL.
 
@@ -154,7 +157,7 @@ def train_cmd(train_files, model_path, fmt, label_column, conllu_label, features
         dev = open_labeled(dev_file, **read) if dev_file else None
         test = open_labeled(test_file, **read) if test_file else None
     tagger = Tagger(features=check_features(features) or default_preset(train), learner=learner,
-                    params=params, seed=seed, select=not no_select)
+                    params=params, seed=seed, select=not no_select, max_seconds=max_seconds)
     with TrainProgress(quiet):
         unlabeled = open_unlabeled(unlabeled_file, fmt) if unlabeled_file else None
         tagger.fit(train, dev=dev, unlabeled=unlabeled, constraints=cset, test=test,

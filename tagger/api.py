@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import itertools
 import time
+import warnings
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
 from tagger.errors import (CorpusFormatError, ModelFileError, NotFittedError, TaggerError,
-                           UnknownLabelError)
+                           TaggerWarning, UnknownLabelError)
 from tagger.features import Featurized, FeatureSpec, Featurizer
 from tagger.inference import forward_backward_batch
 from tagger.inference.max_product import viterbi_batch_into
@@ -75,16 +76,20 @@ class Tagger:
         scored on the dev data, or on a held-out tenth of the training data without dev data.
         Only when ``params`` does not set the strength and the learner has one (``tagger
         train`` selects by default; ``--no-select`` turns it off)
+    max_seconds
+        a time budget for that path (0: none): no new point starts after that many seconds of
+        training; the best point so far is kept and a :class:`TaggerWarning` says so
     """
 
     def __init__(self, features: str | Path | FeatureSpec = "chunk",
                  learner: str = DEFAULT_LEARNER, params: dict | None = None, seed: int = 0,
-                 select: bool = False):
+                 select: bool = False, max_seconds: float = 0.0):
         self.features = features
         self.learner = learner
         self.params = dict(params or {})
         self.seed = seed
         self.select = select
+        self.max_seconds = max_seconds
         # learned state
         self.featurizer_: Featurizer | None = None
         self.labels_: LabelIndex | None = None
@@ -113,6 +118,10 @@ class Tagger:
         learner.validated()  # fail on bad parameters before featurizing anything
         if not isinstance(self.seed, (int, np.integer)) or isinstance(self.seed, bool):
             raise TaggerError(f"seed must be an integer; got {self.seed!r}")
+        if (isinstance(self.max_seconds, bool) or not isinstance(self.max_seconds, (int, float))
+                or not self.max_seconds >= 0):
+            raise TaggerError(f"max_seconds must be a number >= 0 (0: no limit); got "
+                              f"{self.max_seconds!r}")
         t0 = time.perf_counter()
         cset = _constraint_set(constraints)
         cset_source = None if cset is None else cset.source
@@ -129,7 +138,7 @@ class Tagger:
         if selecting and dev is not None:
             path = selection.run_path(learner, problem, self._strength_default(learner_cls),
                                       learner_cls.strength[1], int(self.seed), "dev data",
-                                      progress)
+                                      progress, float(self.max_seconds), t0)
             w = path.weights
             learner.trace_ = path.trace
         else:
@@ -154,6 +163,8 @@ class Tagger:
         }
         if selecting:
             self.info_["selection"] = path.as_info()
+            for note in path.notes:
+                warnings.warn(note, TaggerWarning, stacklevel=2)
         return self
 
     def _selects(self, learner_cls, unlabeled) -> bool:
@@ -173,11 +184,13 @@ class Tagger:
                               f"{selection.HOLDOUT_EVERY} training sentences to hold some out; "
                               f"give --dev FILE, or set the strength with --set")
         _, _, _, problem = self._problem([sentences[i] for i in kept],
-                                         [sentences[i] for i in held], progress)
+                                         [sentences[i] for i in held], progress,
+                                         dev_what=HELD_OUT)
         cls = type(learner)
         return selection.run_path(learner, problem, self._strength_default(cls),
                                   cls.strength[1], int(self.seed),
-                                  "held-out tenth of the training data", progress)
+                                  HELD_OUT, progress,
+                                  float(self.max_seconds))
 
     def _keep(self, learner, featurizer: Featurizer, labels: LabelIndex, model: ChainModel,
               w: np.ndarray) -> np.ndarray:
@@ -190,7 +203,8 @@ class Tagger:
         self.trace_ = list(learner.trace_)
         return w
 
-    def _problem(self, sentences, dev, progress, unlabeled=None, constraints=None, test=None):
+    def _problem(self, sentences, dev, progress, unlabeled=None, constraints=None, test=None,
+                 dev_what="dev data"):
         """Featurize the training (and dev, test, unlabeled) data:
         (train list, featurizer, labels, problem)."""
         spec = self.features if isinstance(self.features, FeatureSpec) else FeatureSpec.load(self.features)
@@ -217,10 +231,11 @@ class Tagger:
                 return None
             data = spec.relabel(_labeled_list(data, what))
             _check_columns(data, spec, what)
+            _warn_about_scoring_data(data, labels, what)
             return _dev_scorer(featurizer.transform(data), model, labels,
                                [s.labels for s in data])
 
-        dev_score = scorer(dev, "dev data")
+        dev_score = scorer(dev, dev_what)
         report_score = scorer(test, "test data")
         XU = cdata = None
         if unl is not None:
@@ -567,6 +582,36 @@ def _labeled_list(sentences: Iterable[Sentence], what: str) -> list[Sentence]:
             raise CorpusFormatError(f"the {what} has no labels (sentence {i + 1}); give the "
                                     f"label column or a labeled format")
     return out
+
+
+HELD_OUT = "held-out tenth of the training data"
+#: dev data with fewer sentences than this get a warning: a choice made on them is noise
+FEW_DEV_SENTENCES = 10
+
+
+def _warn_about_scoring_data(data: list[Sentence], labels: LabelIndex, what: str) -> None:
+    """Warnings (not errors: the model is still usable) about data that scores training: labels
+    the training data lack, which no model can predict, and too few dev sentences."""
+    verb = "has" if what == HELD_OUT else "have"
+    unseen: dict[str, int] = {}
+    for s in data:
+        for lab in s.labels:
+            if lab not in labels:
+                unseen[lab] = unseen.get(lab, 0) + 1
+    if unseen:
+        shown = ", ".join(f"{lab} ({n} token{'s' if n > 1 else ''})"
+                          for lab, n in sorted(unseen.items(), key=lambda kv: -kv[1])[:5])
+        more = f" and {len(unseen) - 5} more" if len(unseen) > 5 else ""
+        warnings.warn(f"the {what} {verb} labels the training data lack: {shown}{more}; no model "
+                      f"can predict them, so they count as errors in every score (check the "
+                      f"files' label spelling and columns)", TaggerWarning, stacklevel=4)
+    if what != "test data" and len(data) < FEW_DEV_SENTENCES:
+        n_tok = sum(len(s) for s in data)
+        fix = "give a larger --dev file" if what == "dev data" else "give --dev FILE"
+        warnings.warn(f"the {what} {verb} {len(data)} sentence{'s' if len(data) > 1 else ''} "
+                      f"({n_tok} tokens): what is chosen on them (the regularization, the "
+                      f"epoch kept) is little better than a guess; {fix}",
+                      TaggerWarning, stacklevel=4)
 
 
 def _constraint_set(constraints):

@@ -44,6 +44,7 @@ class TaggerGroup(click.Group):
 
 def run(group: click.Group) -> None:
     """Run the command line and exit with its status, flushing what stdout still buffers."""
+    _show_tagger_warnings()
     try:
         group.main(prog_name="tagger")
     except SystemExit as exc:
@@ -60,6 +61,25 @@ def run(group: click.Group) -> None:
     except (OSError, ValueError):
         pass
     sys.exit(code)
+
+
+def _show_tagger_warnings() -> None:
+    """The API's :class:`~tagger.errors.TaggerWarning` as one ``warning: ...`` line on stderr
+    (without Python's file and line of the ``warnings.warn`` call); other warnings as usual."""
+    import warnings
+
+    from tagger.errors import TaggerWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, TaggerWarning):
+            click.echo(f"warning: {message}", err=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    warnings.simplefilter("always", TaggerWarning)
 
 
 class TrainProgress:

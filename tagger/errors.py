@@ -96,3 +96,8 @@ def describe(exc: BaseException) -> str:
         return (f"expected UTF-8 text, found the byte 0x{exc.object[exc.start]:02x} at byte "
                 f"offset {exc.start} that is not valid UTF-8; convert the file to UTF-8")
     return str(exc)
+
+
+class TaggerWarning(UserWarning):
+    """Training went on, but the user should know something about the data or the choice
+    (``tagger train`` prints these as ``warning:`` lines)."""

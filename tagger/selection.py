@@ -73,19 +73,28 @@ class Path:
     best: int = -1
     weights: np.ndarray | None = None    # of the best point
     trace: list[dict] = field(default_factory=list)   # the best point's training trace
+    notes: list[str] = field(default_factory=list)
 
     @property
     def value(self) -> float:
         return self.rows[self.best]["value"]
 
     def as_info(self) -> dict:
-        return {"param": self.param, "value": self.value, "scored_on": self.scored_on,
+        info = {"param": self.param, "value": self.value, "scored_on": self.scored_on,
                 "rows": self.rows}
+        if self.notes:
+            info["notes"] = list(self.notes)
+        return info
 
 
 def run_path(learner, problem, default: float, direction: int, seed: int, scored_on: str,
-             report: Callable[[dict], None] | None = None) -> Path:
-    """Train ``learner`` along the path on ``problem`` (whose ``dev_score`` scores a point)."""
+             report: Callable[[dict], None] | None = None, max_seconds: float = 0.0,
+             started: float | None = None) -> Path:
+    """Train ``learner`` along the path on ``problem`` (whose ``dev_score`` scores a point).
+
+    ``started`` is the ``time.perf_counter()`` that ``max_seconds`` counts from (default:
+    now)."""
+    started = time.perf_counter() if started is None else started
     param = learner.strength[0]
     values = grid(default, direction)
     path = Path(param, scored_on)
@@ -114,6 +123,18 @@ def run_path(learner, problem, default: float, direction: int, seed: int, scored
         i += 1
         if i == len(values) and path.best == i - 1 and len(values) < MAX_POINTS:
             values.append(values[-1] / GRID_FACTOR ** direction)   # still improving: weaker
+        elapsed = time.perf_counter() - started
+        if max_seconds and elapsed >= max_seconds and i < len(values):
+            path.notes.append(
+                f"the path stopped after {i} point{'s' if i > 1 else ''} because "
+                f"--max-seconds {max_seconds:g} was reached ({elapsed:.1f} s); the best of "
+                f"those is kept, {param}={path.value:g}")
+            break
+    if len(path.rows) > 1 and len({main_score(r) for r in path.rows}) == 1:
+        path.notes.append(
+            f"every point of the path scored the same on the {scored_on} "
+            f"({main_score(path.rows[0]):g}), so it cannot tell the values apart; kept the "
+            f"strongest penalty, the sparsest model, {param}={path.value:g}")
     learner.warm_start = False
     learner.settings[param] = path.value
     path.rows[path.best]["selected"] = True

@@ -136,3 +136,83 @@ def test_a_set_strength_or_no_select_trains_once(tmp_path, fixed):
     assert r.exit_code == 0, r.output
     assert "selection:" not in r.stderr and "regularization chosen" not in r.stderr
     assert len([ln for ln in r.stderr.splitlines() if "epoch=" in ln]) == 3
+
+
+def test_run_path_stops_when_its_time_budget_is_spent():
+    import time
+
+    learner = _Learner()
+    long_ago = time.perf_counter() - 100.0
+    path = selection.run_path(learner, _Problem(lambda c: -c), 1.0, 1, 0, "dev data",
+                              max_seconds=50.0, started=long_ago)
+    assert len(learner.calls) == 1 and path.value == 16.0   # one point, then the budget is out
+    assert "--max-seconds 50 was reached" in path.notes[0]
+    assert path.as_info()["notes"] == path.notes
+    within = selection.run_path(_Learner(), _Problem(lambda c: -c), 1.0, 1, 0, "dev data",
+                                max_seconds=1e6)
+    assert len(within.rows) == selection.MAX_POINTS and not within.notes
+
+
+def test_a_flat_path_says_so_and_keeps_the_strongest_penalty():
+    path = selection.run_path(_Learner(), _Problem(lambda c: 95.0), 1.0, 1, 0, "dev data")
+    assert path.value == 16.0
+    assert len(path.notes) == 1 and "scored the same" in path.notes[0]
+    assert "notes" not in selection.run_path(
+        _Learner(), _Problem(lambda c: -c), 1.0, 1, 0, "dev data").as_info()
+
+
+def _write_dev(path: Path, n_sentences: int, relabel: tuple[str, str] | None = None) -> Path:
+    blocks = SAMPLE_DEV.read_text().strip().split("\n\n")[:n_sentences]
+    text = "\n\n".join(blocks) + "\n"
+    if relabel:
+        text = text.replace(f" {relabel[0]}\n", f" {relabel[1]}\n")
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("case", ["unseen label", "one sentence"])
+def test_doubtful_dev_data_warn_and_still_give_a_usable_model(tmp_path, case):
+    from tagger.api import Tagger
+    from tagger.errors import TaggerWarning
+    from tagger.io import load_corpus
+
+    if case == "unseen label":
+        dev_file = _write_dev(tmp_path / "dev.txt", 100, ("B-NP", "B-NPX"))
+        expected = "labels the training data lack: B-NPX ("
+    else:
+        dev_file = _write_dev(tmp_path / "dev.txt", 1)
+        expected = "the dev data have 1 sentence ("
+    train, dev = load_corpus(SAMPLE), load_corpus(dev_file)
+    with pytest.warns(TaggerWarning, match=expected.replace("(", r"\(")):
+        tg = Tagger(params={"epochs": 3}, select=True).fit(train, dev)
+    assert "selection" in tg.info_
+    pred = tg.predict(dev)
+    assert [len(p) for p in pred] == [len(s) for s in dev]
+    assert "B-NPX" not in {lab for p in pred for lab in p}
+
+
+def test_bad_max_seconds_is_a_clear_error():
+    from tagger.api import Tagger
+    from tagger.errors import TaggerError
+    from tagger.io import load_corpus
+
+    with pytest.raises(TaggerError, match="max_seconds must be a number >= 0"):
+        Tagger(select=True, max_seconds=-1).fit(load_corpus(SAMPLE))
+
+
+def test_train_max_seconds_prints_one_warning_line_and_saves_the_model(tmp_path):
+    import subprocess
+    import sys
+
+    model = tmp_path / "m.tgm"
+    r = subprocess.run([sys.executable, str(ROOT / "cli.py"), "train", str(SAMPLE), "--dev",
+                        str(SAMPLE_DEV), "--set", "epochs=3", "--max-seconds", "0.001", "-q",
+                        "-o", str(model)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: the path stopped after 1 point ")
+    assert model.stat().st_size > 0
+    bad = subprocess.run([sys.executable, str(ROOT / "cli.py"), "train", str(SAMPLE),
+                          "--max-seconds", "-1", "-o", str(tmp_path / "x.tgm")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "--max-seconds" in bad.stderr
