@@ -34,6 +34,7 @@ def cli() -> None:
     tagger inspect chunker.tgm --top 5
     tagger learners
     tagger path train.txt --dev dev.txt --values 1,3,10,30 --plot path.png
+    tagger path chunker.tgm --plot chosen.png
     """
 
 
@@ -173,12 +174,12 @@ def _unlabeled_progress(row: dict) -> None:
 
 
 @cli.command("path")
-@click.argument("train_file", metavar="TRAIN", type=click.Path(dir_okay=False))
-@click.option("--dev", "dev_file", required=True, type=click.Path(dir_okay=False),
-              help="Labeled dev file scored at every value.")
-@click.option("--values", "values_text", required=True, metavar="V1,V2,...",
+@click.argument("train_file", metavar="TRAIN|MODEL", type=click.Path(dir_okay=False))
+@click.option("--dev", "dev_file", default=None, type=click.Path(dir_okay=False),
+              help="Labeled dev file scored at every value (required with TRAIN).")
+@click.option("--values", "values_text", default=None, metavar="V1,V2,...",
               help="Values of the regularization parameter, in the order trained "
-                   "(e.g. from dense to sparse: --values 1,3,10,30).")
+                   "(e.g. from dense to sparse: --values 1,3,10,30; required with TRAIN).")
 @click.option("--param", default=None, metavar="NAME",
               help="The parameter varied  [default: the learner's strength: radius for "
                    "m3n-subgradient, c1 for crf-l1, lambda for m3n-em, C for m3n-l2, ...]")
@@ -201,8 +202,17 @@ def _unlabeled_progress(row: dict) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
 def path_cmd(train_file, dev_file, values_text, param, fmt, label_column, conllu_label,
              features, learner, settings, seed, as_json, plot_path, model_path, quiet) -> None:
-    """Regularization path: train on TRAIN once per value (warm starts), score on --dev."""
+    """Regularization path: train on TRAIN once per value (warm starts), score on --dev.
+
+    Given a MODEL instead, print (and with --plot draw) the path its training chose on."""
     from tagger.learners import DEFAULT_LEARNER
+
+    if _is_model_file(train_file):
+        return _stored_path(train_file, dev_file, values_text, plot_path, as_json)
+    for value, name in ((dev_file, "--dev"), (values_text, "--values")):
+        if value is None:
+            raise click.UsageError(f"Missing option '{name}' (needed to train a path on "
+                                   f"TRAIN; a saved MODEL shows the path it was chosen on)")
 
     learner = learner or DEFAULT_LEARNER
     params = learner_settings(learner, settings)
@@ -231,6 +241,41 @@ def path_cmd(train_file, dev_file, values_text, param, fmt, label_column, conllu
             click.echo(f"picture: {plot_path}", err=True)
     if model_path:
         tagger.save(model_path)
+
+
+def _is_model_file(path: str) -> bool:
+    """Model files are zip archives; no corpus starts with a zip signature."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False   # reading it as a corpus reports the problem
+
+
+def _stored_path(model_path, dev_file, values_text, plot_path, as_json) -> None:
+    """``tagger path MODEL``: the path stored in a model by ``tagger train`` or ``tagger path``."""
+    from tagger.api import Tagger
+    from tagger.errors import TaggerError
+    from tagger.reports import path_table
+
+    if dev_file is not None or values_text is not None:
+        raise click.UsageError("--dev and --values train a path on a TRAIN file; a MODEL "
+                               "only shows the path stored in it")
+    check_plot(plot_path, [model_path])
+    info = Tagger.load(model_path).info_
+    stored = info.get("selection") or ({"rows": info["path"]} if info.get("path") else None)
+    if not stored or not stored.get("rows"):
+        raise TaggerError(f"{model_path} holds no regularization path: it was trained at a set "
+                          f"strength (--set or --no-select); train without them, or run "
+                          f"tagger path TRAIN --dev DEV --values ...")
+    rows = stored["rows"]
+    click.echo(to_json(stored) if as_json else path_table(rows, rows[0]["param"]))
+    if plot_path:
+        from tagger.plots import plot_path as draw
+
+        draw(rows, plot_path, title=f"{info.get('learner', '')}: {os.path.basename(model_path)}")
+        if not as_json:
+            click.echo(f"picture: {plot_path}", err=True)
 
 
 @cli.command("tag")

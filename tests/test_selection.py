@@ -216,3 +216,32 @@ def test_train_max_seconds_prints_one_warning_line_and_saves_the_model(tmp_path)
                           "--max-seconds", "-1", "-o", str(tmp_path / "x.tgm")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "--max-seconds" in bad.stderr
+
+
+def test_path_of_a_model_shows_and_draws_the_stored_choice(tmp_path):
+    from tagger.plots import plot_available
+
+    model = tmp_path / "m.tgm"
+    assert _train("--dev", SAMPLE_DEV, "-o", model, "-q").exit_code == 0
+    info = json.loads(CliRunner().invoke(cli, ["inspect", str(model), "--json"]).stdout)
+    shown = CliRunner().invoke(cli, ["path", str(model), "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout) == info["selection"]
+    table = CliRunner().invoke(cli, ["path", str(model)]).stdout.splitlines()
+    assert len(table) == 1 + len(info["selection"]["rows"])
+    assert [ln.endswith("*") for ln in table[1:]] == [
+        bool(r.get("selected")) for r in info["selection"]["rows"]]
+    picture = tmp_path / "p.png"
+    drawn = CliRunner().invoke(cli, ["path", str(model), "--plot", str(picture)])
+    if not plot_available():
+        assert drawn.exit_code == 2 and "matplotlib" in drawn.output
+    else:
+        assert drawn.exit_code == 0 and picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    fixed = tmp_path / "fixed.tgm"
+    assert _train("--no-select", "-o", fixed, "-q").exit_code == 0
+    none = CliRunner().invoke(cli, ["path", str(fixed)])
+    assert none.exit_code == 1 and "holds no regularization path" in none.output
+    mixed = CliRunner().invoke(cli, ["path", str(model), "--dev", str(SAMPLE_DEV)])
+    assert mixed.exit_code == 2 and "a MODEL only shows the path" in mixed.output
+    missing = CliRunner().invoke(cli, ["path", str(SAMPLE), "--dev", str(SAMPLE_DEV)])
+    assert missing.exit_code == 2 and "Missing option '--values'" in missing.output
