@@ -20,6 +20,7 @@ _REGISTRY = (
     ("m3n_l2_subgradient", "M3NL2Subgradient"),
     ("m3n_l2", "M3NL2"),
     ("m3n_em", "M3NEM"),
+    ("m3n_owlqn", "M3NOWLQN"),
     ("m3n_cutting_plane", "M3NCuttingPlane"),
     ("lp_extragradient", "LPExtragradient"),
     ("lp_simplex", "LPSimplex"),

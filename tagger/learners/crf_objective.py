@@ -1,6 +1,7 @@
 """The CRF negative log-likelihood and its gradient, shared by every CRF learner.
 
-For sentences ``(x_i, y_i)`` and the chain model of ``tagger.model`` (docs/algorithms.md section 0)::
+For sentences ``(x_i, y_i)`` and the chain model of ``tagger.model`` (docs/algorithms.md section
+0)::
 
     L(w)      = sum_i log Z(x_i) - F(x_i, y_i; w)
     dL/dw_k   = sum_i E_{p(y|x_i)}[f_k(x_i, y)] - f_k(x_i, y_i)
@@ -15,6 +16,11 @@ one parallel region (a single pass over the data per evaluation); the kernel her
 buffer per chunk, summed afterwards, so the result does not depend on thread timing).
 Attribute values (``Featurized.values``, real-valued features) are honoured: an empty array
 means every attribute is an indicator with value 1.
+
+With a Hamming ``cost`` and a ``temperature`` tau set, the same pass computes the smoothed
+structured hinge of ``m3n-owlqn``: tau log sum_y exp((F(x_i, y) + cost * hamming(y_i, y)) / tau)
+- F(x_i, y_i), whose gradient has the same form (expectations under the cost-augmented, scaled
+distribution minus the gold features).
 """
 
 from __future__ import annotations
@@ -29,10 +35,16 @@ from tagger.model import ChainModel, FeatureBatch, sentence_state_scores
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
-def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg):
+def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg, cost, inv_tau,
+              miss_buf):
     """nll_buf[c] and grad_buf[c] = the chunk's NLL and gradient (sentences
     chunk_bounds[c]..chunk_bounds[c+1]-1); both overwritten. When ``marg`` has a row per
-    token, the node marginals P(y_i = l | x) are also written there."""
+    token, the node marginals P(y_i = l | x) are also written there.
+
+    ``cost`` and ``inv_tau`` make it the smoothed hinge of :mod:`tagger.learners.m3n_owlqn`: every
+    state score of a label other than the gold one gets ``cost`` added, and every score
+    (``trans`` arrives scaled already) is multiplied by ``inv_tau``; 0 and 1 give the CRF.
+    ``miss_buf[c]`` = the chunk's expected number of wrong labels, sum_i 1 - P(y_i = gold_i)."""
     L = trans.shape[0]
     n_chunks = chunk_bounds.shape[0] - 1
     indptr, attrs, vals, offsets = X.indptr, X.attrs, X.vals, X.offsets
@@ -57,6 +69,7 @@ def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg):
         state = np.empty((tmax, L), dtype=np.float64)
         edge = np.empty((L, L), dtype=np.float64)
         nll = 0.0
+        miss = 0.0
         for s in range(s0, s1):
             a = offsets[s]
             b = offsets[s + 1]
@@ -65,6 +78,12 @@ def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg):
                 continue
             st = state[:T]
             sentence_state_scores(layout, X, w, a, b, st)
+            if cost != 0.0 or inv_tau != 1.0:
+                for i in range(T):
+                    for lab in range(L):
+                        if lab != gold[a + i]:
+                            st[i, lab] += cost
+                        st[i, lab] *= inv_tau
             log_z = fb_sentence(st, trans, tables, buffers, node[:T], edge)
             gold_score = st[0, gold[a]]
             for i in range(a + 1, b):
@@ -73,6 +92,7 @@ def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg):
             for i in range(a, b):
                 nt = node[i - a]
                 yi = gold[i]
+                miss += 1.0 - nt[yi]
                 if keep_marg:
                     for lab in range(L):
                         marg[i, lab] = nt[lab]
@@ -95,6 +115,7 @@ def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg):
             g[s_off + gold[a]] -= 1.0
             g[e_off + gold[b - 1]] -= 1.0
         nll_buf[c] = nll
+        miss_buf[c] = miss
 
 
 def _balanced_chunks(offsets: np.ndarray, n_chunks: int) -> np.ndarray:
@@ -137,6 +158,12 @@ class CRFObjective:
         #: node marginals of the last evaluation, one row per token, when given a (N, L)
         #: array (see :class:`WorkingSetObjective`); an empty array keeps none
         self.marginals = np.empty((0, model.n_labels))
+        #: the Hamming cost and temperature of the smoothed hinge (m3n-owlqn); 0 and 1
+        #: are the likelihood
+        self.cost, self.temperature = 0.0, 1.0
+        self.miss_buf = np.empty(len(self.bounds) - 1)
+        #: sum over tokens of 1 - P(y_i = gold_i) at the last evaluation
+        self.expected_misses = 0.0
 
     def __call__(self, w: np.ndarray, grad: np.ndarray | None = None) -> tuple[float, np.ndarray]:
         """(L(w), grad L(w)); ``grad`` is filled in place when given."""
@@ -146,13 +173,17 @@ class CRFObjective:
             grad = np.empty(self.n_weights)
         trans = np.ascontiguousarray(model.transitions(w))
         batch = FeatureBatch(X.indptr, X.attrs, self.vals, X.offsets)
+        tau = self.temperature
+        if tau != 1.0:
+            trans = trans * (1.0 / tau)
         _nll_grad(model.layout, batch, w, trans, self.gold, self.bounds, self.grad_buf,
-                  self.nll_buf, self.marginals)
+                  self.nll_buf, self.marginals, self.cost, 1.0 / tau, self.miss_buf)
         np.sum(self.grad_buf, axis=0, out=grad)
         if not self.free.all():
             grad[~self.free] = 0.0
         self.n_evals += 1
-        return float(self.nll_buf.sum()), grad
+        self.expected_misses = float(self.miss_buf.sum())
+        return tau * float(self.nll_buf.sum()), grad
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
