@@ -97,7 +97,9 @@ def learners_cmd() -> None:
               help="Feature preset (chunk, pos, citation) or TOML file  [default: chunk for "
                    "CoNLL files with two input columns, citation for inline/tab, pos otherwise]")
 @click.option("--learner", default=None, metavar="NAME",
-              help="Learner (see 'tagger learners')  [default: m3n-subgradient]")
+              help="Learner (see 'tagger learners'), or auto: train m3n-owlqn and crf-l1, "
+                   "each with its chosen strength, and keep the better on dev  "
+                   "[default: m3n-subgradient]")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
               help="A learner parameter, e.g. --set radius=500 --set epochs=10 (repeatable).")
 @click.option("--dev", "dev_file", default=None, type=click.Path(dir_okay=False),

@@ -24,7 +24,7 @@ from tagger.inference import forward_backward_batch
 from tagger.inference.max_product import viterbi_batch_into
 from tagger.io.sources import as_sentences
 from tagger.labels import LabelIndex, is_bio
-from tagger.learners import DEFAULT_LEARNER, TrainingProblem, get_learner
+from tagger.learners import AUTO, DEFAULT_LEARNER, TrainingProblem, get_learner
 from tagger.metrics import evaluate as evaluate_labels
 from tagger.model import ChainModel
 from tagger.model_header import check_header
@@ -66,7 +66,9 @@ class Tagger:
     features
         a preset name (``chunk``, ``pos``, ``citation``), a TOML file, or a :class:`FeatureSpec`
     learner
-        a learner name (see ``tagger.learners.LEARNERS``)
+        a learner name (see ``tagger.learners.LEARNERS``), or ``"auto"``: train each of
+        ``AUTO_CANDIDATES`` with its own choice of strength and keep the best on dev
+        (:mod:`tagger.learner_choice`)
     params
         the learner's parameters (its table: ``tagger learners``)
     seed
@@ -113,6 +115,13 @@ class Tagger:
         """
         sentences = as_sentences(sentences)
         dev = None if dev is None else as_sentences(dev)
+        if self.learner == AUTO:
+            if unlabeled is not None or constraints is not None:
+                raise TaggerError("learner 'auto' trains on labeled data only; name "
+                                  "ssvm-annealing for unlabeled data and constraints")
+            from tagger.learner_choice import fit_auto
+
+            return fit_auto(self, sentences, dev, progress, test)
         learner_cls = get_learner(self.learner)
         learner = learner_cls(**self.params)
         learner.validated()  # fail on bad parameters before featurizing anything
@@ -555,6 +564,7 @@ class Tagger:
             "learner": self.info_.get("learner"),
             "params": self.info_.get("params", {}),
             "selection": self.info_.get("selection"),
+            "learner_choice": self.info_.get("learner_choice"),
             "top_features": per_label,
             "transitions": {a: {b: float(trans[i, j]) for j, b in enumerate(names)}
                             for i, a in enumerate(names)},

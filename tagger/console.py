@@ -112,8 +112,14 @@ def learner_settings(learner: str, pairs: tuple[str, ...]) -> dict:
     """The learner's ``--set key=value`` settings; any mistake is a usage error (exit 2)
     whose message lists the learner's parameters."""
     from tagger.errors import ParameterError
-    from tagger.learners import get_learner, parse_settings
+    from tagger.learners import AUTO, get_learner, parse_settings
 
+    if learner == AUTO:
+        if pairs:
+            raise click.BadParameter("--learner auto chooses each candidate's parameters "
+                                     "itself; name a learner to --set its parameters",
+                                     param_hint="'--set'")
+        return {}
     try:
         get_learner(learner)
     except ParameterError as exc:

@@ -75,6 +75,7 @@ def train_summary(tagger, model_path: str, size: int) -> str:
         f"labels {len(tagger.labels_)}\n"
         + (f"dev of the saved weights: {dev_txt}\n" if dev_txt else "")
         + selection_text(info.get("selection"))
+        + learner_choice_text(info.get("learner_choice"))
         + f"saved {model_path} ({size_text(size)})")
 
 
@@ -85,6 +86,20 @@ def selection_text(sel: dict | None) -> str:
     return (f"regularization chosen on the {sel['scored_on']} (--set {sel['param']}=VALUE "
             f"fixes it):\n{path_table(sel['rows'], sel['param'])}\n"
             f"chose {sel['param']}={sel['value']:g}\n")
+
+
+def learner_choice_text(choice: dict | None) -> str:
+    """The learners ``--learner auto`` compared, each at its chosen strength ('' without)."""
+    if not choice:
+        return ""
+    rows = choice["rows"]
+    score = "dev_f1" if "dev_f1" in rows[0] else "dev_acc"
+    lines = [f"learner chosen on the {choice['scored_on']}:",
+             f"{'learner':<18}  {'chosen':<16}  {score:>7}  {'nonzero':>9}"]
+    for r in rows:
+        lines.append(f"{r['learner']:<18}  {r['param'] + '=' + format(r['value'], 'g'):<16}  "
+                     f"{r[score]:>7.2f}  {r['nonzero']:>9d}" + ("  *" if r["selected"] else ""))
+    return "\n".join(lines) + "\n"
 
 
 def path_table(rows: list[dict], param: str) -> str:
@@ -125,6 +140,8 @@ def inspect_text(r: dict, top: int) -> str:
     ]
     if r.get("selection"):
         lines.append(selection_text(r["selection"]).rstrip("\n"))
+    if r.get("learner_choice"):
+        lines.append(learner_choice_text(r["learner_choice"]).rstrip("\n"))
     lines += ["", f"top {top} features per label (by |weight|):"]
     for lab, feats in r["top_features"].items():
         lines.append(f"  {lab}:")

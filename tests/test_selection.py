@@ -245,3 +245,30 @@ def test_path_of_a_model_shows_and_draws_the_stored_choice(tmp_path):
     assert mixed.exit_code == 2 and "a MODEL only shows the path" in mixed.output
     missing = CliRunner().invoke(cli, ["path", str(SAMPLE), "--dev", str(SAMPLE_DEV)])
     assert missing.exit_code == 2 and "Missing option '--values'" in missing.output
+
+
+def test_learner_auto_keeps_the_candidate_best_on_dev(tmp_path):
+    from tagger.learners import AUTO_CANDIDATES
+
+    model = tmp_path / "auto.tgm"
+    r = CliRunner().invoke(cli, ["train", str(SAMPLE), "--dev", str(SAMPLE_DEV), "--learner",
+                                 "auto", "-o", str(model), "-q"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    info = json.loads(CliRunner().invoke(cli, ["inspect", str(model), "--json"]).stdout)
+    rows = info["learner_choice"]["rows"]
+    assert [row["learner"] for row in rows] == list(AUTO_CANDIDATES)
+    kept = [row for row in rows if row["selected"]]
+    assert len(kept) == 1 and kept[0]["learner"] == info["learner"]
+    assert kept[0]["dev_f1"] == max(row["dev_f1"] for row in rows)
+    assert info["selection"]["value"] == kept[0]["value"] == info["params"][kept[0]["param"]]
+    # each candidate's row is what that learner alone chooses on the same data
+    for row in rows:
+        alone = tmp_path / f"{row['learner']}.tgm"
+        assert CliRunner().invoke(cli, ["train", str(SAMPLE), "--dev", str(SAMPLE_DEV),
+                                        "--learner", row["learner"], "-o", str(alone),
+                                        "-q"]).exit_code == 0
+        own = json.loads(CliRunner().invoke(cli, ["inspect", str(alone), "--json"]).stdout)
+        assert own["selection"]["value"] == row["value"] and own["n_nonzero"] == row["nonzero"]
+    bad = CliRunner().invoke(cli, ["train", str(SAMPLE), "--learner", "auto", "--set", "c1=1",
+                                   "-o", str(tmp_path / "x.tgm")])
+    assert bad.exit_code == 2 and "--learner auto chooses" in bad.output

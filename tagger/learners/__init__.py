@@ -13,6 +13,11 @@ from tagger.errors import ParameterError
 from tagger.learners.base import Learner, Param, TrainingProblem
 
 DEFAULT_LEARNER = "m3n-subgradient"
+#: the name that asks training to choose between learners (tagger.learner_choice), and the
+#: learners it chooses between: the max-margin and the likelihood objective, both L1 with
+#: exact zeros and a strength the path can choose
+AUTO = "auto"
+AUTO_CANDIDATES = ("m3n-owlqn", "crf-l1")
 
 # (module, class) of every learner, in the order `tagger learners` lists them
 _REGISTRY = (
