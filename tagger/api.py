@@ -199,7 +199,7 @@ class Tagger:
         return selection.run_path(learner, problem, self._strength_default(cls),
                                   cls.strength[1], int(self.seed),
                                   HELD_OUT, progress,
-                                  float(self.max_seconds))
+                                  float(self.max_seconds), refit=False)
 
     def _keep(self, learner, featurizer: Featurizer, labels: LabelIndex, model: ChainModel,
               w: np.ndarray) -> np.ndarray:

@@ -89,15 +89,22 @@ class Path:
 
 def run_path(learner, problem, default: float, direction: int, seed: int, scored_on: str,
              report: Callable[[dict], None] | None = None, max_seconds: float = 0.0,
-             started: float | None = None) -> Path:
+             started: float | None = None, refit: bool = True) -> Path:
     """Train ``learner`` along the path on ``problem`` (whose ``dev_score`` scores a point).
 
     ``started`` is the ``time.perf_counter()`` that ``max_seconds`` counts from (default:
-    now)."""
+    now). A learner whose ``path_settings`` train the points more cheaply (fewer iterations)
+    trains the chosen point again with its own settings, warm-started, when ``refit``
+    (:func:`_refit`); without it (a held-out path, whose choice is trained again on all the
+    data anyway) the learner is left with its own settings."""
     started = time.perf_counter() if started is None else started
     param = learner.strength[0]
     values = grid(default, direction)
     path = Path(param, scored_on)
+    # a learner may train the path's points more cheaply than its final model
+    cheap = getattr(learner, "path_settings", {})
+    full = {k: learner.settings[k] for k in cheap}
+    learner.settings.update(cheap)
     learner.warm_start = True   # learners with a dual state keep it from point to point
     w, since_best, i = None, 0, 0
     while i < len(values):
@@ -136,9 +143,33 @@ def run_path(learner, problem, default: float, direction: int, seed: int, scored
             f"({main_score(path.rows[0]):g}), so it cannot tell the values apart; kept the "
             f"strongest penalty, the sparsest model, {param}={path.value:g}")
     learner.warm_start = False
+    learner.settings.update(full)
     learner.settings[param] = path.value
+    if full and refit:
+        if max_seconds and time.perf_counter() - started >= max_seconds:
+            path.notes.append(f"--max-seconds {max_seconds:g} was spent before the chosen "
+                              f"point could be trained to the learner's own settings; the "
+                              f"path's weights are kept")
+        else:
+            _refit(learner, problem, path, seed)
     path.rows[path.best]["selected"] = True
     return path
+
+
+def _refit(learner, problem, path: "Path", seed: int) -> None:
+    """Train the chosen point again with the learner's own settings, from the path's weights,
+    and keep it unless it scores lower on the dev data than the path's point."""
+    t0 = time.perf_counter()
+    w = learner.fit(problem, seed=seed, w0=path.weights)
+    row = dict(path.rows[path.best], **problem.dev_score(w), nonzero=int(np.count_nonzero(w)),
+               seconds=round(time.perf_counter() - t0, 3), refit=True)
+    if main_score(row) >= main_score(path.rows[path.best]):
+        path.weights, path.trace = w, list(learner.trace_)
+        path.rows[path.best] = row
+    else:
+        path.notes.append(f"training the chosen point to the learner's own settings scored "
+                          f"lower on the {path.scored_on} ({main_score(row):g}); the path's "
+                          f"weights are kept")
 
 
 def _scores(row: dict) -> str:

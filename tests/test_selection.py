@@ -272,3 +272,40 @@ def test_learner_auto_keeps_the_candidate_best_on_dev(tmp_path):
     bad = CliRunner().invoke(cli, ["train", str(SAMPLE), "--learner", "auto", "--set", "c1=1",
                                    "-o", str(tmp_path / "x.tgm")])
     assert bad.exit_code == 2 and "--learner auto chooses" in bad.output
+
+
+class _CheapPathLearner(_Learner):
+    """Trains path points with budget 1 and its final model with budget 5; w = [c, budget]."""
+
+    path_settings = {"budget": 1}
+
+    def __init__(self):
+        super().__init__()
+        self.settings["budget"] = 5
+
+    def fit(self, problem, seed=0, w0=None):
+        self.calls.append((self.settings["c"], self.settings["budget"]))
+        self.trace_ = [{"epoch": self.settings["budget"]}]
+        return np.array([self.settings["c"], float(self.settings["budget"])])
+
+
+@pytest.mark.parametrize("longer_helps", [True, False])
+def test_cheap_path_points_then_the_chosen_one_trained_fully(longer_helps):
+    peak = {16.0: 1.0, 8.0: 3.0, 4.0: 2.0, 2.0: 1.5}
+    problem = _Problem(lambda c: 0.0)
+    sign = 1.0 if longer_helps else -1.0
+    problem.dev_score = lambda w: {"dev_acc": peak.get(w[0], 0.0) + sign * 0.1 * (w[1] - 1)}
+    learner = _CheapPathLearner()
+    path = selection.run_path(learner, problem, 1.0, 1, 0, "dev data")
+    assert learner.calls[:-1] == [(16.0, 1), (8.0, 1), (4.0, 1), (2.0, 1)]
+    assert learner.calls[-1] == (8.0, 5)          # the chosen point, with the full budget
+    assert learner.settings == {"c": 8.0, "budget": 5}
+    chosen = path.rows[path.best]
+    if longer_helps:
+        assert path.weights[1] == 5.0 and chosen["refit"] and chosen["dev_acc"] == 3.4
+        assert path.trace == [{"epoch": 5}] and not path.notes
+    else:
+        assert path.weights[1] == 1.0 and "refit" not in chosen and chosen["dev_acc"] == 3.0
+        assert "the path's weights are kept" in path.notes[0]
+    held = selection.run_path(_CheapPathLearner(), problem, 1.0, 1, 0, "dev data", refit=False)
+    assert held.weights[1] == 1.0 and held.rows[held.best]["value"] == 8.0

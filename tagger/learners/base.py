@@ -116,6 +116,9 @@ class Learner:
     #: value penalizes more: what a regularization path varies and training can choose
     #: (tagger.selection); None for a learner that does not choose its strength this way
     strength: ClassVar[tuple[str, int] | None] = None
+    #: settings for the points of a regularization path, when they can be trained more
+    #: cheaply than the final model and still rank the strengths (tagger.selection)
+    path_settings: ClassVar[dict] = {}
 
     def __init__(self, **kwargs: Any):
         known = {p.name for p in self.params}
