@@ -487,6 +487,15 @@ class Tagger:
                 "trace": [_without_clock(_scalars(r)) for r in getattr(self, "trace_", [])]}
         return save_model_file(path, meta, arrays)
 
+    def __reduce__(self):
+        """Pickling (joblib, multiprocessing, Dask, Ray) goes through the model file's bytes,
+        the same format as :meth:`save`; an unfitted tagger is its parameters."""
+        params = {"features": self.features, "learner": self.learner, "params": self.params,
+                  "seed": self.seed, "select": self.select, "max_seconds": self.max_seconds}
+        if self.model_ is None:
+            return (_tagger_from_params, (params,))
+        return (_tagger_from_pickle, (self.to_bytes(), params))
+
     def to_bytes(self) -> bytes:
         """The model file's bytes (what :meth:`save` writes)."""
         import tempfile
@@ -574,6 +583,17 @@ class Tagger:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _tagger_from_params(params: dict) -> Tagger:
+    return Tagger(**params)
+
+
+def _tagger_from_pickle(data: bytes, params: dict) -> Tagger:
+    tagger = Tagger.from_bytes(data)
+    for key, value in params.items():
+        setattr(tagger, key, value)
+    return tagger
 
 
 def _conllu_label(train: Sequence[Sentence]) -> dict:

@@ -153,6 +153,10 @@ class FeatureSpec:
     label_keep: tuple | None = None                   # labels kept as they are
     label_other: str = "O"                            # what every other label becomes
 
+    def __reduce__(self):
+        # the views hold compiled functions (closures); the parsed source rebuilds them
+        return (FeatureSpec.from_dict, (self.source, self.name))
+
     def map_label(self, label: str) -> str:
         label = self.label_map.get(label, label)
         if self.label_keep is not None and label not in self.label_keep:
