@@ -17,8 +17,8 @@ from typing import Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
-from tagger.errors import (CorpusFormatError, ModelFileError, NotFittedError, TaggerError,
-                           TaggerWarning, UnknownLabelError)
+from tagger.errors import (ModelFileError, NotFittedError, TaggerError, TaggerWarning,
+                           UnknownLabelError)
 from tagger.features import Featurized, FeatureSpec, Featurizer
 from tagger.inference import forward_backward_batch
 from tagger.inference.max_product import viterbi_batch_into
@@ -31,6 +31,9 @@ from tagger.model_header import check_header
 from tagger import selection
 from tagger.reports import jsonable
 from tagger.sentence import Sentence
+from tagger.training_data import (HELD_OUT, check_columns, conllu_label_info, constraint_set,
+                                  dev_scorer, labeled_list, transform_batches, unlabeled_list,
+                                  warn_about_scoring_data)
 from tagger.serialize import load_model_file, save_model_file
 
 #: sentences featurized and decoded together when tagging a stream
@@ -132,12 +135,12 @@ class Tagger:
             raise TaggerError(f"max_seconds must be a number >= 0 (0: no limit); got "
                               f"{self.max_seconds!r}")
         t0 = time.perf_counter()
-        cset = _constraint_set(constraints)
+        cset = constraint_set(constraints)
         cset_source = None if cset is None else cset.source
         selecting = self._selects(learner_cls, unlabeled)
         t_held = 0.0
         if selecting and dev is None:
-            sentences = _labeled_list(sentences, "training data")
+            sentences = labeled_list(sentences, "training data")
             path = self._held_out_path(learner, sentences, progress)
             t_held = time.perf_counter() - t0
         train, featurizer, labels, problem = self._problem(
@@ -168,7 +171,7 @@ class Tagger:
             "featurize_seconds": round(t_feat, 3),
             "train_seconds": round(time.perf_counter() - t0 - t_feat, 3),
             "final": {k: v for k, v in last.items() if isinstance(v, (int, float, str))},
-            **_conllu_label(train),
+            **conllu_label_info(train),
         }
         if selecting:
             self.info_["selection"] = path.as_info()
@@ -217,13 +220,13 @@ class Tagger:
         """Featurize the training (and dev, test, unlabeled) data:
         (train list, featurizer, labels, problem)."""
         spec = self.features if isinstance(self.features, FeatureSpec) else FeatureSpec.load(self.features)
-        train = spec.relabel(_labeled_list(sentences, "training data"))
+        train = spec.relabel(labeled_list(sentences, "training data"))
         featurizer = Featurizer(spec)
-        _check_columns(train, spec, "training data")
-        cset = _constraint_set(constraints)
+        check_columns(train, spec, "training data")
+        cset = constraint_set(constraints)
         unl = None
         if unlabeled is not None:
-            unl = _unlabeled_list(unlabeled, spec, progress)
+            unl = unlabeled_list(unlabeled, spec, progress)
         featurizer.fit(train if unl is None else train + unl)
         X = featurizer.transform(train)
         label_names = {lab for s in train for lab in s.labels}
@@ -238,17 +241,17 @@ class Tagger:
         def scorer(data, what):
             if data is None:
                 return None
-            data = spec.relabel(_labeled_list(data, what))
-            _check_columns(data, spec, what)
-            _warn_about_scoring_data(data, labels, what)
-            return _dev_scorer(featurizer.transform(data), model, labels,
-                               [s.labels for s in data])
+            data = spec.relabel(labeled_list(data, what))
+            check_columns(data, spec, what)
+            warn_about_scoring_data(data, labels, what)
+            return dev_scorer(featurizer.transform(data), model, labels,
+                              [s.labels for s in data])
 
         dev_score = scorer(dev, dev_what)
         report_score = scorer(test, "test data")
         XU = cdata = None
         if unl is not None:
-            XU = _transform_batches(featurizer, unl)
+            XU = transform_batches(featurizer, unl)
             if cset is not None:
                 from tagger.constraints import ConstraintData
 
@@ -299,7 +302,7 @@ class Tagger:
         w = self._keep(learner, featurizer, labels, problem.model, w)
         self.info_ = {"learner": learner.name, "params": learner.validated(),
                       "seed": int(self.seed), "n_nonzero": int(np.count_nonzero(w)),
-                      "path": rows, **_conllu_label(train)}
+                      "path": rows, **conllu_label_info(train)}
         return rows
 
     # ------------------------------------------------------------------ prediction
@@ -309,7 +312,7 @@ class Tagger:
 
     def featurize(self, sentences: Sequence[Sentence]) -> Featurized:
         self._check_fitted()
-        _check_columns(sentences, self.featurizer_.spec, "input")
+        check_columns(sentences, self.featurizer_.spec, "input")
         return self.featurizer_.transform(sentences)
 
     def predict_batch(self, sentences: Sequence[Sentence], constraints=None,
@@ -331,7 +334,7 @@ class Tagger:
         if not nonempty:
             node = np.empty((0, len(self.labels_))) if marginals else None
             return Predictions(np.empty(0, np.int32), offsets, node)
-        _check_columns(nonempty, self.featurizer_.spec, "input")
+        check_columns(nonempty, self.featurizer_.spec, "input")
         E = self.featurizer_.encode(nonempty)
         state = self.model_.state_scores_from_views(E, self.weights_)
         trans = np.ascontiguousarray(self.model_.transitions(self.weights_))
@@ -353,7 +356,7 @@ class Tagger:
         model lacks is an error."""
         if hasattr(constraints, "indicators"):
             return constraints
-        return _constraint_set(constraints).compile(self.labels_.labels)
+        return constraint_set(constraints).compile(self.labels_.labels)
 
     def predict(self, sentences: Iterable[Sentence], constraints=None) -> list[list[str]]:
         """Predicted label sequences, one per sentence (under ``constraints``, a constraint
@@ -419,8 +422,8 @@ class Tagger:
 
         self._check_fitted()
         gold_sents = self.featurizer_.spec.relabel(
-            _labeled_list(as_sentences(sentences), "evaluation data"))
-        compiled = _constraint_set(constraints).compile(self.labels_.labels)
+            labeled_list(as_sentences(sentences), "evaluation data"))
+        compiled = constraint_set(constraints).compile(self.labels_.labels)
         ti = compiled.indicators(gold_sents)
         gold = [lab for s in gold_sents for lab in s.labels]
         known = set(self.labels_.labels)
@@ -450,7 +453,7 @@ class Tagger:
         """Token accuracy and conlleval chunk P/R/F1 against the sentences' gold labels
         (predictions under ``constraints`` when given)."""
         gold_sents = self.featurizer_.spec.relabel(
-            _labeled_list(as_sentences(sentences), "evaluation data"))
+            labeled_list(as_sentences(sentences), "evaluation data"))
         gold_labels = {lab for s in gold_sents for lab in s.labels}
         known = set(self.labels_.labels)
         if not gold_labels & known:
@@ -594,129 +597,6 @@ def _tagger_from_pickle(data: bytes, params: dict) -> Tagger:
     for key, value in params.items():
         setattr(tagger, key, value)
     return tagger
-
-
-def _conllu_label(train: Sequence[Sentence]) -> dict:
-    """``{"conllu_label": field}`` when the training sentences were read from CoNLL-U, so that
-    tagging and evaluating CoNLL-U files use the field the model learned (UPOS or XPOS)."""
-    meta = train[0].meta if train else {}
-    return {"conllu_label": meta["label"]} if meta.get("format") == "conllu" else {}
-
-
-def _labeled_list(sentences: Iterable[Sentence], what: str) -> list[Sentence]:
-    out = [s for s in sentences if len(s)]
-    if not out:
-        raise CorpusFormatError(f"the {what} contains no sentences")
-    for i, s in enumerate(out):
-        if s.labels is None:
-            raise CorpusFormatError(f"the {what} has no labels (sentence {i + 1}); give the "
-                                    f"label column or a labeled format")
-    return out
-
-
-HELD_OUT = "held-out tenth of the training data"
-#: dev data with fewer sentences than this get a warning: a choice made on them is noise
-FEW_DEV_SENTENCES = 10
-
-
-def _warn_about_scoring_data(data: list[Sentence], labels: LabelIndex, what: str) -> None:
-    """Warnings (not errors: the model is still usable) about data that scores training: labels
-    the training data lack, which no model can predict, and too few dev sentences."""
-    verb = "has" if what == HELD_OUT else "have"
-    unseen: dict[str, int] = {}
-    for s in data:
-        for lab in s.labels:
-            if lab not in labels:
-                unseen[lab] = unseen.get(lab, 0) + 1
-    if unseen:
-        shown = ", ".join(f"{lab} ({n} token{'s' if n > 1 else ''})"
-                          for lab, n in sorted(unseen.items(), key=lambda kv: -kv[1])[:5])
-        more = f" and {len(unseen) - 5} more" if len(unseen) > 5 else ""
-        warnings.warn(f"the {what} {verb} labels the training data lack: {shown}{more}; no model "
-                      f"can predict them, so they count as errors in every score (check the "
-                      f"files' label spelling and columns)", TaggerWarning, stacklevel=4)
-    if what != "test data" and len(data) < FEW_DEV_SENTENCES:
-        n_tok = sum(len(s) for s in data)
-        fix = "give a larger --dev file" if what == "dev data" else "give --dev FILE"
-        warnings.warn(f"the {what} {verb} {len(data)} sentence{'s' if len(data) > 1 else ''} "
-                      f"({n_tok} tokens): what is chosen on them (the regularization, the "
-                      f"epoch kept) is little better than a guess; {fix}",
-                      TaggerWarning, stacklevel=4)
-
-
-def _constraint_set(constraints):
-    """A ConstraintSet from a path, a ConstraintSet, or None."""
-    if constraints is None:
-        return None
-    from tagger.constraints import ConstraintSet
-
-    if isinstance(constraints, ConstraintSet):
-        return constraints
-    return ConstraintSet.load(constraints)
-
-
-#: unlabeled sentences read (and reported) per batch
-UNLABELED_BATCH = 4096
-
-
-def _unlabeled_list(sentences: Iterable[Sentence], spec: FeatureSpec, progress) -> list[Sentence]:
-    """Unlabeled sentences read in batches (a large file is never held as text), keeping only
-    the input columns the features read; progress is reported per batch."""
-    out: list[Sentence] = []
-    it = iter(sentences)
-    need = spec.n_columns
-    while True:
-        batch = [s for s in itertools.islice(it, UNLABELED_BATCH) if len(s)]
-        if not batch:
-            break
-        _check_columns(batch, spec, "unlabeled data")
-        out.extend(Sentence(s.columns[:need]) for s in batch)
-        if progress is not None:
-            progress({"unlabeled_read": len(out)})
-    if not out:
-        raise CorpusFormatError("the unlabeled data contains no sentences")
-    return out
-
-
-def _transform_batches(featurizer: Featurizer, sentences: list[Sentence]) -> Featurized:
-    parts = [featurizer.transform(sentences[i:i + UNLABELED_BATCH])
-             for i in range(0, len(sentences), UNLABELED_BATCH)]
-    indptr = [parts[0].indptr]
-    offsets = [parts[0].offsets]
-    for p in parts[1:]:
-        indptr.append(p.indptr[1:] + indptr[-1][-1])
-        offsets.append(p.offsets[1:] + offsets[-1][-1])
-    return Featurized(np.concatenate(indptr), np.concatenate([p.attrs for p in parts]),
-                      np.concatenate(offsets))
-
-
-def _check_columns(sentences: Sequence[Sentence], spec: FeatureSpec, what: str) -> None:
-    need = spec.n_columns
-    for i, s in enumerate(sentences):
-        if len(s.columns) < need:
-            raise CorpusFormatError(
-                f"the {what} has {len(s.columns)} input column(s) in sentence {i + 1} but the "
-                f"features '{spec.name}' read {need} ({', '.join(spec.columns)}); check --format "
-                f"and the label column")
-
-
-def _dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: list[list[str]]):
-    names = labels.labels
-    offsets = Xd.offsets.tolist()
-
-    def score(w: np.ndarray) -> dict:
-        state = model.state_scores(Xd, w)
-        out = np.empty(Xd.n_tokens, dtype=np.int32)
-        viterbi_batch_into(state, Xd.offsets, np.ascontiguousarray(model.transitions(w)), out,
-                           np.empty(Xd.n_sentences))
-        flat = [names[i] for i in out.tolist()]
-        pred = [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
-        m = evaluate_labels(gold, pred)
-        if m.get("chunk_level"):
-            return {"dev_f1": round(100 * m["f1"], 2), "dev_acc": round(100 * m["accuracy"], 2)}
-        return {"dev_acc": round(100 * m["accuracy"], 2)}
-
-    return score
 
 
 _CLOCK_KEYS = ("time", "featurize_seconds", "train_seconds", "match_time", "solve_time",

@@ -1,0 +1,142 @@
+"""The data a training run reads, checked and prepared for the learners: labeled sentences
+(non-empty, labeled, with the columns the features read), unlabeled sentences read in batches,
+constraint sets, the dev scorer, and the warnings about data that scores training."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from tagger.errors import CorpusFormatError, TaggerWarning
+from tagger.features import Featurized, FeatureSpec, Featurizer
+from tagger.inference.max_product import viterbi_batch_into
+from tagger.labels import LabelIndex
+from tagger.metrics import evaluate as evaluate_labels
+from tagger.model import ChainModel
+from tagger.sentence import Sentence
+
+
+def conllu_label_info(train: Sequence[Sentence]) -> dict:
+    """``{"conllu_label": field}`` when the training sentences were read from CoNLL-U, so that
+    tagging and evaluating CoNLL-U files use the field the model learned (UPOS or XPOS)."""
+    meta = train[0].meta if train else {}
+    return {"conllu_label": meta["label"]} if meta.get("format") == "conllu" else {}
+
+
+def labeled_list(sentences: Iterable[Sentence], what: str) -> list[Sentence]:
+    out = [s for s in sentences if len(s)]
+    if not out:
+        raise CorpusFormatError(f"the {what} contains no sentences")
+    for i, s in enumerate(out):
+        if s.labels is None:
+            raise CorpusFormatError(f"the {what} has no labels (sentence {i + 1}); give the "
+                                    f"label column or a labeled format")
+    return out
+
+
+HELD_OUT = "held-out tenth of the training data"
+#: dev data with fewer sentences than this get a warning: a choice made on them is noise
+FEW_DEV_SENTENCES = 10
+
+
+def warn_about_scoring_data(data: list[Sentence], labels: LabelIndex, what: str) -> None:
+    """Warnings (not errors: the model is still usable) about data that scores training: labels
+    the training data lack, which no model can predict, and too few dev sentences."""
+    verb = "has" if what == HELD_OUT else "have"
+    unseen: dict[str, int] = {}
+    for s in data:
+        for lab in s.labels:
+            if lab not in labels:
+                unseen[lab] = unseen.get(lab, 0) + 1
+    if unseen:
+        shown = ", ".join(f"{lab} ({n} token{'s' if n > 1 else ''})"
+                          for lab, n in sorted(unseen.items(), key=lambda kv: -kv[1])[:5])
+        more = f" and {len(unseen) - 5} more" if len(unseen) > 5 else ""
+        warnings.warn(f"the {what} {verb} labels the training data lack: {shown}{more}; no model "
+                      f"can predict them, so they count as errors in every score (check the "
+                      f"files' label spelling and columns)", TaggerWarning, stacklevel=4)
+    if what != "test data" and len(data) < FEW_DEV_SENTENCES:
+        n_tok = sum(len(s) for s in data)
+        fix = "give a larger --dev file" if what == "dev data" else "give --dev FILE"
+        warnings.warn(f"the {what} {verb} {len(data)} sentence{'s' if len(data) > 1 else ''} "
+                      f"({n_tok} tokens): what is chosen on them (the regularization, the "
+                      f"epoch kept) is little better than a guess; {fix}",
+                      TaggerWarning, stacklevel=4)
+
+
+def constraint_set(constraints):
+    """A ConstraintSet from a path, a ConstraintSet, or None."""
+    if constraints is None:
+        return None
+    from tagger.constraints import ConstraintSet
+
+    if isinstance(constraints, ConstraintSet):
+        return constraints
+    return ConstraintSet.load(constraints)
+
+
+#: unlabeled sentences read (and reported) per batch
+UNLABELED_BATCH = 4096
+
+
+def unlabeled_list(sentences: Iterable[Sentence], spec: FeatureSpec, progress) -> list[Sentence]:
+    """Unlabeled sentences read in batches (a large file is never held as text), keeping only
+    the input columns the features read; progress is reported per batch."""
+    out: list[Sentence] = []
+    it = iter(sentences)
+    need = spec.n_columns
+    while True:
+        batch = [s for s in itertools.islice(it, UNLABELED_BATCH) if len(s)]
+        if not batch:
+            break
+        check_columns(batch, spec, "unlabeled data")
+        out.extend(Sentence(s.columns[:need]) for s in batch)
+        if progress is not None:
+            progress({"unlabeled_read": len(out)})
+    if not out:
+        raise CorpusFormatError("the unlabeled data contains no sentences")
+    return out
+
+
+def transform_batches(featurizer: Featurizer, sentences: list[Sentence]) -> Featurized:
+    parts = [featurizer.transform(sentences[i:i + UNLABELED_BATCH])
+             for i in range(0, len(sentences), UNLABELED_BATCH)]
+    indptr = [parts[0].indptr]
+    offsets = [parts[0].offsets]
+    for p in parts[1:]:
+        indptr.append(p.indptr[1:] + indptr[-1][-1])
+        offsets.append(p.offsets[1:] + offsets[-1][-1])
+    return Featurized(np.concatenate(indptr), np.concatenate([p.attrs for p in parts]),
+                      np.concatenate(offsets))
+
+
+def check_columns(sentences: Sequence[Sentence], spec: FeatureSpec, what: str) -> None:
+    need = spec.n_columns
+    for i, s in enumerate(sentences):
+        if len(s.columns) < need:
+            raise CorpusFormatError(
+                f"the {what} has {len(s.columns)} input column(s) in sentence {i + 1} but the "
+                f"features '{spec.name}' read {need} ({', '.join(spec.columns)}); check --format "
+                f"and the label column")
+
+
+def dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: list[list[str]]):
+    names = labels.labels
+    offsets = Xd.offsets.tolist()
+
+    def score(w: np.ndarray) -> dict:
+        state = model.state_scores(Xd, w)
+        out = np.empty(Xd.n_tokens, dtype=np.int32)
+        viterbi_batch_into(state, Xd.offsets, np.ascontiguousarray(model.transitions(w)), out,
+                           np.empty(Xd.n_sentences))
+        flat = [names[i] for i in out.tolist()]
+        pred = [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+        m = evaluate_labels(gold, pred)
+        if m.get("chunk_level"):
+            return {"dev_f1": round(100 * m["f1"], 2), "dev_acc": round(100 * m["accuracy"], 2)}
+        return {"dev_acc": round(100 * m["accuracy"], 2)}
+
+    return score
