@@ -170,9 +170,22 @@ class Learner:
     def _report(self, problem: TrainingProblem, row: dict) -> None:
         self.trace_.append(row)
         parts = [f"{k}={_fmt(v)}" for k, v in row.items()]
+        eta = _eta(row, self.settings.get("epochs"))
+        if eta:
+            parts.append(f"eta<={eta}")
         log.info("%s: %s", self.name, " ".join(parts))
         if problem.progress is not None:
             problem.progress(dict(row, learner=self.name))
+
+
+def _eta(row: dict, epochs) -> str:
+    """An upper bound on the time left, from the mean time per epoch so far and the epochs
+    still allowed (a stopping rule may end training sooner); '' when the row cannot say."""
+    done, spent = row.get("epoch"), row.get("time")
+    if not isinstance(epochs, int) or not isinstance(done, int) or not spent or done <= 0:
+        return ""
+    left = spent / done * max(epochs - done, 0)
+    return f"{left:.0f}s" if left < 120 else f"{left / 60:.0f}min"
 
 
 def _fmt(v: Any) -> str:
