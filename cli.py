@@ -280,6 +280,39 @@ def _stored_path(model_path, dev_file, values_text, plot_path, as_json) -> None:
             click.echo(f"picture: {plot_path}", err=True)
 
 
+@cli.group("constraints", cls=TaggerGroup)
+def constraints_group() -> None:
+    """Constraint files (TOML; see constraints/README.md)."""
+
+
+@constraints_group.command("check")
+@click.argument("constraints_file", metavar="FILE", type=click.Path(dir_okay=False))
+@click.argument("data_files", metavar="[DATA]...", nargs=-1, type=click.Path(dir_okay=False))
+@format_option
+@label_column_option
+@conllu_label_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def constraints_check_cmd(constraints_file, data_files, fmt, label_column, conllu_label,
+                          as_json) -> None:
+    """Check FILE without a model: every mistake in it, then, on labeled DATA, the labels it
+    names that the data never use (with suggestions), the data's labels it never names, and how
+    often the gold labels break each rule."""
+    from tagger.constraints.check import check, check_text
+    from tagger.io import gc_paused
+    from tagger.io.sources import open_many_labeled
+
+    cset = load_constraints(constraints_file)
+    if not data_files:
+        click.echo(f"{constraints_file}: valid; {len(cset.rules)} rules over the labels "
+                   f"{', '.join(cset.labels)} (give labeled DATA to check them against it)")
+        return
+    with gc_paused():
+        sentences = open_many_labeled(data_files, format=fmt, label_column=label_column,
+                                      conllu_label=conllu_label)
+    report = check(cset, sentences)
+    click.echo(to_json(report) if as_json else check_text(report))
+
+
 @cli.command("tag")
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
 @click.argument("input_path", metavar="[INPUT]", default="-", required=False)

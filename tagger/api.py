@@ -224,14 +224,17 @@ class Tagger:
         featurizer = Featurizer(spec)
         check_columns(train, spec, "training data")
         cset = constraint_set(constraints)
+        label_names = {lab for s in train for lab in s.labels}
+        if cset is not None:  # a label no labeled sentence shows may still be imputed
+            from tagger.constraints.check import check_training_labels
+
+            check_training_labels(cset, sorted(label_names))   # before reading unlabeled text
+            label_names |= set(cset.labels)
         unl = None
         if unlabeled is not None:
             unl = unlabeled_list(unlabeled, spec, progress)
         featurizer.fit(train if unl is None else train + unl)
         X = featurizer.transform(train)
-        label_names = {lab for s in train for lab in s.labels}
-        if cset is not None:  # a label no labeled sentence shows may still be imputed
-            label_names |= set(cset.labels)
         labels = LabelIndex(sorted(label_names))
         y = labels.encode([lab for s in train for lab in s.labels])
         # with unlabeled data every (attribute, label) pair may be learned from imputed labels

@@ -111,3 +111,72 @@ def test_semisupervised_training_tagging_report_and_trace(files):
     r = _run("eval", model, files / "dev.tsv", "--constraints", files / "good.toml",
              "--decode-constraints")
     assert r.exit_code == 0 and "gold" in r.stdout and "predicted" in r.stdout
+
+
+def _first_labels(path):
+    """The first gold label of every sentence of a two-column file, read directly."""
+    firsts, new = [], True
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            new = True
+            continue
+        if new:
+            firsts.append(line.split("\t")[-1])
+            new = False
+    return firsts
+
+
+def test_constraints_check_without_a_model(files):
+    r = _run("constraints", "check", files / "good.toml")
+    assert r.exit_code == 0 and "valid;" in r.stdout and "give labeled DATA" in r.stdout
+    # some sentences begin with the street, against the start rule
+    rng = np.random.default_rng(5)
+    lines = []
+    for k, (toks, labs) in enumerate(addresses(rng, 12)):
+        if k % 3 == 0:
+            labs = ["street"] + labs[1:]
+        lines += [f"{t}\t{lab}" for t, lab in zip(toks, labs)] + [""]
+    (files / "mixed.tsv").write_text("\n".join(lines) + "\n")
+    r = _run("constraints", "check", files / "good.toml", files / "mixed.tsv", "--json")
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    firsts = _first_labels(files / "mixed.tsv")
+    assert report["n_sentences"] == len(firsts)
+    start = [row for row in report["rules"] if row["level"] == "instance"
+             and row["constraint"].startswith("start")]
+    assert start, [row["constraint"] for row in report["rules"]]
+    # RULES' start rule names the labels a sentence may begin with: its rate is the share of
+    # sentences that begin otherwise, counted here from the file's text
+    import tomllib
+
+    rule = next(x for x in tomllib.loads(RULES)["instance"] if x["rule"] == "start")
+    expected = sum(lab not in rule["labels"] for lab in firsts) / len(firsts)
+    assert expected > 0 and start[0]["rate"] == pytest.approx(expected)
+    assert report["unused"] == [] or all(s is None for _, s in report["unused"])
+
+
+def test_case_mismatched_labels_are_named_by_check_and_stop_training(files):
+    upper = RULES
+    for lab in ("name", "street", "city"):
+        upper = upper.replace(f'"{lab}"', f'"{lab.upper()}"')
+    (files / "upper.toml").write_text(upper)
+    r = _run("constraints", "check", files / "upper.toml", files / "dev.tsv")
+    assert r.exit_code == 0
+    assert "label 'NAME' of the file is not used by the data (did you mean 'name'?" in r.stdout
+    assert "labels of the data the file never names: " in r.stdout
+    r = _run("train", files / "train.tsv", "--unlabeled", files / "unl.tsv", "--constraints",
+             files / "upper.toml", "-o", files / "upper.tgm", "--set", "steps=1")
+    assert r.exit_code == 1
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and "'NAME' (did you mean 'name'?)" in lines[0]
+    assert not (files / "upper.tgm").exists()
+
+
+def test_a_label_only_the_rules_name_is_allowed():
+    from tagger.constraints import ConstraintSet
+    from tagger.constraints.check import check_training_labels, label_check
+
+    cset = ConstraintSet.from_text(RULES.replace('labels = ["name", "street", "city"]',
+                                                 'labels = ["name", "street", "city", "zip"]'))
+    assert label_check(cset, ["city", "name", "street"])["unused"] == [("zip", None)]
+    check_training_labels(cset, ["city", "name", "street"])   # no error: not a misspelling
