@@ -47,7 +47,8 @@ def dev() -> list[Sentence]:
 
 @pytest.fixture(scope="module")
 def tagger(train) -> Tagger:
-    return Tagger(features="chunk", params=PARAMS, seed=SEED).fit(train)
+    return Tagger(features="chunk", learner="m3n-subgradient", params=PARAMS,
+                  seed=SEED).fit(train)
 
 
 @pytest.fixture(scope="module")

@@ -281,7 +281,8 @@ CASES += [
 @pytest.fixture(scope="module")
 def model(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("bad-input") / "model.tgm"
-    result = CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(path), "--set", "epochs=2",
+    result = CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(path), "--learner",
+                                      "m3n-subgradient", "--set", "epochs=2",
                                       "-q"])
     assert result.exit_code == 0, result.output
     return path

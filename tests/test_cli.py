@@ -135,7 +135,8 @@ def test_unknown_learner_is_a_usage_error(sample, tmp_path):
     ("epochs", "key=value"),     # no '='
 ])
 def test_bad_set_is_a_usage_error_listing_the_parameters(sample, tmp_path, setting, fragment):
-    result = _run("train", sample, "-o", tmp_path / "m.tgm", "--set", setting)
+    result = _run("train", sample, "-o", tmp_path / "m.tgm", "--learner", "m3n-subgradient",
+                  "--set", setting)
     assert result.exit_code == 2, result.output
     assert fragment in result.stderr
     for name in ("radius", "epochs", "batch_size", "eta0"):

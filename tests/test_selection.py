@@ -97,7 +97,8 @@ def test_holdout_split_takes_every_tenth_sentence():
 
 
 def _train(*args):
-    return CliRunner().invoke(cli, ["train", str(SAMPLE), *map(str, args), "--set", "epochs=3"],
+    return CliRunner().invoke(cli, ["train", str(SAMPLE), *map(str, args), "--learner",
+                                    "m3n-subgradient", "--set", "epochs=3"],
                               catch_exceptions=False)
 
 
@@ -206,7 +207,8 @@ def test_train_max_seconds_prints_one_warning_line_and_saves_the_model(tmp_path)
 
     model = tmp_path / "m.tgm"
     r = subprocess.run([sys.executable, str(ROOT / "cli.py"), "train", str(SAMPLE), "--dev",
-                        str(SAMPLE_DEV), "--set", "epochs=3", "--max-seconds", "0.001", "-q",
+                        str(SAMPLE_DEV), "--learner", "m3n-subgradient", "--set", "epochs=3",
+                        "--max-seconds", "0.001", "-q",
                         "-o", str(model)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     lines = r.stderr.splitlines()

@@ -41,7 +41,7 @@ def test_scikit_learn_parameter_checks(check):
     learner_params = {} if check == "check_no_attributes_set_in_init" else {
         "epochs": 3, "radius": 500.0}
     getattr(checks, check)("SparseTaggerEstimator",
-                           SparseTaggerEstimator(features="chunk", **learner_params))
+                           SparseTaggerEstimator(features="chunk", learner="m3n-subgradient", **learner_params))
 
 
 def test_parameters_are_stored_untouched_and_cloned():
@@ -54,13 +54,14 @@ def test_parameters_are_stored_untouched_and_cloned():
 
 def test_grid_search_equals_a_hand_rolled_loop():
     radii = [100.0, 400.0, 1600.0]
-    base = SparseTaggerEstimator(features="chunk", epochs=4)
+    base = SparseTaggerEstimator(features="chunk", learner="m3n-subgradient", epochs=4)
     search = GridSearchCV(base, {"radius": radii}, cv=3).fit(X, Y)
     means = []
     for r in radii:
         scores = []
         for train, test in KFold(3).split(X):
-            est = SparseTaggerEstimator(features="chunk", epochs=4, radius=r)
+            est = SparseTaggerEstimator(features="chunk", learner="m3n-subgradient", epochs=4,
+                                        radius=r)
             est.fit([X[i] for i in train], [Y[i] for i in train])
             scores.append(est.score([X[i] for i in test], [Y[i] for i in test]))
         means.append(np.mean(scores))
@@ -79,7 +80,8 @@ def test_cross_val_score_and_score_is_chunk_f1():
 
 
 def test_a_pickled_estimator_predicts_identically():
-    est = SparseTaggerEstimator(features="chunk", epochs=3, radius=800.0).fit(X, Y)
+    est = SparseTaggerEstimator(features="chunk", learner="m3n-subgradient", epochs=3,
+                                radius=800.0).fit(X, Y)
     again = pickle.loads(pickle.dumps(est))
     assert again.predict(X_DEV) == est.predict(X_DEV)
     assert again.get_params() == est.get_params()

@@ -41,10 +41,10 @@ PARAMS = {"epochs": 4}
 def models(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("spacy")
     train = load_corpus(SAMPLE)
-    chunk = Tagger(features="chunk", params=PARAMS).fit(train)
+    chunk = Tagger(features="chunk", learner="m3n-subgradient", params=PARAMS).fit(train)
     chunk.save(tmp / "chunk.tgm")
     pos_train = load_corpus(SAMPLE, label_column=1)
-    pos = Tagger(features="pos", params=PARAMS).fit(pos_train)
+    pos = Tagger(features="pos", learner="m3n-subgradient", params=PARAMS).fit(pos_train)
     pos.save(tmp / "pos.tgm")
     return {"dir": tmp, "chunk": tmp / "chunk.tgm", "pos": tmp / "pos.tgm",
             "chunk_tagger": chunk, "pos_tagger": pos}
