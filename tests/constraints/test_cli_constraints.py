@@ -180,3 +180,17 @@ def test_a_label_only_the_rules_name_is_allowed():
                                                  'labels = ["name", "street", "city", "zip"]'))
     assert label_check(cset, ["city", "name", "street"])["unused"] == [("zip", None)]
     check_training_labels(cset, ["city", "name", "street"])   # no error: not a misspelling
+
+
+def test_a_pattern_python_warns_about_prints_nothing_more(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cli_py = Path(__file__).resolve().parents[2] / "cli.py"
+    f = tmp_path / "nested.toml"
+    f.write_text('labels = ["a", "b"]\n[[instance]]\nrule = "tokens"\npattern = "[[a]x"\n'
+                 'take = ["a"]\n')
+    r = subprocess.run([sys.executable, "-W", "default", str(cli_py), "constraints", "check",
+                        str(f)], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
