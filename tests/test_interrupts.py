@@ -30,12 +30,20 @@ def setup(corpora, tmp_path_factory):
     return model, big
 
 
+def _deliverable_sigint() -> None:
+    """A shell starts background jobs with SIGINT ignored, and Python keeps an ignored SIGINT
+    ignored: restore the default so that the command sees Ctrl-C as a terminal user's would,
+    however the test run itself was started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(model: Path, big: Path, out_dir: Path, delay: float) -> tuple[int, float, str]:
     out = out_dir / "tagged.txt"
     env = dict(os.environ, PYTHONFAULTHANDLER="1")  # a hang below dumps every thread
     proc = subprocess.Popen([sys.executable, "-c", "import cli; cli.main()", "tag", str(model),
                              str(big), "--jobs", "2", "-o", str(out)], cwd=ROOT,
                             start_new_session=True, stdout=subprocess.DEVNULL,
+                            preexec_fn=_deliverable_sigint,
                             stderr=subprocess.PIPE, text=True, env=env)
     time.sleep(delay)
     sent = time.monotonic()
