@@ -82,7 +82,7 @@ def machine() -> dict:
         "numba_threads": numba.get_num_threads(),
         "python-crfsuite": _version("python-crfsuite"),
         "crfsuite": getattr(pycrfsuite, "CRFSUITE_VERSION", "?"),
-        "tagger": _version("tagger"),
+        "tagger": _version("sparse-m3n-tagger"),
         "commit": git + (" + uncommitted changes in tagger/ or cli.py" if dirty else ""),
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }

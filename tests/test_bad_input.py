@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli import cli
+from tagger.cli import cli
 from tagger.constraints import ConstraintSet
 from tagger.constraints.language import _COMMON_KEYS, _RULE_KEYS, CORPUS_RULES, INSTANCE_RULES
 from tagger.errors import ConstraintError

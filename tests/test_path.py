@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import cli
+from tagger.cli import cli
 from tagger.api import Tagger
 from tagger.plots import plot_available
 from tagger.io import read_corpus

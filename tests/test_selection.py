@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli import cli
+from tagger.cli import cli
 from tagger import selection
 from tagger.learners import LEARNERS
 

@@ -23,7 +23,7 @@ from spacy.tokens import Doc, DocBin, Span  # noqa: E402
 from spacy.training import Example  # noqa: E402
 
 from _entry_points import entry_point_site  # noqa: E402
-from cli import cli  # noqa: E402
+from tagger.cli import cli  # noqa: E402
 from tagger import Tagger  # noqa: E402
 from tagger.io import load_corpus  # noqa: E402
 from tagger.labels import bio_spans  # noqa: E402

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 import tagger.parallel as parallel
-from cli import cli
+from tagger.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "corpora" / "sample_chunk.txt"

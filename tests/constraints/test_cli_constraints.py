@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from _addresses import RULES, addresses
-from cli import cli
+from tagger.cli import cli
 
 BAD = """
 labels = ["name", "street", "city"]

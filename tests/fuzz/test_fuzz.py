@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import strategies as st
 
-from cli import cli
+from tagger.cli import cli
 from tagger import Sentence, Tagger
 from tagger.constraints import CORPUS_RULES, INSTANCE_RULES, ConstraintSet
 from tagger.constraints.language import PROPERTIES

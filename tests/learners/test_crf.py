@@ -263,7 +263,7 @@ def test_marginals_refused_for_max_margin_models():
 def test_cli_tag_marginals(tmp_path):
     from click.testing import CliRunner
 
-    from cli import cli
+    from tagger.cli import cli
 
     train = tmp_path / "train.txt"
     train.write_text("".join(" ".join([w, lab]) + "\n" + ("\n" if i % 4 == 3 else "")

@@ -1,0 +1,439 @@
+"""The ``tagger`` command line: thin shells over :class:`tagger.api.Tagger`.
+
+Each command parses its options, makes one API call and prints the result. Usage errors
+(unknown options, an unknown learner, a bad ``--set`` key or value) exit 2 through click's own
+handling; data errors (any :class:`tagger.errors.TaggerError`, a missing or unreadable file, text
+that is not UTF-8) exit 1 with one line ``error: <message>`` on stderr and no traceback.
+
+Heavy modules (numpy, numba, the API) are imported inside the commands so that
+``tagger --help`` answers at once.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from tagger.console import (TaggerGroup, TrainProgress, check_features, check_output,
+                            check_plot, learner_settings, load_constraints, path_param,
+                            path_values, to_json)
+
+FORMAT_CHOICES = ("auto", "conll", "conllu", "inline", "tab", "text", "raw")
+
+
+@click.group(cls=TaggerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="tagger", prog_name="tagger")
+def cli() -> None:
+    """Sparse sequence tagging: L1-regularized max-margin Markov networks.
+
+    \b
+    tagger train corpora/sample_chunk.txt -o chunker.tgm --set epochs=10
+    tagger tag chunker.tgm input.txt > tagged.txt
+    tagger eval chunker.tgm test.txt
+    tagger inspect chunker.tgm --top 5
+    tagger learners
+    tagger path train.txt --dev dev.txt --values 1,3,10,30 --plot path.png
+    tagger path chunker.tgm --plot chosen.png
+    """
+
+
+def main() -> None:
+    """Entry point of the ``tagger`` console script."""
+    from tagger.console import run
+
+    run(cli)
+
+
+format_option = click.option(
+    "--format", "fmt", type=click.Choice(FORMAT_CHOICES), default="auto", show_default=True,
+    help="Corpus format; 'auto' guesses it from the file's first lines.")
+
+label_column_option = click.option(
+    "--label-column", type=int, default=None,
+    help="Label column of CoNLL files (negative counts from the end)  [default: -1]")
+conllu_label_option = click.option(
+    "--conllu-label", type=click.Choice(["upos", "xpos"]), default=None,
+    help="CoNLL-U field holding the labels: upos (universal tags) or xpos (the treebank's own)  "
+         "[default: upos for training; tag and eval use the model's]")
+seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+fields_option = click.option(
+    "--fields", default=None, metavar="F1,F2,...,LABEL",
+    help="For datasets (hf:NAME, *.parquet, *.jsonl, hf:conll:FILE) and spaCy DocBin (.spacy) "
+         "input: the columns the features read, then the label column, e.g. "
+         "tokens,pos_tags,chunk_tags or words,tag,spans:chunks  [default: tokens and every "
+         "other list column; the label last]")
+
+
+def _print_learners() -> None:
+    from tagger.learners import DEFAULT_LEARNER, LEARNERS
+    from tagger.reports import learners_text
+
+    click.echo(learners_text(LEARNERS, DEFAULT_LEARNER))
+
+
+def _list_learners_callback(ctx: click.Context, param, value) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    _print_learners()
+    ctx.exit(0)
+
+
+@cli.command("learners")
+def learners_cmd() -> None:
+    """List every learner with its parameter table (name, default, range, help)."""
+    _print_learners()
+
+
+@cli.command("train")
+@click.argument("train_files", metavar="TRAIN...", nargs=-1, required=True,
+                type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "model_path", required=True, type=click.Path(dir_okay=False),
+              help="Model file to write (atomically).")
+@format_option
+@label_column_option
+@conllu_label_option
+@click.option("--features", default=None, metavar="PRESET|FILE",
+              help="Feature preset (chunk, pos, citation) or TOML file  [default: chunk for "
+                   "CoNLL files with two input columns, citation for inline/tab, pos otherwise]")
+@click.option("--learner", default=None, metavar="NAME",
+              help="Learner (see 'tagger learners'), or auto: train m3n-owlqn and crf-l1, "
+                   "each with its chosen strength, and keep the better on dev  "
+                   "[default: m3n-subgradient]")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+              help="A learner parameter, e.g. --set radius=500 --set epochs=10 (repeatable).")
+@click.option("--dev", "dev_file", default=None, type=click.Path(dir_okay=False),
+              help="Labeled dev file scored after every epoch.")
+@seed_option
+@fields_option
+@click.option("--unlabeled", "unlabeled_file", default=None, type=click.Path(dir_okay=False),
+              help="Unlabeled sentences for a semi-supervised learner (read in batches; "
+                   "implies --learner ssvm-annealing unless another is given).")
+@click.option("--constraints", "constraints_file", default=None,
+              type=click.Path(dir_okay=False),
+              help="Constraint file (TOML, see constraints/README.md) the imputed labels of "
+                   "the unlabeled sentences should meet.")
+@click.option("--test", "test_file", default=None, type=click.Path(dir_okay=False),
+              help="Labeled file scored along training for the trace only (never used to "
+                   "choose anything).")
+@click.option("--no-select", is_flag=True,
+              help="Train at the learner's default regularization strength instead of "
+                   "choosing it (by default a path over the strength is scored on --dev, or "
+                   "without --dev on a held-out tenth of TRAIN, and the best is kept; --set "
+                   "of the strength also fixes it).")
+@click.option("--max-seconds", type=click.FloatRange(min=0), default=0, show_default=True,
+              help="Time budget of the choice: no new point of the path starts after this many "
+                   "seconds of training, and the best so far is kept (0: no limit).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines and no summary.")
+@click.option("--list-learners", is_flag=True, is_eager=True, expose_value=False,
+              callback=_list_learners_callback, help="List the learners and their parameters.")
+def train_cmd(train_files, model_path, fmt, label_column, conllu_label, features, learner,
+              settings, dev_file, seed, no_select, max_seconds, quiet, fields, unlabeled_file,
+              constraints_file, test_file) -> None:
+    """Train a tagger on the TRAIN files (concatenated) and save it to MODEL.
+
+    TRAIN may also be a Hugging Face dataset (hf:eriktks/conll2000, with ?split=...&revision=
+    ...&config=...), local files read by datasets' loaders (*.parquet, *.jsonl, *.arrow,
+    hf:conll:FILE) or a spaCy DocBin (*.spacy); see --fields.
+
+    \b
+    Semi-supervised, with domain constraints:
+    tagger train LABELED... --unlabeled FILE --constraints FILE --dev FILE -o MODEL
+    """
+    from tagger.learners import DEFAULT_LEARNER
+
+    learner = learner or ("ssvm-annealing" if unlabeled_file else DEFAULT_LEARNER)
+    params = learner_settings(learner, settings)
+    check_output(model_path, [*train_files, dev_file, test_file, unlabeled_file, constraints_file])
+    cset = load_constraints(constraints_file)
+    if cset is not None and unlabeled_file is None:
+        raise click.UsageError("--constraints in training needs --unlabeled FILE (the "
+                               "constraints guide the labels imputed to unlabeled text)")
+    from tagger.api import Tagger
+    from tagger.io import gc_paused
+    from tagger.io.sources import default_preset, open_labeled, open_many_labeled, open_unlabeled
+    from tagger.reports import train_summary
+
+    read = dict(format=fmt, label_column=label_column, fields=fields, conllu_label=conllu_label)
+    with gc_paused():
+        train = open_many_labeled(train_files, **read)
+        dev = open_labeled(dev_file, **read) if dev_file else None
+        test = open_labeled(test_file, **read) if test_file else None
+    tagger = Tagger(features=check_features(features) or default_preset(train), learner=learner,
+                    params=params, seed=seed, select=not no_select, max_seconds=max_seconds)
+    with TrainProgress(quiet):
+        unlabeled = open_unlabeled(unlabeled_file, fmt) if unlabeled_file else None
+        tagger.fit(train, dev=dev, unlabeled=unlabeled, constraints=cset, test=test,
+                   progress=None if quiet else _unlabeled_progress)
+    size = tagger.save(model_path)
+    if not quiet:
+        click.echo(train_summary(tagger, model_path, size), err=True)
+
+
+def _unlabeled_progress(row: dict) -> None:
+    if "unlabeled_read" in row:
+        click.echo(f"read {row['unlabeled_read']} unlabeled sentences", err=True)
+
+
+@cli.command("path")
+@click.argument("train_file", metavar="TRAIN|MODEL", type=click.Path(dir_okay=False))
+@click.option("--dev", "dev_file", default=None, type=click.Path(dir_okay=False),
+              help="Labeled dev file scored at every value (required with TRAIN).")
+@click.option("--values", "values_text", default=None, metavar="V1,V2,...",
+              help="Values of the regularization parameter, in the order trained "
+                   "(e.g. from dense to sparse: --values 1,3,10,30; required with TRAIN).")
+@click.option("--param", default=None, metavar="NAME",
+              help="The parameter varied  [default: the learner's strength: radius for "
+                   "m3n-subgradient, c1 for crf-l1, lambda for m3n-em, C for m3n-l2, ...]")
+@format_option
+@label_column_option
+@conllu_label_option
+@click.option("--features", default=None, metavar="PRESET|FILE",
+              help="Feature preset or TOML file  [default: as for train]")
+@click.option("--learner", default=None, metavar="NAME",
+              help="Learner (see 'tagger learners')  [default: the default learner]")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+              help="Other learner parameters (repeatable).")
+@seed_option
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as one JSON list.")
+@click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
+              help="Write a picture of dev score and non-zero weights against the parameter "
+                   "(PNG/SVG/PDF; needs matplotlib).")
+@click.option("-o", "--output", "model_path", default=None, type=click.Path(dir_okay=False),
+              help="Also save the model of the last value.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
+def path_cmd(train_file, dev_file, values_text, param, fmt, label_column, conllu_label,
+             features, learner, settings, seed, as_json, plot_path, model_path, quiet) -> None:
+    """Regularization path: train on TRAIN once per value (warm starts), score on --dev.
+
+    Given a MODEL instead, print (and with --plot draw) the path its training chose on."""
+    from tagger.learners import DEFAULT_LEARNER
+
+    if _is_model_file(train_file):
+        return _stored_path(train_file, dev_file, values_text, plot_path, as_json)
+    for value, name in ((dev_file, "--dev"), (values_text, "--values")):
+        if value is None:
+            raise click.UsageError(f"Missing option '{name}' (needed to train a path on "
+                                   f"TRAIN; a saved MODEL shows the path it was chosen on)")
+
+    learner = learner or DEFAULT_LEARNER
+    params = learner_settings(learner, settings)
+    values = path_values(values_text)
+    param = path_param(learner, params, param, values)
+    check_output(model_path, [train_file, dev_file])
+    check_plot(plot_path, [train_file, dev_file, model_path])
+    from tagger.api import Tagger
+    from tagger.io import gc_paused
+    from tagger.io.sources import default_preset, open_labeled
+    from tagger.reports import path_table
+
+    with gc_paused():
+        train = open_labeled(train_file, fmt, label_column, conllu_label=conllu_label)
+        dev = open_labeled(dev_file, fmt, label_column, conllu_label=conllu_label)
+    tagger = Tagger(features=check_features(features) or default_preset(train), learner=learner,
+                    params=params, seed=seed)
+    with TrainProgress(quiet or as_json):
+        rows = tagger.path(train, dev, values, param=param)
+    click.echo(to_json(rows) if as_json else path_table(rows, param))
+    if plot_path:
+        from tagger.plots import plot_path as draw
+
+        draw(rows, plot_path, title=f"{learner} on {os.path.basename(train_file)}")
+        if not as_json:
+            click.echo(f"picture: {plot_path}", err=True)
+    if model_path:
+        tagger.save(model_path)
+
+
+def _is_model_file(path: str) -> bool:
+    """Model files are zip archives; no corpus starts with a zip signature."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False   # reading it as a corpus reports the problem
+
+
+def _stored_path(model_path, dev_file, values_text, plot_path, as_json) -> None:
+    """``tagger path MODEL``: the path stored in a model by ``tagger train`` or ``tagger path``."""
+    from tagger.api import Tagger
+    from tagger.errors import TaggerError
+    from tagger.reports import path_table
+
+    if dev_file is not None or values_text is not None:
+        raise click.UsageError("--dev and --values train a path on a TRAIN file; a MODEL "
+                               "only shows the path stored in it")
+    check_plot(plot_path, [model_path])
+    info = Tagger.load(model_path).info_
+    stored = info.get("selection") or ({"rows": info["path"]} if info.get("path") else None)
+    if not stored or not stored.get("rows"):
+        raise TaggerError(f"{model_path} holds no regularization path: it was trained at a set "
+                          f"strength (--set or --no-select); train without them, or run "
+                          f"tagger path TRAIN --dev DEV --values ...")
+    rows = stored["rows"]
+    click.echo(to_json(stored) if as_json else path_table(rows, rows[0]["param"]))
+    if plot_path:
+        from tagger.plots import plot_path as draw
+
+        draw(rows, plot_path, title=f"{info.get('learner', '')}: {os.path.basename(model_path)}")
+        if not as_json:
+            click.echo(f"picture: {plot_path}", err=True)
+
+
+@cli.group("constraints", cls=TaggerGroup)
+def constraints_group() -> None:
+    """Constraint files (TOML; see constraints/README.md)."""
+
+
+@constraints_group.command("check")
+@click.argument("constraints_file", metavar="FILE", type=click.Path(dir_okay=False))
+@click.argument("data_files", metavar="[DATA]...", nargs=-1, type=click.Path(dir_okay=False))
+@format_option
+@label_column_option
+@conllu_label_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def constraints_check_cmd(constraints_file, data_files, fmt, label_column, conllu_label,
+                          as_json) -> None:
+    """Check FILE without a model: every mistake in it, then, on labeled DATA, the labels it
+    names that the data never use (with suggestions), the data's labels it never names, and how
+    often the gold labels break each rule."""
+    from tagger.constraints.check import check, check_text
+    from tagger.io import gc_paused
+    from tagger.io.sources import open_many_labeled
+
+    cset = load_constraints(constraints_file)
+    if not data_files:
+        click.echo(f"{constraints_file}: valid; {len(cset.rules)} rules over the labels "
+                   f"{', '.join(cset.labels)} (give labeled DATA to check them against it)")
+        return
+    with gc_paused():
+        sentences = open_many_labeled(data_files, format=fmt, label_column=label_column,
+                                      conllu_label=conllu_label)
+    report = check(cset, sentences)
+    click.echo(to_json(report) if as_json else check_text(report))
+
+
+@cli.command("tag")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.argument("input_path", metavar="[INPUT]", default="-", required=False)
+@click.option("-o", "--output", "output_path", default="-", metavar="OUTPUT",
+              help="Output file  [default: standard output]")
+@format_option
+@click.option("--label-column", type=int, default=None, metavar="N",
+              help="CoNLL column holding (gold) labels to replace by the predictions  "
+                   "[default: the last field when a line has one field more than the model "
+                   "reads]")
+@conllu_label_option
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Cores to use. 1 tags in this process on one thread; N > 1 streams the "
+                   "input through N worker processes in blocks (constant memory, output in the "
+                   "input's order), or, where the input cannot be cut into blocks (--marginals, "
+                   "--constraints, inline format), decodes on N threads.")
+@click.option("--marginals", is_flag=True,
+              help="CRF models: after each token's predicted label, print P(label | sentence) "
+                   "for every label as LABEL:PROB fields (one token per line, CoNLL-style, "
+                   "whatever the input format). Max-margin models are refused: their scores "
+                   "are not probabilities.")
+@click.option("--constraints", "constraints_file", default=None, type=click.Path(dir_okay=False),
+              help="Decode under this constraint file: hard rules enforced (exactly where "
+                   "an expanded-state Viterbi can), soft ones weighed in by label switching.")
+def tag_cmd(model_path, input_path, output_path, fmt, label_column, conllu_label, jobs,
+            marginals, constraints_file) -> None:
+    """Tag INPUT (default: standard input) with MODEL, in the input's own format.
+
+    CoNLL input may carry a label column (one field more than the model reads, or the one
+    --label-column names): it is replaced by the prediction; otherwise the prediction is
+    appended as the last field.
+    """
+    check_output(output_path, [model_path, input_path])
+    cset = load_constraints(constraints_file)
+    from tagger.tagging import tag_file
+
+    tag_file(model_path, input_path, output_path, fmt, label_column, jobs, marginals, cset,
+             conllu_label)
+
+
+@cli.command("eval")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.argument("test_path", metavar="TEST", type=click.Path(dir_okay=False))
+@format_option
+@click.option("--label-column", type=int, default=None, metavar="N",
+              help="Label column of CoNLL files (negative counts from the end)  [default: -1]")
+@conllu_label_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@fields_option
+@click.option("--constraints", "constraints_file", default=None, type=click.Path(dir_okay=False),
+              help="Also report how often each constraint of this file is violated by the "
+                   "gold labels and by the predictions.")
+@click.option("--decode-constraints", is_flag=True,
+              help="Score predictions made under --constraints (constrained decoding).")
+def eval_cmd(model_path, test_path, fmt, label_column, conllu_label, as_json, fields,
+             constraints_file, decode_constraints) -> None:
+    """Score MODEL on the labeled TEST file: accuracy, precision, recall, F1.
+
+    Chunk-level scores (conlleval) when the labels are B-/I- tags, per-label scores otherwise.
+    """
+    from tagger.api import Tagger
+    from tagger.io.sources import open_labeled
+    from tagger.metrics import format_report
+    from tagger.reports import constraint_table
+
+    cset = load_constraints(constraints_file)
+    if cset is None and decode_constraints:
+        raise click.UsageError("--decode-constraints needs --constraints FILE")
+    tagger = Tagger.load(model_path)
+    test = open_labeled(test_path, fmt, label_column, fields,
+                        conllu_label or tagger.conllu_label_)
+    decode_under = cset if decode_constraints else None
+    metrics = tagger.evaluate(test, constraints=decode_under)
+    if cset is not None:
+        pred = tagger.predict(test, constraints=decode_under)
+        metrics["constraints"] = tagger.constraint_report(test, cset, predictions=pred)
+    if as_json:
+        click.echo(to_json(metrics))
+        return
+    click.echo(format_report(metrics))
+    if metrics.get("unknown_labels"):
+        click.echo("labels the model never saw in training (always wrong): "
+                   + ", ".join(metrics["unknown_labels"]))
+    if cset is not None:
+        click.echo(constraint_table(metrics["constraints"]))
+
+
+@cli.command("inspect")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="Features shown per label.")
+@click.option("--json", "as_json", is_flag=True, help="Print Tagger.inspect() as JSON.")
+def inspect_cmd(model_path, top, as_json) -> None:
+    """Show MODEL's sizes, labels, strongest features per label and transition weights."""
+    from tagger.api import Tagger
+    from tagger.reports import inspect_text
+
+    report = Tagger.load(model_path).inspect(top)
+    click.echo(to_json(report) if as_json else inspect_text(report, top))
+
+
+@cli.command("trace")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
+              help="Also draw dev (and test) accuracy along training as a PNG (needs "
+                   "matplotlib).")
+@click.option("--json", "as_json", is_flag=True, help="Print the trace rows as JSON.")
+def trace_cmd(model_path, plot_path, as_json) -> None:
+    """Print the training trace saved in MODEL (per epoch or annealing step: objective, dev
+    and test scores; the row the model was chosen from is marked)."""
+    from tagger.api import Tagger
+    from tagger.plots import plot_trace
+    from tagger.trace import format_trace
+
+    check_plot(plot_path, [model_path])
+    rows = Tagger.load(model_path).trace_
+    click.echo(to_json(rows) if as_json else format_trace(rows))
+    if plot_path is not None:
+        plot_trace(rows, plot_path)
+        click.echo(f"drew {plot_path}", err=True)
+
+
+if __name__ == "__main__":
+    main()
