@@ -580,6 +580,7 @@ class Tagger:
             "params": self.info_.get("params", {}),
             "selection": self.info_.get("selection"),
             "learner_choice": self.info_.get("learner_choice"),
+            "config": self.info_.get("config"),
             "top_features": per_label,
             "transitions": {a: {b: float(trans[i, j]) for j, b in enumerate(names)}
                             for i, a in enumerate(names)},

@@ -20,6 +20,8 @@ from tagger.console import (TaggerGroup, TrainProgress, check_features, check_ou
                             path_values, to_json)
 
 FORMAT_CHOICES = ("auto", "conll", "conllu", "inline", "tab", "text", "raw")
+#: shown in --help without importing the learners (tests check it is DEFAULT_LEARNER)
+DEFAULT_LEARNER_NAME = "m3n-subgradient"
 
 
 @click.group(cls=TaggerGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -86,10 +88,16 @@ def learners_cmd() -> None:
 
 
 @cli.command("train")
-@click.argument("train_files", metavar="TRAIN...", nargs=-1, required=True,
-                type=click.Path(dir_okay=False))
-@click.option("-o", "--output", "model_path", required=True, type=click.Path(dir_okay=False),
-              help="Model file to write (atomically).")
+@click.argument("train_files", metavar="[TRAIN]...", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "model_path", default=None, type=click.Path(dir_okay=False),
+              help="Model file to write (atomically); needed unless the --config file names it.")
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
+              help="Training configuration (TOML, see 'tagger init-config'); the other options "
+                   "given override it.")
+@click.option("--config-from", "config_model", default=None, type=click.Path(dir_okay=False),
+              metavar="MODEL", help="Train again with the configuration stored in MODEL (its "
+                                    "data, features, learner, parameters and seed); the other "
+                                    "options given override it.")
 @format_option
 @label_column_option
 @conllu_label_option
@@ -99,7 +107,7 @@ def learners_cmd() -> None:
 @click.option("--learner", default=None, metavar="NAME",
               help="Learner (see 'tagger learners'), or auto: train m3n-owlqn and crf-l1, "
                    "each with its chosen strength, and keep the better on dev  "
-                   "[default: m3n-subgradient]")
+                   f"[default: {DEFAULT_LEARNER_NAME}]")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
               help="A learner parameter, e.g. --set radius=500 --set epochs=10 (repeatable).")
 @click.option("--dev", "dev_file", default=None, type=click.Path(dir_okay=False),
@@ -127,9 +135,7 @@ def learners_cmd() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines and no summary.")
 @click.option("--list-learners", is_flag=True, is_eager=True, expose_value=False,
               callback=_list_learners_callback, help="List the learners and their parameters.")
-def train_cmd(train_files, model_path, fmt, label_column, conllu_label, features, learner,
-              settings, dev_file, seed, no_select, max_seconds, quiet, fields, unlabeled_file,
-              constraints_file, test_file) -> None:
+def train_cmd(config_file, config_model, settings, quiet, **options) -> None:
     """Train a tagger on the TRAIN files (concatenated) and save it to MODEL.
 
     TRAIN may also be a Hugging Face dataset (hf:eriktks/conll2000, with ?split=...&revision=
@@ -139,14 +145,31 @@ def train_cmd(train_files, model_path, fmt, label_column, conllu_label, features
     \b
     Semi-supervised, with domain constraints:
     tagger train LABELED... --unlabeled FILE --constraints FILE --dev FILE -o MODEL
+    \b
+    From a configuration file (every setting; 'tagger init-config' writes one):
+    tagger train --config train.toml [--seed 3 ...]
     """
+    cfg, source = resolved_config(config_file, config_model, options)
+    data, run = cfg["data"], cfg["model"]
+    if config_model and not options["model_path"]:
+        raise click.UsageError("--config-from trains a new model: give it -o NEW")
+    if not data["train"]:
+        raise click.UsageError("no training data: give TRAIN files or [data] train in --config")
+    if not run["output"]:
+        raise click.UsageError("no model file: give -o MODEL or [model] output in --config")
+    from tagger import training_config
     from tagger.learners import DEFAULT_LEARNER
 
-    learner = learner or ("ssvm-annealing" if unlabeled_file else DEFAULT_LEARNER)
-    params = learner_settings(learner, settings)
-    check_output(model_path, [*train_files, dev_file, test_file, unlabeled_file, constraints_file])
-    cset = load_constraints(constraints_file)
-    if cset is not None and unlabeled_file is None:
+    optional = {k: v or None for k, v in data.items() if k != "train"}
+    learner = run["learner"] or ("ssvm-annealing" if optional["unlabeled"] else DEFAULT_LEARNER)
+    learner_settings(learner, ())   # an unknown learner is a usage error
+    params = learner_settings(learner, settings) if source is None else \
+        training_config.learner_params(cfg, learner, source)
+    model_path = run["output"]
+    check_output(model_path, [*data["train"], optional["dev"], optional["test"],
+                              optional["unlabeled"], optional["constraints"]])
+    cset = load_constraints(optional["constraints"])
+    if cset is not None and optional["unlabeled"] is None:
         raise click.UsageError("--constraints in training needs --unlabeled FILE (the "
                                "constraints guide the labels imputed to unlabeled text)")
     from tagger.api import Tagger
@@ -154,20 +177,82 @@ def train_cmd(train_files, model_path, fmt, label_column, conllu_label, features
     from tagger.io.sources import default_preset, open_labeled, open_many_labeled, open_unlabeled
     from tagger.reports import train_summary
 
-    read = dict(format=fmt, label_column=label_column, fields=fields, conllu_label=conllu_label)
+    read = dict(format=data["format"], label_column=data["label_column"],
+                fields=optional["fields"], conllu_label=data["conllu_label"])
     with gc_paused():
-        train = open_many_labeled(train_files, **read)
-        dev = open_labeled(dev_file, **read) if dev_file else None
-        test = open_labeled(test_file, **read) if test_file else None
-    tagger = Tagger(features=check_features(features) or default_preset(train), learner=learner,
-                    params=params, seed=seed, select=not no_select, max_seconds=max_seconds)
+        train = open_many_labeled(data["train"], **read)
+        dev = open_labeled(optional["dev"], **read) if optional["dev"] else None
+        test = open_labeled(optional["test"], **read) if optional["test"] else None
+    features = check_features(run["features"] or None) or default_preset(train)
+    tagger = Tagger(features=features, learner=learner, params=params, seed=run["seed"],
+                    select=run["select"], max_seconds=run["max_seconds"])
     with TrainProgress(quiet):
-        unlabeled = open_unlabeled(unlabeled_file, fmt) if unlabeled_file else None
+        unlabeled = (open_unlabeled(optional["unlabeled"], data["format"])
+                     if optional["unlabeled"] else None)
         tagger.fit(train, dev=dev, unlabeled=unlabeled, constraints=cset, test=test,
                    progress=None if quiet else _unlabeled_progress)
+    stored = dict(cfg, model=dict(run, features=features))
+    tagger.info_["config"] = training_config.for_model(stored, learner, params, run["select"])
     size = tagger.save(model_path)
     if not quiet:
         click.echo(train_summary(tagger, model_path, size), err=True)
+
+
+def resolved_config(config_file, config_model, options: dict) -> tuple[dict, str | None]:
+    """The settings of a training run: the defaults, under the --config file or the
+    --config-from model's configuration, under the options given on the command line. Also
+    the configuration's source (None when there is none: --set then carries the parameters)."""
+    from click.core import ParameterSource
+
+    from tagger import training_config
+
+    ctx = click.get_current_context()
+    given = {name: value for name, value in options.items()
+             if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE}
+    if config_file and config_model:
+        raise click.UsageError("give --config FILE or --config-from MODEL, not both")
+    settings = ctx.params["settings"]
+    if config_file:
+        cfg, source = training_config.read(config_file), config_file
+    elif config_model:
+        cfg, source = training_config.from_model(config_model), config_model
+    else:
+        cfg, source = training_config.defaults(), None
+    if source is not None and settings:
+        learner = given.get("learner") or cfg["model"]["learner"]
+        from tagger.learners import DEFAULT_LEARNER
+
+        settings = learner_settings(learner or DEFAULT_LEARNER, settings)
+    else:
+        settings = {}
+    return training_config.merge(cfg, given, settings), source
+
+
+@cli.command("init-config")
+@click.argument("output", metavar="FILE", default="-", required=False)
+@click.option("--task", type=click.Choice(sorted(("chunk", "pos", "citation"))), default=None,
+              help="Fill in the sample corpus shipped in corpora/ for this task and its "
+                   "feature preset (without it the data paths are left empty).")
+@click.option("--learner", default=None, metavar="NAME",
+              help="The learner whose parameter table [params] lists  "
+                   f"[default: {DEFAULT_LEARNER_NAME}]")
+def init_config_cmd(output, task, learner) -> None:
+    """Write a training configuration (TOML) with every setting and its default to FILE
+    (default: standard output); train with 'tagger train --config FILE'."""
+    from pathlib import Path
+
+    from tagger import training_config
+    from tagger.io.atomic import atomic_text_output
+
+    if learner:
+        learner_settings(learner, ())
+    directory = Path(output).resolve().parent if output != "-" else Path.cwd()
+    cfg = training_config.for_task(task, learner, directory)
+    check_output(output, [])
+    with atomic_text_output(output) as out:
+        out.write(training_config.to_toml(cfg, learner or ""))
+    if output != "-":
+        click.echo(f"wrote {output}; train with: tagger train --config {output}", err=True)
 
 
 def _unlabeled_progress(row: dict) -> None:

@@ -37,6 +37,11 @@ class UnknownLabelError(TaggerError, ValueError):
     """A label that the model does not know."""
 
 
+class ConfigError(TaggerError, ValueError):
+    """A training configuration file (``tagger train --config``) is invalid. The message names
+    the file and the TOML key path."""
+
+
 class ParameterError(TaggerError, ValueError):
     """A learner or featurizer parameter is out of its allowed range."""
 

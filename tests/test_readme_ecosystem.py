@@ -1,4 +1,5 @@
-"""Every snippet of the README's "spaCy and Hugging Face datasets" section runs.
+"""Every marked snippet of the README runs (the "spaCy and Hugging Face datasets" section's, the
+configuration files').
 
 A fenced block preceded by ``<!-- ecosystem-test -->`` must succeed; one preceded by
 ``<!-- ecosystem-test: offline -->`` needs the Hugging Face hub, so it runs with the hub's
