@@ -20,6 +20,7 @@ from tagger.console import (TaggerGroup, TrainProgress, check_features, check_ou
                             path_values, to_json)
 
 FORMAT_CHOICES = ("auto", "conll", "conllu", "inline", "tab", "text", "raw")
+OUTPUT_FORMATS = ("jsonl", "conll", "tab", "text")   # tagger.io.formats.OUTPUT_FORMATS
 #: shown in --help without importing the learners (tests check it is DEFAULT_LEARNER)
 DEFAULT_LEARNER_NAME = "m3n-subgradient"
 
@@ -133,9 +134,11 @@ def learners_cmd() -> None:
               help="Time budget of the choice: no new point of the path starts after this many "
                    "seconds of training, and the best so far is kept (0: no limit).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines and no summary.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the summary as one JSON object on standard output.")
 @click.option("--list-learners", is_flag=True, is_eager=True, expose_value=False,
               callback=_list_learners_callback, help="List the learners and their parameters.")
-def train_cmd(config_file, config_model, settings, quiet, **options) -> None:
+def train_cmd(config_file, config_model, settings, quiet, as_json, **options) -> None:
     """Train a tagger on the TRAIN files (concatenated) and save it to MODEL.
 
     TRAIN may also be a Hugging Face dataset (hf:eriktks/conll2000, with ?split=...&revision=
@@ -175,7 +178,7 @@ def train_cmd(config_file, config_model, settings, quiet, **options) -> None:
     from tagger.api import Tagger
     from tagger.io import gc_paused
     from tagger.io.sources import default_preset, open_labeled, open_many_labeled, open_unlabeled
-    from tagger.reports import train_summary
+    from tagger.reports import train_record, train_summary
 
     read = dict(format=data["format"], label_column=data["label_column"],
                 fields=optional["fields"], conllu_label=data["conllu_label"])
@@ -194,7 +197,9 @@ def train_cmd(config_file, config_model, settings, quiet, **options) -> None:
     stored = dict(cfg, model=dict(run, features=features))
     tagger.info_["config"] = training_config.for_model(stored, learner, params, run["select"])
     size = tagger.save(model_path)
-    if not quiet:
+    if as_json:
+        click.echo(to_json(train_record(tagger, model_path, size)))
+    elif not quiet:
         click.echo(train_summary(tagger, model_path, size), err=True)
 
 
@@ -422,20 +427,27 @@ def constraints_check_cmd(constraints_file, data_files, fmt, label_column, conll
 @click.option("--constraints", "constraints_file", default=None, type=click.Path(dir_okay=False),
               help="Decode under this constraint file: hard rules enforced (exactly where "
                    "an expanded-state Viterbi can), soft ones weighed in by label switching.")
+@fields_option
+@click.option("--output-format", type=click.Choice(("auto", *OUTPUT_FORMATS)), default="auto",
+              show_default=True,
+              help="auto: the input's format (JSON lines for datasets and DocBins); jsonl: one "
+                   "JSON object per sentence, its columns and 'predicted' (and 'marginals').")
 def tag_cmd(model_path, input_path, output_path, fmt, label_column, conllu_label, jobs,
-            marginals, constraints_file) -> None:
+            marginals, constraints_file, fields, output_format) -> None:
     """Tag INPUT (default: standard input) with MODEL, in the input's own format.
 
     CoNLL input may carry a label column (one field more than the model reads, or the one
     --label-column names): it is replaced by the prediction; otherwise the prediction is
-    appended as the last field.
+    appended as the last field. Text (one sentence per line) comes back as one sentence per
+    line of token/LABEL. INPUT may be any source train reads: hf:NAME, *.parquet, *.jsonl,
+    *.arrow, a spaCy DocBin (*.spacy); see --fields.
     """
     check_output(output_path, [model_path, input_path])
     cset = load_constraints(constraints_file)
     from tagger.tagging import tag_file
 
     tag_file(model_path, input_path, output_path, fmt, label_column, jobs, marginals, cset,
-             conllu_label)
+             conllu_label, fields, output_format)
 
 
 @cli.command("eval")

@@ -79,6 +79,19 @@ def train_summary(tagger, model_path: str, size: int) -> str:
         + f"saved {model_path} ({size_text(size)})")
 
 
+def train_record(tagger, model_path: str, size: int) -> dict:
+    """What ``tagger train --json`` prints: the same facts as :func:`train_summary`."""
+    info = tagger.info_
+    return {"model": model_path, "model_bytes": size, "learner": info["learner"],
+            "features": tagger.featurizer_.spec.name, "params": info.get("params", {}),
+            "n_train_sentences": info["n_train_sentences"],
+            "n_train_tokens": info["n_train_tokens"], "n_params": info["n_params"],
+            "n_nonzero": info["n_nonzero"], "labels": list(tagger.labels_.labels),
+            "final": info.get("final", {}),
+            "seconds": round(info.get("featurize_seconds", 0) + info.get("train_seconds", 0), 3),
+            "selection": info.get("selection"), "learner_choice": info.get("learner_choice")}
+
+
 def selection_text(sel: dict | None) -> str:
     """The path training chose the regularization on, and the choice ('' without one)."""
     if not sel:

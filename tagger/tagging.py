@@ -8,11 +8,13 @@ import contextlib
 import itertools
 
 from tagger.api import TAG_BATCH, Tagger
-from tagger.errors import TaggerError
+from tagger.errors import CorpusFormatError, TaggerError
 from tagger.io import gc_paused, read_corpus, sniff_format, write_corpus
 from tagger.io.atomic import atomic_text_output
+from tagger.io.jsonl import write_jsonl
 from tagger.io.marginals import write_marginals
-from tagger.io.sources import conll_separator, display_name, peek, without_gold
+from tagger.io.sources import (conll_separator, display_name, is_record_source,
+                               open_unlabeled, peek, without_gold)
 
 
 def use_threads(jobs: int) -> None:
@@ -25,7 +27,8 @@ def use_threads(jobs: int) -> None:
 
 def tag_file(model_path: str, input_path: str = "-", output_path: str = "-",
              format: str = "auto", label_column: int | None = None, jobs: int = 1,
-             marginals: bool = False, constraints=None, conllu_label: str | None = None) -> None:
+             marginals: bool = False, constraints=None, conllu_label: str | None = None,
+             fields=None, output_format: str = "auto") -> None:
     """Tag ``input_path`` (``-``: standard input) with the model file ``model_path`` into
     ``output_path`` (``-``: standard output; a file is replaced atomically).
 
@@ -34,8 +37,14 @@ def tag_file(model_path: str, input_path: str = "-", output_path: str = "-",
     appended as the last field. ``marginals`` writes every label's probability after the
     prediction (CRF models only); ``constraints`` (a :class:`~tagger.constraints.ConstraintSet`)
     decodes under its rules. CoNLL-U predictions go to ``conllu_label`` (``upos`` or ``xpos``;
-    by default the field the model was trained on). With ``jobs`` > 1 the input is tagged by worker processes in
-    blocks where it can be cut into blocks, else on ``jobs`` threads."""
+    by default the field the model was trained on). With ``jobs`` > 1 the input is tagged by
+    worker processes in blocks where it can be cut into blocks, else on ``jobs`` threads.
+
+    Datasets (``hf:NAME``, parquet, JSON lines, arrow) and spaCy DocBins are read through the
+    same sources as training (``fields``: the model's input columns; default: the first
+    columns of the source's default fields) and streamed; their output is JSON lines.
+    ``output_format`` (``auto``: the input's format) may ask for ``jsonl``, ``conll``, ``tab``
+    or ``text`` instead."""
     tagger = Tagger.load(model_path)
     if constraints is not None:
         constraints = tagger.compile_constraints(constraints)  # labels checked before input is read
@@ -43,10 +52,19 @@ def tag_file(model_path: str, input_path: str = "-", output_path: str = "-",
         raise TaggerError(f"--marginals needs a CRF model; {model_path} was trained by "
                           f"{tagger.info_.get('learner', 'an unknown learner')}, a max-margin "
                           "learner whose scores are not probabilities")
+    spec = tagger.featurizer_.spec
+    write = {"format": output_format, "names": _names(fields, spec)}
+    if is_record_source(input_path):
+        write["names"] = _names(fields, None)   # else the fields the source was read with
+        use_threads(jobs)
+        sentences = _first_columns(open_unlabeled(input_path, fields=fields), spec,
+                                   display_name(input_path))
+        write["format"] = "jsonl" if output_format == "auto" else output_format
+        _write_predictions(tagger, sentences, output_path, constraints, marginals, write, " ")
+        return
     read = {"label": conllu_label or tagger.conllu_label_}
     source, head = peek(input_path)
     sep = conll_separator(head)
-    spec = tagger.featurizer_.spec
     if format == "auto" and spec.n_columns > 1:
         # text holds one column: input for a model that reads more is a CoNLL file, and
         # reading it as one reports its bad line instead of a missing column
@@ -55,27 +73,57 @@ def tag_file(model_path: str, input_path: str = "-", output_path: str = "-",
     use_threads(jobs)
     if jobs > 1 and not marginals and constraints is None and _tag_in_parallel(
             tagger, model_path, input_path, source, head, output_path, format, label_column,
-            jobs, sep, read):
+            jobs, sep, read, write):
         return
     if label_column is None:
         sentences = without_gold(read_corpus(source, format, labeled=False, **read),
                                  spec.n_columns, ", ".join(spec.columns), display_name(input_path))
     else:
         sentences = read_corpus(source, format, label_column=label_column, **read)
+    _write_predictions(tagger, sentences, output_path, constraints, marginals, write, sep)
+
+
+def _write_predictions(tagger, sentences, output_path, constraints, marginals, write: dict,
+                       sep: str) -> None:
+    """Decode ``sentences`` in batches into ``output_path``: in ``write["format"]``
+    (``auto``: the format they were read from), marginals as their own layout or in JSON."""
     it = iter(sentences)
+    names = tagger.labels_.labels
     with atomic_text_output(output_path) as out, gc_paused():
         for batch in iter(lambda: list(itertools.islice(it, TAG_BATCH)), []):
             p = tagger.predict_batch(batch, constraints, marginals=marginals)
-            if marginals:
-                write_marginals(out, batch, p.labels(tagger.labels_), p.marginal_list(),
-                                tagger.labels_.labels, sep)
+            labels = p.labels(tagger.labels_)
+            if marginals and write["format"] == "jsonl":
+                write_jsonl(out, batch, labels, write["names"], p.marginal_list(), names)
+            elif marginals:
+                write_marginals(out, batch, labels, p.marginal_list(), names, sep)
             else:
-                write_corpus(out, batch, p.labels(tagger.labels_), sep=sep)
+                write_corpus(out, batch, labels, sep=sep, **write)
         out.flush()
 
 
+def _names(fields, spec) -> list[str] | None:
+    """The names of the input columns in JSON output: ``fields`` as given, else the
+    feature specification's column names (None without one)."""
+    if isinstance(fields, str):
+        fields = [f.strip() for f in fields.split(",") if f.strip()]
+    return list(fields or (spec.columns if spec is not None else [])) or None
+
+
+def _first_columns(sentences, spec, name: str):
+    """Records read with every list column: the model reads the first ``n_columns``."""
+    need = spec.n_columns
+    for s in sentences:
+        if len(s.columns) < need:
+            raise CorpusFormatError(f"the model reads {need} column(s) ({', '.join(spec.columns)})"
+                                    f" but the input gives {len(s.columns)}; name them with "
+                                    f"--fields", name)
+        del s.columns[need:]
+        yield s
+
+
 def _tag_in_parallel(tagger, model_path, input_path, source, head, output_path, fmt,
-                     label_column, jobs, sep, read) -> bool:
+                     label_column, jobs, sep, read, write) -> bool:
     """Tag with worker processes; False for a format that cannot be cut into blocks."""
     from tagger.parallel import PARALLEL_FORMATS, tag_parallel
 
@@ -86,7 +134,7 @@ def _tag_in_parallel(tagger, model_path, input_path, source, head, output_path, 
         return False
     with atomic_text_output(output_path) as out, contextlib.ExitStack() as stack:
         stream = source if input_path == "-" else stack.enter_context(open(input_path, "rb"))
-        tag_parallel(model_path, stream, out, fmt, jobs, name, label_column, {"sep": sep},
+        tag_parallel(model_path, stream, out, fmt, jobs, name, label_column, dict(write, sep=sep),
                      tagger=tagger, read_options=read)
         out.flush()
     return True

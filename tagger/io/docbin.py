@@ -181,6 +181,7 @@ def read_docbin(path: str | os.PathLike, fields: Sequence[str] | str | None = No
     if labeled and len(fields) < 2:
         raise CorpusFormatError(f"fields {','.join(fields)} name no label; give the input "
                                 f"fields then the label, e.g. words,tag,spans:chunks", path)
+    inputs = fields[:-1] if labeled else fields   # named in JSON output
     for i, doc in enumerate(docs):
         for f in fields:
             if not has_field(doc, f):
@@ -197,4 +198,4 @@ def read_docbin(path: str | os.PathLike, fields: Sequence[str] | str | None = No
             if b > a:
                 yield Sentence([c[a:b] for c in sent.columns],
                                None if sent.labels is None else sent.labels[a:b],
-                               {"format": "conll"})
+                               {"format": "conll", "fields": inputs})

@@ -14,6 +14,7 @@ from tagger.io.streams import Prefixed, gc_paused, is_number, open_binary, sourc
 from tagger.io.columns import read_conll, read_tab, write_conll, write_tab
 from tagger.io.conllu import is_range_or_empty, read_conllu, write_conllu
 from tagger.io.inline import inline_tag, read_inline, write_inline
+from tagger.io.jsonl import write_jsonl
 from tagger.io.text import read_raw, read_text, write_raw, write_text
 
 
@@ -37,9 +38,12 @@ WRITERS: dict[str, Callable[..., None]] = {
     "tab": write_tab,
     "text": write_text,
     "raw": write_raw,
+    "jsonl": write_jsonl,   # output only: JSON lines input is read by datasets (tagger.io.hf)
 }
 #: the format names, in the order shown to users
 FORMATS: tuple[str, ...] = tuple(READERS)
+#: what ``tagger tag --output-format`` can write besides ``auto`` (the input's format)
+OUTPUT_FORMATS: tuple[str, ...] = ("jsonl", "conll", "tab", "text")
 
 _READER_OPTIONS = {
     "conll": ("label_column", "sep", "labeled"),
@@ -49,7 +53,7 @@ _READER_OPTIONS = {
     "text": (),
     "raw": (),
 }
-_WRITER_OPTIONS = {"conll": ("sep",), "conllu": ("label",)}
+_WRITER_OPTIONS = {"conll": ("sep",), "conllu": ("label",), "jsonl": ("names",)}
 
 
 def sniff_format(head: str, name: str = "") -> str:

@@ -282,6 +282,7 @@ def dataset_sentences(ds, fields: Sequence[str] | str | None = None, labeled: bo
             raise DatasetSourceError(f"{name}: column {f!r} holds {features[f]}, not one value "
                                      f"per token")
     view = ds.select_columns(fields) if hasattr(ds, "select_columns") else ds
+    inputs = fields[:-1] if labeled else fields   # named in JSON output
     row = 0
     for batch in view.iter(batch_size=batch_size):
         cols = [batch[f] for f in fields]
@@ -312,9 +313,9 @@ def dataset_sentences(ds, fields: Sequence[str] | str | None = None, labeled: bo
             if not n:
                 continue
             if labeled:
-                yield Sentence(seqs[:-1], seqs[-1], {"format": "conll"})
+                yield Sentence(seqs[:-1], seqs[-1], {"format": "conll", "fields": inputs})
             else:
-                yield Sentence(seqs, None, {"format": "conll"})
+                yield Sentence(seqs, None, {"format": "conll", "fields": inputs})
 
 
 def read_dataset(source, fields: Sequence[str] | str | None = None, labeled: bool = True,
@@ -383,8 +384,9 @@ def tag_dataset(tagger, ds, fields: Sequence[str] | str | None = None, output: s
 
     Runs ``ds.map(batched=True, num_proc=num_proc)``: every batch is featurized and decoded
     together, and with ``num_proc=N`` the shards are tagged by N processes and put back in
-    order. ``fields`` are the model's input columns (default: the first ``n_columns`` of the
-    default fields).
+    order. A streaming ``IterableDataset`` comes back as one too, tagged lazily as it is read.
+    ``fields`` are the model's input columns (default: the first ``n_columns`` of the default
+    fields).
     """
     tagger._check_fitted()
     features = _features_of(ds)
@@ -400,4 +402,10 @@ def tag_dataset(tagger, ds, fields: Sequence[str] | str | None = None, output: s
                                  f"but fields names {len(fields)}: {', '.join(fields)}")
     names = {f: _names_of(features[f]) for f in fields}
     fn = _MapTagger(tagger, fields, names, output)
+    if not hasattr(ds, "num_rows"):   # an IterableDataset: its map is lazy, in this process
+        if num_proc not in (None, 1):
+            raise DatasetSourceError(f"num_proc={num_proc}: a streaming dataset is tagged "
+                                     f"lazily in this process as it is read; load it without "
+                                     f"streaming=True to tag it in {num_proc} processes")
+        return ds.map(fn, batched=True, batch_size=batch_size)
     return ds.map(fn, batched=True, batch_size=batch_size, num_proc=num_proc)

@@ -38,6 +38,12 @@ def _is_dataset(source: Any) -> bool:
     return is_dataset_source(source)
 
 
+def is_record_source(source: Any) -> bool:
+    """A spaCy DocBin or a dataset (hf: names, parquet, JSON lines, arrow, Dataset objects):
+    records read through their own libraries rather than a corpus format."""
+    return _is_docbin(source) or _is_dataset(source)
+
+
 def labeled_format(path: str, fmt: str) -> str:
     """The format of a labeled file (training, dev, test data).
 

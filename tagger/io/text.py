@@ -61,16 +61,17 @@ def read_raw(source) -> Iterator[Sentence]:
 
 
 def write_text(fh, sentences: Iterable[Sentence], labels_seq=None) -> None:
-    """Write ``token<TAB>label`` lines (just the token when there is no label), a blank line
-    after each sentence."""
+    """Write one sentence per line, as it was read: its tokens separated by spaces, each as
+    ``token/LABEL`` when there are labels (the tagged-text layout of the Penn Treebank; the
+    label follows the last slash)."""
     with open_text_out(fh) as out:
         buf: list[str] = []
         for s, labs in paired(sentences, labels_seq):
             if labs is None:
-                buf.append("\n".join(s.tokens))
+                buf.append(" ".join(s.tokens))
             else:
-                buf.append("\n".join(map("\t".join, zip(s.tokens, labs))))
-            buf.append("\n\n")
+                buf.append(" ".join(f"{tok}/{lab}" for tok, lab in zip(s.tokens, labs)))
+            buf.append("\n")
             if len(buf) >= WRITE_BATCH:
                 out.write("".join(buf))
                 buf.clear()

@@ -419,7 +419,8 @@ def test_read_text_and_write_text(tmp_path):
     assert [s.tokens for s in sents] == [["The", "cat", "sat", "."], ["It", "left", "."]]
     assert all(s.labels is None for s in sents)
     out = dump(write_text, sents, [["DT", "NN", "VBD", "."], ["PRP", "VBD", "."]])
-    assert out == "The\tDT\ncat\tNN\nsat\tVBD\n.\t.\n\nIt\tPRP\nleft\tVBD\n.\t.\n\n"
+    assert out == "The/DT cat/NN sat/VBD ./.\nIt/PRP left/VBD ./.\n"
+    assert dump(write_text, sents, None) == "The cat sat .\nIt left .\n"   # as it was read
 
 
 def test_read_raw_uses_spacy_tokenizer(tmp_path):
@@ -519,7 +520,7 @@ def test_write_corpus_uses_the_format_read(tmp_path):
         assert buf.getvalue() == text
     buf = io.StringIO()
     write_corpus(buf, list(read_corpus(tmp_path / "a.txt")), None, format="text")
-    assert buf.getvalue().startswith("Confidence\tB-NP\n")
+    assert buf.getvalue().startswith("Confidence/B-NP in/B-PP ")
 
 
 # ---------------------------------------------------------------------------------------------
