@@ -31,9 +31,9 @@ from tagger.model_header import check_header
 from tagger import selection
 from tagger.reports import jsonable
 from tagger.sentence import Sentence
-from tagger.training_data import (HELD_OUT, check_columns, conllu_label_info, constraint_set,
-                                  dev_scorer, labeled_list, transform_batches, unlabeled_list,
-                                  warn_about_scoring_data)
+from tagger.training_data import (HELD_OUT, FeaturizeProgress, check_columns,
+                                  conllu_label_info, constraint_set, dev_scorer, labeled_list,
+                                  transform_batches, unlabeled_list, warn_about_scoring_data)
 from tagger.serialize import load_model_file, save_model_file
 
 #: sentences featurized and decoded together when tagging a stream
@@ -233,8 +233,12 @@ class Tagger:
         unl = None
         if unlabeled is not None:
             unl = unlabeled_list(unlabeled, spec, progress)
-        featurizer.fit(train if unl is None else train + unl)
+        seen = train if unl is None else train + unl
+        work = FeaturizeProgress(seen, train, dev, test, unl)
+        featurizer.fit(seen)
+        work.step("vocabulary", seen)
         X = featurizer.transform(train)
+        work.step("training data", train)
         labels = LabelIndex(sorted(label_names))
         y = labels.encode([lab for s in train for lab in s.labels])
         # with unlabeled data every (attribute, label) pair may be learned from imputed labels
@@ -244,17 +248,22 @@ class Tagger:
         def scorer(data, what):
             if data is None:
                 return None
+            if not isinstance(data, (list, tuple)):   # read only now: its tokens join the total
+                data = labeled_list(data, what)
+                work.add(data)
             data = spec.relabel(labeled_list(data, what))
             check_columns(data, spec, what)
             warn_about_scoring_data(data, labels, what)
-            return dev_scorer(featurizer.transform(data), model, labels,
-                              [s.labels for s in data])
+            scorer_data = featurizer.transform(data)
+            work.step(what, data)
+            return dev_scorer(scorer_data, model, labels, [s.labels for s in data])
 
         dev_score = scorer(dev, dev_what)
         report_score = scorer(test, "test data")
         XU = cdata = None
         if unl is not None:
             XU = transform_batches(featurizer, unl)
+            work.step("unlabeled data", unl)
             if cset is not None:
                 from tagger.constraints import ConstraintData
 

@@ -15,9 +15,9 @@ import os
 
 import click
 
-from tagger.console import (TaggerGroup, TrainProgress, check_features, check_output,
-                            check_plot, learner_settings, load_constraints, path_param,
-                            path_values, to_json)
+from tagger.console import (TaggerGroup, check_features, check_output, check_plot,
+                            learner_settings, load_constraints, path_param, path_values, to_json)
+from tagger.progress import TrainProgress
 
 FORMAT_CHOICES = ("auto", "conll", "conllu", "inline", "tab", "text", "raw")
 OUTPUT_FORMATS = ("jsonl", "conll", "tab", "text")   # tagger.io.formats.OUTPUT_FORMATS

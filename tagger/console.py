@@ -82,32 +82,6 @@ def _show_tagger_warnings() -> None:
     warnings.simplefilter("always", TaggerWarning)
 
 
-class TrainProgress:
-    """Shows the learners' per-epoch log lines (logger ``tagger.train``) on stderr."""
-
-    def __init__(self, quiet: bool):
-        self.quiet = quiet
-
-    def __enter__(self):
-        import logging
-
-        self.logger = logging.getLogger("tagger.train")
-        self.handler = None
-        if not self.quiet:
-            self.handler = logging.StreamHandler(sys.stderr)
-            self.handler.setFormatter(logging.Formatter("%(message)s"))
-            self.old_level = self.logger.level
-            self.logger.addHandler(self.handler)
-            self.logger.setLevel(logging.INFO)
-        return self
-
-    def __exit__(self, *exc):
-        if self.handler is not None:
-            self.logger.removeHandler(self.handler)
-            self.logger.setLevel(self.old_level)
-        return False
-
-
 def learner_settings(learner: str, pairs: tuple[str, ...]) -> dict:
     """The learner's ``--set key=value`` settings; any mistake is a usage error (exit 2)
     whose message lists the learner's parameters."""

@@ -5,6 +5,7 @@ constraint sets, the dev scorer, and the warnings about data that scores trainin
 from __future__ import annotations
 
 import itertools
+import logging
 import warnings
 from typing import Iterable, Sequence
 
@@ -140,3 +141,34 @@ def dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: list
         return {"dev_acc": round(100 * m["accuracy"], 2)}
 
     return score
+
+
+class FeaturizeProgress:
+    """Featurization reported on the ``tagger.train`` logger as it goes: each pass over the data
+    (the vocabulary, then each part turned into attributes) with the tokens done out of those
+    known so far, which a progress bar (:mod:`tagger.console`) shows with an ETA."""
+
+    def __init__(self, *parts):
+        self.total = sum(_tokens(p) for p in parts)
+        self.done = 0
+        self.log = logging.getLogger("tagger.train")
+
+    def add(self, part) -> None:
+        """Count a part that is featurized later (dev, test, unlabeled) into the total."""
+        self.total += _tokens(part)
+
+    def step(self, phase: str, part) -> None:
+        n = _tokens(part)
+        self.done += n
+        self.log.info("featurize: %s, %d tokens (%d of %d)", phase, n, self.done,
+                      max(self.total, self.done),
+                      extra={"featurize": {"phase": phase, "done": self.done,
+                                           "total": max(self.total, self.done)}})
+
+
+def _tokens(part) -> int:
+    """Tokens of a list of sentences (0 for anything not yet read)."""
+    if isinstance(part, (list, tuple)):
+        return sum(len(s) for s in part)
+    return 0
+

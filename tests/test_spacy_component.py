@@ -23,6 +23,7 @@ from spacy.tokens import Doc, DocBin, Span  # noqa: E402
 from spacy.training import Example  # noqa: E402
 
 from _entry_points import entry_point_site  # noqa: E402
+from _models import same_model  # noqa: E402
 from tagger.cli import cli  # noqa: E402
 from tagger import Tagger  # noqa: E402
 from tagger.io import load_corpus  # noqa: E402
@@ -281,12 +282,12 @@ def test_train_on_a_docbin_equals_training_on_the_conll_file(tmp_path):
                   "-q"])
     assert a.exit_code == 0, a.output
     assert b.exit_code == 0, b.output
-    assert (tmp_path / "a.tgm").read_bytes() == (tmp_path / "b.tgm").read_bytes()
+    assert same_model(tmp_path / "a.tgm", tmp_path / "b.tgm")   # but the data paths kept
     # the default fields of a DocBin with tags and one span group are the same
     c = run(cli, ["train", str(tmp_path / "train.spacy"), "-o", str(tmp_path / "c.tgm"),
                   "--set", "epochs=3", "-q"])
     assert c.exit_code == 0, c.output
-    assert (tmp_path / "c.tgm").read_bytes() == (tmp_path / "b.tgm").read_bytes()
+    assert same_model(tmp_path / "c.tgm", tmp_path / "b.tgm")
     bad = run(cli, ["train", str(tmp_path / "train.spacy"), "-o", str(tmp_path / "d.tgm"),
                     "--fields", "words,ents", "-q"])
     assert bad.exit_code == 1

@@ -167,13 +167,20 @@ class Learner:
         raise NotImplementedError
 
     # ---- progress
+    #: the row key that counts the learner's iterations, and the setting that bounds it
+    progress_counter = ("epoch", "epochs")
+
     def _report(self, problem: TrainingProblem, row: dict) -> None:
         self.trace_.append(row)
         parts = [f"{k}={_fmt(v)}" for k, v in row.items()]
         eta = _eta(row, self.settings.get("epochs"))
         if eta:
             parts.append(f"eta<={eta}")
-        log.info("%s: %s", self.name, " ".join(parts))
+        key, bound = self.progress_counter
+        # the record carries the row itself, for progress bars (tagger.console)
+        log.info("%s: %s", self.name, " ".join(parts),
+                 extra={"row": row, "learner": self.name, "counter": key,
+                        "total": self.settings.get(bound), "first": len(self.trace_) == 1})
         if problem.progress is not None:
             problem.progress(dict(row, learner=self.name))
 

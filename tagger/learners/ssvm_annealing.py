@@ -304,6 +304,7 @@ class SSVMAnnealing(Learner):
 
     name = "ssvm-annealing"
     needs_unlabeled = True
+    progress_counter = ("step", "steps")   # one row per annealing step and round
     params = (
         Param("C", 0.1, float, "weight C_l of each labeled sentence's hinge", low=0.0,
               low_open=True),
