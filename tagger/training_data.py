@@ -171,4 +171,3 @@ def _tokens(part) -> int:
     if isinstance(part, (list, tuple)):
         return sum(len(s) for s in part)
     return 0
-
