@@ -1,6 +1,7 @@
 """The spaCy pipeline component ``sparse_tagger``.
 
-spaCy finds it through the ``spacy_factories`` entry point, so after ``pip install tagger``::
+spaCy finds it through the ``spacy_factories`` entry point, so after ``pip install
+sparse-m3n-tagger``::
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sparse_tagger", config={"model": "pos.tgm"})                  # Token.tag_
@@ -24,6 +25,12 @@ Config:
                  each token's label (forward-backward over the model's scores), or null; CRF
                  models only (max-margin scores are not probabilities)
 ``constraints``  a constraint file (TOML, see constraints/README.md): decode under its rules
+``features``, ``learner``, ``params``, ``seed``, ``select``
+                 training in spaCy: with ``model = null``, ``nlp.initialize`` (the start of
+                 ``spacy train``) trains the component on the training Examples with these
+                 (preset or TOML file, default chosen from the Docs; learner and its
+                 parameters; seed; choose the strength on a held-out tenth), see
+                 :mod:`tagger.spacy_training`
 
 ``predict`` reads the Docs and decodes a whole batch with one kernel call; ``set_annotations``
 writes the result. The model travels with the pipeline: ``nlp.to_disk`` stores a copy of the
@@ -33,8 +40,10 @@ model file and ``spacy.load`` reads that copy, so the original path may be gone 
 from __future__ import annotations
 
 import os
+import warnings
+import weakref
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 import numpy as np
 from spacy.language import Language
@@ -44,10 +53,12 @@ from spacy.tokens import Doc, Span, Token
 from spacy.training import Example
 from spacy.util import minibatch
 
+from tagger import spacy_training
 from tagger.api import Tagger
-from tagger.errors import ComponentConfigError
+from tagger.errors import ComponentConfigError, TaggerWarning
 from tagger.labels import chunk_starts_ends, label_tag_type
-from tagger.io.docbin import ANNOTATION, StringCache, check_field, describe, doc_columns, has_field
+from tagger.io.docbin import ANNOTATION, StringCache, describe, doc_columns, has_field
+from tagger.spacy_training import input_fields
 
 FACTORY = "sparse_tagger"
 TARGETS = ("tag", "pos", "ents", "spans")
@@ -58,16 +69,21 @@ MODEL_FILE = "model.tgm"
     FACTORY,
     default_config={"model": None, "target": "tag", "spans_key": "sc", "inputs": None,
                     "preannotated": False, "scores": None, "constraints": None,
-                    "batch_size": 1024},
+                    "batch_size": 1024, "features": None, "learner": None, "params": {},
+                    "seed": 0, "select": True},
     assigns=["token.tag", "token.pos", "doc.ents", "doc.spans"],
-    default_score_weights={"tag_acc": 1.0, "pos_acc": None, "ents_f": None, "spans_sc_f": None},
+    # none here: initialize weighs the score of the instance's own target (spacy_training)
+    default_score_weights={},
 )
 def make_sparse_tagger(nlp: Language, name: str, model: Optional[str], target: str,
                        spans_key: str, inputs: Optional[List[str]], preannotated: bool,
-                       scores: Optional[str], constraints: Optional[str], batch_size: int):
+                       scores: Optional[str], constraints: Optional[str], batch_size: int,
+                       features: Optional[str], learner: Optional[str], params: Dict[str, Any],
+                       seed: int, select: bool):
     return SparseTagger(nlp, name, model=model, target=target, spans_key=spans_key,
                         inputs=inputs, preannotated=preannotated, scores=scores,
-                        constraints=constraints, batch_size=batch_size)
+                        constraints=constraints, batch_size=batch_size, features=features,
+                        learner=learner, params=params, seed=seed, select=select)
 
 
 class SparseTagger(Pipe):
@@ -76,7 +92,9 @@ class SparseTagger(Pipe):
     def __init__(self, nlp: Language, name: str = FACTORY, *, model=None, target: str = "tag",
                  spans_key: str = "sc", inputs=None, preannotated: bool = False,
                  scores: Optional[str] = None, constraints: Optional[str] = None,
-                 batch_size: int = 1024):
+                 batch_size: int = 1024, features: Optional[str] = None,
+                 learner: Optional[str] = None, params: Optional[dict] = None, seed: int = 0,
+                 select: bool = True):
         if target not in TARGETS:
             raise ComponentConfigError(f"[{name}] target must be one of {', '.join(TARGETS)}; "
                                        f"got {target!r}")
@@ -85,10 +103,17 @@ class SparseTagger(Pipe):
                                        f"got {batch_size!r}")
         self.vocab = nlp.vocab
         self.name = name
-        self.cfg = {"model": None if model is None else str(model), "target": target,
-                    "spans_key": spans_key, "inputs": None if inputs is None else list(inputs),
+        # an absolute path: the config a saved pipeline keeps must not name a file relative
+        # to whatever directory spacy.load later runs in
+        self.cfg = {"model": None if model is None else os.path.abspath(model),
+                    "target": target, "spans_key": spans_key,
+                    "inputs": None if inputs is None else list(inputs),
                     "preannotated": bool(preannotated), "scores": scores,
-                    "constraints": constraints, "batch_size": batch_size}
+                    "constraints": constraints, "batch_size": batch_size,
+                    "features": features, "learner": learner, "params": dict(params or {}),
+                    "seed": seed, "select": bool(select)}
+        self._update_warned = False
+        self._nlp = weakref.ref(nlp)
         self.tagger: Tagger | None = None
         self.fields: list[str] = []
         self._constraints = None
@@ -103,21 +128,11 @@ class SparseTagger(Pipe):
                 self._set_model(Tagger.load(model))
                 self._check_upstream(nlp, list(nlp.pipe_names))
             else:
-                self._missing_model = str(model)
+                self._missing_model = self.cfg["model"]
 
     # ------------------------------------------------------------------ model and inputs
     def _set_model(self, tagger: Tagger) -> None:
-        spec = tagger.featurizer_.spec
-        extra = list(spec.columns[1:spec.n_columns])
-        inputs = self.cfg["inputs"]
-        if inputs is None:
-            inputs = ["tag" if col == "pos" else col for col in extra]
-        inputs = [check_field(f) for f in inputs]
-        if len(inputs) != len(extra):
-            raise ComponentConfigError(
-                f"[{self.name}] the model reads {spec.n_columns} column(s) "
-                f"({', '.join(spec.columns[:spec.n_columns])}) but 'inputs' gives "
-                f"{len(inputs)} field(s) for the {len(extra)} after the words")
+        inputs = input_fields(tagger.featurizer_.spec, self.cfg["inputs"], self.name)
         if self.cfg["target"] == "pos":
             from spacy.parts_of_speech import IDS
 
@@ -156,7 +171,8 @@ class SparseTagger(Pipe):
                     f"[{self.name}] model file {self._missing_model} does not exist; give "
                     f"config={{'model': 'path/to/model.tgm'}} (a model written by 'tagger train')")
             raise ComponentConfigError(
-                f"[{self.name}] no model: give config={{'model': 'path/to/model.tgm'}}")
+                f"[{self.name}] no model: give config={{'model': 'path/to/model.tgm'}}, or "
+                f"train one with nlp.initialize(get_examples) (spacy train does)")
         return self.tagger
 
     def assigned_field(self) -> str:
@@ -183,20 +199,60 @@ class SparseTagger(Pipe):
                 f"tags=...)) with config {{'preannotated': true}}")
 
     def initialize(self, get_examples=None, *, nlp: Optional[Language] = None, model=None):
-        """Load ``model`` if given (else keep the configured one) and check the pipeline order."""
+        """Load ``model`` if given, else keep the configured one, else (``model = null``)
+        train on ``get_examples()`` with the configured features, learner, parameters and
+        seed (:mod:`tagger.spacy_training`); then check the pipeline order."""
         if model is not None:
             self._set_model(Tagger.load(model))
-            self.cfg["model"] = str(model)
+            self.cfg["model"] = os.path.abspath(model)
+        elif self.cfg["model"] is None and get_examples is not None:
+            self._set_model(spacy_training.train(self, get_examples))
+        elif self.tagger is not None and get_examples is not None \
+                and next(iter(get_examples()), None) is not None:
+            warnings.warn(TaggerWarning(
+                f"[{self.name}] uses the model file {self.cfg['model']} as it is and does not "
+                f"train on the Examples; set model = null in its config to train it here"))
         self._require_model()
+        self._pin_model_path()
         if nlp is not None:
             names = list(nlp.pipe_names)
             before = names[:names.index(self.name)] if self.name in names else names
             self._check_upstream(nlp, before)
+            spacy_training.weigh_target(nlp, self.name, self.cfg["target"],
+                                        self.cfg["spans_key"])
+
+    def update(self, examples, *, drop: float = 0.0, sgd=None, losses=None) -> dict:
+        """Leaves the model as it is: the component trains on all the Examples at once in
+        :meth:`initialize` (its learners are not mini-batch learners). Said once."""
+        if not self._update_warned:
+            self._update_warned = True
+            warnings.warn(TaggerWarning(
+                f"[{self.name}] was trained in initialize on all the training Examples at "
+                f"once; spaCy's update steps leave it as it is"))
+        losses = {} if losses is None else losses
+        losses.setdefault(self.name, 0.0)
+        return losses
 
     @property
     def labels(self) -> tuple:
-        """The model's labels; empty until a model is loaded (spaCy asks while loading)."""
+        """The model's labels; empty until a model is loaded (spaCy asks while loading, and
+        while saving, before it writes the config)."""
+        self._pin_model_path()
         return () if self.tagger is None else tuple(self.tagger.labels_.labels)
+
+    def _pin_model_path(self) -> None:
+        """Write the model's absolute path into the pipeline's config, so that a pipeline
+        saved with nlp.to_disk names no file relative to the directory spacy.load later runs
+        in (spaCy stores the config as given, and only after this component was made)."""
+        nlp = self._nlp() if getattr(self, "_nlp", None) is not None else None
+        if nlp is None or self.cfg["model"] is None:
+            return
+        try:
+            config = nlp.get_pipe_config(self.name)
+        except ValueError:   # not (or no longer) in that pipeline
+            return
+        if config.get("model") != self.cfg["model"]:
+            config["model"] = self.cfg["model"]
 
     # ------------------------------------------------------------------ prediction
     def _sentences(self, docs: list[Doc]):
@@ -324,7 +380,8 @@ def _rebuild(vocab, name, cfg, model_bytes):
     self = SparseTagger.__new__(SparseTagger)
     self.vocab, self.name, self.cfg = vocab, name, cfg
     self.tagger, self.fields, self._constraints = None, [], None
-    self._missing_model = cfg.get("model")
+    self._missing_model, self._update_warned = cfg.get("model"), False
+    self._nlp = None
     if cfg.get("scores") and not Token.has_extension(cfg["scores"]):
         Token.set_extension(cfg["scores"], default=None)
     if model_bytes is not None:

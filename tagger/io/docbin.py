@@ -181,21 +181,28 @@ def read_docbin(path: str | os.PathLike, fields: Sequence[str] | str | None = No
     if labeled and len(fields) < 2:
         raise CorpusFormatError(f"fields {','.join(fields)} name no label; give the input "
                                 f"fields then the label, e.g. words,tag,spans:chunks", path)
-    inputs = fields[:-1] if labeled else fields   # named in JSON output
     for i, doc in enumerate(docs):
-        for f in fields:
-            if not has_field(doc, f):
-                raise CorpusFormatError(f"Doc {i + 1} has no {describe(f)} (field {f!r})", path)
-        try:
-            cols = doc_columns(doc, fields, strings)
-        except CorpusFormatError as exc:
-            raise CorpusFormatError(f"Doc {i + 1}: {exc}", path) from None
-        sent = Sentence(cols[:-1], cols[-1]) if labeled else Sentence(cols)
-        bounds = [0, len(doc)]
-        if doc.has_annotation("SENT_START"):
-            bounds = [s.start for s in doc.sents] + [len(doc)]
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            if b > a:
-                yield Sentence([c[a:b] for c in sent.columns],
-                               None if sent.labels is None else sent.labels[a:b],
-                               {"format": "conll", "fields": inputs})
+        yield from doc_sentences(doc, fields, strings, labeled, f"Doc {i + 1}", path)
+
+
+def doc_sentences(doc, fields: Sequence[str], strings: StringCache, labeled: bool = True,
+                  where: str = "Doc", path: str | None = None) -> Iterator[Sentence]:
+    """The sentences of one Doc (the whole Doc without sentence boundaries): its columns
+    ``fields``, the last one the labels when ``labeled``."""
+    for f in fields:
+        if not has_field(doc, f):
+            raise CorpusFormatError(f"{where} has no {describe(f)} (field {f!r})", path)
+    try:
+        cols = doc_columns(doc, fields, strings)
+    except CorpusFormatError as exc:
+        raise CorpusFormatError(f"{where}: {exc}", path) from None
+    inputs = list(fields[:-1] if labeled else fields)   # named in JSON output
+    sent = Sentence(cols[:-1], cols[-1]) if labeled else Sentence(cols)
+    bounds = [0, len(doc)]
+    if doc.has_annotation("SENT_START"):
+        bounds = [s.start for s in doc.sents] + [len(doc)]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        if b > a:
+            yield Sentence([c[a:b] for c in sent.columns],
+                           None if sent.labels is None else sent.labels[a:b],
+                           {"format": "conll", "fields": inputs})
