@@ -148,8 +148,10 @@ def test_spacy_train_on_docbins_gives_the_apis_labels(tmp_path):
     # the pipeline's labels and spaCy's score are those of the API's two stages
     dev = load_corpus(DEV)
     tags, chunks = _two_stage(*_api_models(), dev)
+    texts = tmp_path / "texts.json"
+    texts.write_text(json.dumps([" ".join(s.tokens) for s in dev]))
     code = (f"import spacy, json; nlp = spacy.load({str(best)!r}); "
-            f"docs = [nlp(t) for t in json.loads({json.dumps(json.dumps([' '.join(s.tokens) for s in dev]))})]; "
+            f"docs = [nlp(t) for t in json.load(open({str(texts)!r}))]; "
             "print(json.dumps([[t.tag_ for t in d] for d in docs]))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          cwd=ROOT.parent)
