@@ -150,7 +150,8 @@ class Tagger:
         if selecting and dev is not None:
             path = selection.run_path(learner, problem, self._strength_default(learner_cls),
                                       learner_cls.strength[1], int(self.seed), "dev data",
-                                      progress, float(self.max_seconds), t0)
+                                      progress, float(self.max_seconds), t0,
+                                      mix=self._mixes(learner_cls))
             w = path.weights
             learner.trace_ = path.trace
         else:
@@ -184,6 +185,11 @@ class Tagger:
         return bool(self.select and strength is not None and strength[0] not in self.params
                     and unlabeled is None)
 
+    def _mixes(self, learner_cls) -> bool:
+        """Whether the path also chooses the learner's L2 mix (not when it was set)."""
+        mix = getattr(learner_cls, "mix", None)
+        return bool(mix) and mix not in self.params
+
     def _strength_default(self, learner_cls) -> float:
         return float(learner_cls.param(learner_cls.strength[0]).default)
 
@@ -202,7 +208,7 @@ class Tagger:
         return selection.run_path(learner, problem, self._strength_default(cls),
                                   cls.strength[1], int(self.seed),
                                   HELD_OUT, progress,
-                                  float(self.max_seconds), refit=False)
+                                  float(self.max_seconds), refit=False, mix=self._mixes(cls))
 
     def _keep(self, learner, featurizer: Featurizer, labels: LabelIndex, model: ChainModel,
               w: np.ndarray) -> np.ndarray:

@@ -37,6 +37,7 @@ def fit_auto(tagger, sentences, dev, progress, test):
         sel = sub.info_["selection"]
         chosen = sel["rows"][[r.get("selected", False) for r in sel["rows"]].index(True)]
         row = {"learner": name, "param": sel["param"], "value": sel["value"],
+               **({"mix": sel["mix"]} if sel.get("mix") else {}),
                **{k: chosen[k] for k in ("dev_f1", "dev_acc") if k in chosen},
                "nonzero": sub.n_nonzero_}
         table.append(row)

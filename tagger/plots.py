@@ -28,9 +28,16 @@ def plot_path(rows: list[dict], out: str | Path, title: str = "") -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise TaggerError("drawing the path needs matplotlib (pip install matplotlib)") from None
+    mixed = [r for r in rows if r.get("mix")]   # the L2 mix at the chosen strength
+    rows = [r for r in rows if not r.get("mix")]
     score = "dev_f1" if "dev_f1" in rows[0] else "dev_acc"
     x = [r["value"] for r in rows]
     fig, ax = plt.subplots(figsize=(6, 4))
+    for r in mixed:
+        label = ", ".join(f"{k}={v:g}" for k, v in r["mix"].items())
+        ax.annotate(f"+{label}: {r[score]:.2f}", (r["value"], r[score]), fontsize=7,
+                    color="tab:green")
+        ax.plot([r["value"]], [r[score]], "^", color="tab:green")
     ax.plot(x, [r[score] for r in rows], "o-", color="tab:blue")
     ax.set_xscale("log")
     ax.set_xlabel(rows[0]["param"])

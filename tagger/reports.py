@@ -98,7 +98,8 @@ def selection_text(sel: dict | None) -> str:
         return ""
     return (f"regularization chosen on the {sel['scored_on']} (--set {sel['param']}=VALUE "
             f"fixes it):\n{path_table(sel['rows'], sel['param'])}\n"
-            f"chose {sel['param']}={sel['value']:g}\n")
+            f"chose {sel['param']}={sel['value']:g}"
+            + "".join(f", {k}={v:g}" for k, v in sel.get("mix", {}).items()) + "\n")
 
 
 def learner_choice_text(choice: dict | None) -> str:
@@ -110,7 +111,9 @@ def learner_choice_text(choice: dict | None) -> str:
     lines = [f"learner chosen on the {choice['scored_on']}:",
              f"{'learner':<18}  {'chosen':<16}  {score:>7}  {'nonzero':>9}"]
     for r in rows:
-        lines.append(f"{r['learner']:<18}  {r['param'] + '=' + format(r['value'], 'g'):<16}  "
+        chosen = ", ".join(f"{k}={v:g}" for k, v in {r["param"]: r["value"],
+                                                      **r.get("mix", {})}.items())
+        lines.append(f"{r['learner']:<18}  {chosen:<16}  "
                      f"{r[score]:>7.2f}  {r['nonzero']:>9d}" + ("  *" if r["selected"] else ""))
     return "\n".join(lines) + "\n"
 
@@ -121,9 +124,10 @@ def path_table(rows: list[dict], param: str) -> str:
     lines = [f"{param:>12}  {score:>7}  {'dev_acc':>7}  {'nonzero':>9}  {'seconds':>8}"]
     for r in rows:
         seconds = f"{r['seconds']:>8.1f}" if "seconds" in r else f"{'-':>8}"  # not saved
+        mix = "".join(f"  (+ {k}={v:g})" for k, v in r.get("mix", {}).items())
         lines.append(f"{r['value']:>12g}  {r[score]:>7.2f}  {r['dev_acc']:>7.2f}  "
                      f"{r['nonzero']:>9d}  {seconds}"
-                     + ("  *" if r.get("selected") else ""))
+                     + ("  *" if r.get("selected") else "") + mix)
     return "\n".join(lines)
 
 

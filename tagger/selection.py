@@ -10,6 +10,12 @@ are the cheap ones. Each point is scored on dev; the walk stops once ``PATIENCE`
 row fail to beat the best, and goes on past the weak end of the grid while the last point is
 the best (up to ``MAX_POINTS``). The best point is kept; on a tie the earlier, sparser one.
 
+A learner whose penalty can mix in an L2 term (``mix = "c2"``: the elastic net) then walks a
+second, short path at the chosen strength: the L2 coefficient on ``MIX_VALUES``, smallest
+first, warm-started, stopping after ``PATIENCE`` points without a better dev score; the mix is
+kept only where it scores better than the pure L1 point (an L2 term keeps weights that L1
+would zero, so on a tie the sparser, pure L1 model wins).
+
 Without dev data, every tenth training sentence is held out to score the path, and the model is
 then trained on all sentences at the chosen value. One held-out part rather than k folds: the
 path already costs several trainings, and k folds would multiply that by k. The tenth is taken
@@ -38,6 +44,8 @@ PATIENCE = 2
 MAX_POINTS = 12
 #: every this many training sentences, one is held out when there is no dev data
 HOLDOUT_EVERY = 10
+#: the L2 coefficients of the mix path (on the summed loss, CRFsuite's scale of c2)
+MIX_VALUES = (0.01, 0.1, 1.0)
 
 
 def strength_of(learner_cls) -> tuple[str, int] | None:
@@ -79,9 +87,16 @@ class Path:
     def value(self) -> float:
         return self.rows[self.best]["value"]
 
+    @property
+    def mix(self) -> dict:
+        """The L2 mix chosen with the strength ({} for none): ``{"c2": value}``."""
+        return dict(self.rows[self.best].get("mix", {}))
+
     def as_info(self) -> dict:
         info = {"param": self.param, "value": self.value, "scored_on": self.scored_on,
                 "rows": self.rows}
+        if self.mix:
+            info["mix"] = self.mix
         if self.notes:
             info["notes"] = list(self.notes)
         return info
@@ -89,14 +104,15 @@ class Path:
 
 def run_path(learner, problem, default: float, direction: int, seed: int, scored_on: str,
              report: Callable[[dict], None] | None = None, max_seconds: float = 0.0,
-             started: float | None = None, refit: bool = True) -> Path:
+             started: float | None = None, refit: bool = True, mix: bool = True) -> Path:
     """Train ``learner`` along the path on ``problem`` (whose ``dev_score`` scores a point).
 
     ``started`` is the ``time.perf_counter()`` that ``max_seconds`` counts from (default:
     now). A learner whose ``path_settings`` train the points more cheaply (fewer iterations)
     trains the chosen point again with its own settings, warm-started, when ``refit``
     (:func:`_refit`); without it (a held-out path, whose choice is trained again on all the
-    data anyway) the learner is left with its own settings."""
+    data anyway) the learner is left with its own settings. ``mix``: walk the learner's L2 mix
+    too (not when the user set it)."""
     started = time.perf_counter() if started is None else started
     param = learner.strength[0]
     values = grid(default, direction)
@@ -137,6 +153,9 @@ def run_path(learner, problem, default: float, direction: int, seed: int, scored
                 f"--max-seconds {max_seconds:g} was reached ({elapsed:.1f} s); the best of "
                 f"those is kept, {param}={path.value:g}")
             break
+    mix_param = getattr(learner, "mix", None)
+    if mix and mix_param and not _spent(max_seconds, started):
+        _mix_path(learner, problem, path, mix_param, seed, report, max_seconds, started)
     if len(path.rows) > 1 and len({main_score(r) for r in path.rows}) == 1:
         path.notes.append(
             f"every point of the path scored the same on the {scored_on} "
@@ -145,6 +164,7 @@ def run_path(learner, problem, default: float, direction: int, seed: int, scored
     learner.warm_start = False
     learner.settings.update(full)
     learner.settings[param] = path.value
+    learner.settings.update(path.mix)
     if full and refit:
         if max_seconds and time.perf_counter() - started >= max_seconds:
             path.notes.append(f"--max-seconds {max_seconds:g} was spent before the chosen "
@@ -154,6 +174,40 @@ def run_path(learner, problem, default: float, direction: int, seed: int, scored
             _refit(learner, problem, path, seed)
     path.rows[path.best]["selected"] = True
     return path
+
+
+def _spent(max_seconds: float, started: float) -> bool:
+    return bool(max_seconds) and time.perf_counter() - started >= max_seconds
+
+
+def _mix_path(learner, problem, path: Path, mix_param: str, seed: int, report,
+              max_seconds: float, started: float) -> None:
+    """At the chosen strength, the L2 coefficient on :data:`MIX_VALUES`, warm-started from the
+    best weights; a mix is kept only where it scores better (see the module docstring)."""
+    param, value = path.param, path.value
+    learner.settings[param] = value
+    w, since_best = path.weights, 0
+    for v in MIX_VALUES:
+        learner.settings[mix_param] = v
+        t0 = time.perf_counter()
+        w = learner.fit(problem, seed=seed, w0=w)
+        row = {"param": param, "value": value, "mix": {mix_param: v}, **problem.dev_score(w),
+               "nonzero": int(np.count_nonzero(w)),
+               "seconds": round(time.perf_counter() - t0, 3)}
+        path.rows.append(row)
+        if main_score(row) > main_score(path.rows[path.best]):
+            path.best, path.weights, path.trace = len(path.rows) - 1, w.copy(), list(learner.trace_)
+            since_best = 0
+        else:
+            since_best += 1
+        log.info("selection: %s=%.6g %s=%.6g %s nonzero=%d (L2 mix, best %s)", param, value,
+                 mix_param, v, _scores(row), row["nonzero"],
+                 " ".join(f"{k}={x:g}" for k, x in {param: value, **path.mix}.items()))
+        if report is not None:
+            report(dict(row, selection=True))
+        if since_best >= PATIENCE or _spent(max_seconds, started):
+            break
+    learner.settings[mix_param] = path.mix.get(mix_param, 0.0)
 
 
 def _refit(learner, problem, path: "Path", seed: int) -> None:

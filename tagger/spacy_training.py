@@ -12,7 +12,7 @@ train`` does without ``--dev``; spaCy's own dev corpus then scores the pipeline.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable, Iterable, List
 
 from tagger.errors import ComponentConfigError
 from tagger.io.docbin import StringCache, check_field, doc_sentences
@@ -98,3 +98,33 @@ def weigh_target(nlp, name: str, target: str, spans_key: str) -> None:
     # components when spaCy combines the pipes' weights
     metas[name] = replace(metas[name],
                           default_score_weights={score_key(target, spans_key): 1.0})
+
+
+#: the Doc fields :func:`gold_inputs` can copy, and the Doc() argument that sets each
+GOLD_FIELDS = {"tag": "tags", "pos": "pos", "lemma": "lemmas", "morph": "morphs"}
+
+
+def gold_inputs(fields: List[str] = ["tag"]) -> Callable:   # noqa: B006 (spaCy's config)
+    """A spaCy augmenter (``sparse_tagger.gold_inputs.v1``, registered by entry point) whose
+    Examples' predicted Docs carry the reference's tokens and ``fields``: a dev corpus read
+    through it lets a component with ``preannotated = true`` (a chunker reading POS tags)
+    be scored by ``spacy train`` on the gold inputs, as ``tagger eval`` scores it on a
+    CoNLL file's own POS column."""
+    bad = [f for f in fields if f not in GOLD_FIELDS]
+    if bad:
+        raise ComponentConfigError(f"gold_inputs: cannot copy {', '.join(bad)}; fields are "
+                                   f"{', '.join(GOLD_FIELDS)}")
+
+    def augment(nlp, example):
+        from spacy.tokens import Doc
+        from spacy.training import Example
+
+        ref = example.reference
+        values = {GOLD_FIELDS[f]: [getattr(t, f + "_") if f != "morph" else str(t.morph)
+                                   for t in ref] for f in fields}
+        doc = Doc(nlp.vocab, words=[t.text for t in ref],
+                  spaces=[bool(t.whitespace_) for t in ref], **values)
+        yield Example(doc, ref)
+
+    return augment
+

@@ -89,6 +89,55 @@ def test_run_path_goes_past_the_weak_end_while_it_improves():
     assert path.value == min(r["value"] for r in path.rows)
 
 
+class _MixLearner(_Learner):
+    """A learner with an L2 mix c2 as well; its weights hold (c, c2)."""
+
+    mix = "c2"
+
+    def __init__(self):
+        super().__init__()
+        self.settings["c2"] = 0.0
+
+    def fit(self, problem, seed=0, w0=None):
+        self.calls.append((self.settings["c"], self.settings["c2"]))
+        self.trace_ = [{"epoch": 1}]
+        return np.array([self.settings["c"], self.settings["c2"]])
+
+
+class _Problem2:
+    def __init__(self, score):
+        self.dev_score = lambda w: {"dev_acc": score(w[0], w[1])}
+
+
+def test_the_mix_path_tries_l2_at_the_chosen_strength_and_keeps_it_only_if_better():
+    # strength peaks at c = 2 with c2 = 0; c2 = 0.1 is better there, 1.0 worse
+    def score(c, c2):
+        return {0.0: 0.0, 0.01: 0.0, 0.1: 1.0, 1.0: -1.0}[c2] - abs(c - 2.0)
+
+    learner = _MixLearner()
+    path = selection.run_path(learner, _Problem2(score), 1.0, 1, 0, "dev data")
+    mixed = [(c, c2) for c, c2 in learner.calls if c2 > 0]
+    assert mixed == [(2.0, v) for v in selection.MIX_VALUES]   # at c = 2, smallest first
+    assert path.value == 2.0 and path.mix == {"c2": 0.1}
+    assert learner.settings["c"] == 2.0 and learner.settings["c2"] == 0.1
+    assert path.as_info()["mix"] == {"c2": 0.1}
+    chosen = [r for r in path.rows if r.get("selected")]
+    assert chosen == [r for r in path.rows if r.get("mix") == {"c2": 0.1}]
+
+
+def test_a_mix_that_only_ties_is_not_kept():
+    learner = _MixLearner()
+    path = selection.run_path(learner, _Problem2(lambda c, c2: -abs(c - 2.0)), 1.0, 1, 0,
+                              "dev data")
+    assert path.mix == {} and learner.settings["c2"] == 0.0
+    assert sum(1 for r in path.rows if r.get("mix")) == selection.PATIENCE
+    # and a mix the user set is not walked
+    learner = _MixLearner()
+    selection.run_path(learner, _Problem2(lambda c, c2: -abs(c - 2.0)), 1.0, 1, 0, "dev data",
+                       mix=False)
+    assert all(c2 == 0.0 for _, c2 in learner.calls)
+
+
 def test_holdout_split_takes_every_tenth_sentence():
     kept, held = selection.holdout_split(95)
     assert sorted(kept + held) == list(range(95))
@@ -311,3 +360,21 @@ def test_cheap_path_points_then_the_chosen_one_trained_fully(longer_helps):
         assert chosen["refit_score"] == pytest.approx(2.6) and not path.notes
     held = selection.run_path(_CheapPathLearner(), problem, 1.0, 1, 0, "dev data", refit=False)
     assert held.weights[1] == 1.0 and held.rows[held.best]["value"] == 8.0
+
+
+def test_train_walks_the_mix_unless_c2_is_set(tmp_path):
+    def rows(*extra):
+        model = tmp_path / "m.tgm"
+        r = CliRunner().invoke(cli, ["train", str(SAMPLE), "--dev", str(SAMPLE_DEV), "-o",
+                                     str(model), "--learner", "crf-l1", "--set", "epochs=20",
+                                     "-q", *extra], catch_exceptions=False)
+        assert r.exit_code == 0, r.output
+        info = json.loads(CliRunner().invoke(cli, ["inspect", str(model), "--json"]).stdout)
+        return info["selection"]["rows"], info["params"]
+
+    walked, params = rows()
+    assert any(r.get("mix") for r in walked)
+    chosen = next(r for r in walked if r.get("selected"))
+    assert params["c2"] == chosen.get("mix", {}).get("c2", 0.0)
+    fixed, params = rows("--set", "c2=0.5")
+    assert not any(r.get("mix") for r in fixed) and params["c2"] == 0.5

@@ -27,6 +27,8 @@ class CRFL1(CRFLearner):
     strength = ("c1", 1)  # the regularization parameter, +1: larger is stronger
     #: a path ranks strengths after 100 iterations; the chosen point then runs to convergence
     path_settings = {"epochs": 100}
+    #: the path then tries an L2 term at the chosen c1 (the elastic net), kept if it helps
+    mix = "c2"
     params = (Param("c1", 1.0, float, "L1 coefficient c1 (CRFsuite's c1: c1 ||w||_1 on the "
                     "summed likelihood)", low=0.0, low_open=True), l2_param(0.0, elastic=True)
               ) + quasi_newton_params(1000) + (
