@@ -111,8 +111,8 @@ def learner_choice_text(choice: dict | None) -> str:
     lines = [f"learner chosen on the {choice['scored_on']}:",
              f"{'learner':<18}  {'chosen':<16}  {score:>7}  {'nonzero':>9}"]
     for r in rows:
-        chosen = ", ".join(f"{k}={v:g}" for k, v in {r["param"]: r["value"],
-                                                      **r.get("mix", {})}.items())
+        settings = {r["param"]: r["value"], **r.get("mix", {})}
+        chosen = ", ".join(f"{k}={v:g}" for k, v in settings.items())
         lines.append(f"{r['learner']:<18}  {chosen:<16}  "
                      f"{r[score]:>7.2f}  {r['nonzero']:>9d}" + ("  *" if r["selected"] else ""))
     return "\n".join(lines) + "\n"
