@@ -123,9 +123,8 @@ def test_a_relative_model_path_is_kept_absolute(tmp_path, monkeypatch):
     assert loaded.get_pipe("sparse_tagger").labels == nlp.get_pipe("sparse_tagger").labels
 
 
-@pytest.mark.slow
-@pytest.mark.ci
-def test_spacy_train_on_docbins_gives_the_apis_labels(tmp_path):
+def _spacy_train(tmp_path, config: str):
+    """``spacy train`` in a subprocess on the sample's DocBins; (its run, the environment)."""
     nlp = spacy.blank("en")
     for name, path in (("train", SAMPLE), ("dev", DEV)):
         db = DocBin()
@@ -133,7 +132,7 @@ def test_spacy_train_on_docbins_gives_the_apis_labels(tmp_path):
             db.add(doc)
         db.to_disk(tmp_path / f"{name}.spacy")
     cfg = tmp_path / "config.cfg"
-    cfg.write_text(CONFIG)
+    cfg.write_text(config)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(entry_point_site(tmp_path)), str(ROOT), os.environ.get("PYTHONPATH", "")]))
     run = subprocess.run([sys.executable, "-m", "spacy", "train", str(cfg), "--output",
@@ -141,6 +140,13 @@ def test_spacy_train_on_docbins_gives_the_apis_labels(tmp_path):
                           "--paths.dev", str(tmp_path / "dev.spacy")],
                          env=env, capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
+    return run, env
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+def test_spacy_train_on_docbins_gives_the_apis_labels(tmp_path):
+    run, env = _spacy_train(tmp_path, CONFIG)
     assert run.stderr.count("update steps leave it") == 2
     best = tmp_path / "out" / "model-last"
     saved = (best / "config.cfg").read_text()
@@ -165,24 +171,11 @@ def test_spacy_train_on_docbins_gives_the_apis_labels(tmp_path):
 @pytest.mark.slow
 @pytest.mark.ci
 def test_spacy_train_scores_a_preannotated_chunker_on_gold_tags_as_tagger_eval(tmp_path):
-    nlp = spacy.blank("en")
-    for name, path in (("train", SAMPLE), ("dev", DEV)):
-        db = DocBin()
-        for doc in _docs(nlp, path):
-            db.add(doc)
-        db.to_disk(tmp_path / f"{name}.spacy")
-    cfg = tmp_path / "config.cfg"
-    cfg.write_text(CONFIG.replace('pipeline = ["pos", "chunker"]', 'pipeline = ["chunker"]')
-                   .replace('spans_key = "chunks"', 'spans_key = "chunks"\npreannotated = true')
-                   .replace("path = ${paths.dev}", 'path = ${paths.dev}\naugmenter = '
-                            '{"@augmenters": "sparse_tagger.gold_inputs.v1", "fields": ["tag"]}'))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(entry_point_site(tmp_path)), str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    run = subprocess.run([sys.executable, "-m", "spacy", "train", str(cfg), "--output",
-                          str(tmp_path / "out"), "--paths.train", str(tmp_path / "train.spacy"),
-                          "--paths.dev", str(tmp_path / "dev.spacy")],
-                         env=env, capture_output=True, text=True, cwd=tmp_path)
-    assert run.returncode == 0, run.stderr[-3000:]
+    _spacy_train(tmp_path, CONFIG
+                 .replace('pipeline = ["pos", "chunker"]', 'pipeline = ["chunker"]')
+                 .replace('spans_key = "chunks"', 'spans_key = "chunks"\npreannotated = true')
+                 .replace("path = ${paths.dev}", 'path = ${paths.dev}\naugmenter = '
+                          '{"@augmenters": "sparse_tagger.gold_inputs.v1", "fields": ["tag"]}'))
     chunk = _api_models()[1]
     dev = load_corpus(DEV)
     f1 = evaluate([s.labels for s in dev], chunk.predict(dev), chunk_level=True)["f1"]
