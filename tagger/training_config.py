@@ -17,15 +17,10 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
+from tagger import toml_file
 from tagger.errors import ConfigError, ParameterError
 
 
@@ -101,18 +96,7 @@ def read(path: str | os.PathLike) -> dict:
     """The file's settings over the defaults, checked; paths made relative to the file's
     directory. Any mistake raises :class:`ConfigError` naming the file and the key path."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the configuration file "
-                          f"({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: the configuration file is not UTF-8 text; save it as "
-                          f"UTF-8") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    data = toml_file.read(path, ConfigError, "configuration file")
     return check(data, str(path), base=path.resolve().parent)
 
 

@@ -13,16 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 
+from tagger import toml_file
 from tagger.errors import ConstraintError
 
 if TYPE_CHECKING:
     from tagger.constraints.compiled import CompiledConstraints
 
-
-try:  # Python 3.11+
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover
-    import tomli as tomllib
 
 # ---------------------------------------------------------------------------------------------
 # kinds (the numba kernels switch on these)
@@ -230,22 +226,12 @@ class ConstraintSet:
     # ---- loading
     @classmethod
     def load(cls, path: str | Path) -> "ConstraintSet":
-        path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConstraintError(f"{path}: cannot read the constraint file ({exc.strerror})") from None
-        except UnicodeDecodeError:
-            raise ConstraintError(f"{path}: the constraint file is not UTF-8 text") from None
+        text = toml_file.read_text(path, ConstraintError, "constraint file")
         return cls.from_text(text, str(path))
 
     @classmethod
     def from_text(cls, text: str, source: str = "<constraints>") -> "ConstraintSet":
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConstraintError(f"{source}: not valid TOML: {exc}") from None
-        return cls.from_dict(data, source)
+        return cls.from_dict(toml_file.parse(text, source, ConstraintError), source)
 
     @classmethod
     def from_dict(cls, data: dict, source: str = "<constraints>") -> "ConstraintSet":

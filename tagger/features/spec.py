@@ -6,20 +6,14 @@ from a TOML preset or file and checked with every problem reported at once.
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Callable
 
 
+from tagger import toml_file
 from tagger.errors import FeatureSpecError
-
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 UNKNOWN, BEFORE, AFTER = 0, 1, 2
 N_SPECIAL = 3
@@ -286,18 +280,8 @@ class FeatureSpec:
             if not path.exists():
                 raise FeatureSpecError(f"feature specification {label!r} is neither a preset "
                                        f"({', '.join(PRESETS)}) nor an existing file")
-            try:
-                text = path.read_text("utf-8")
-            except OSError as exc:
-                raise FeatureSpecError(f"{label}: cannot read the feature specification "
-                                       f"({exc.strerror})") from None
-            except UnicodeDecodeError as exc:
-                raise FeatureSpecError(f"{label}: not UTF-8 text (byte {exc.start}); save the "
-                                       f"file as UTF-8") from None
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise FeatureSpecError(f"{label}: not valid TOML: {exc}") from None
+            text = toml_file.read_text(path, FeatureSpecError, "feature specification")
+        data = toml_file.parse(text, label, FeatureSpecError)
         try:
             return cls.from_dict(data, name=Path(label).stem)
         except FeatureSpecError as exc:
