@@ -16,7 +16,8 @@ import os
 import click
 
 from tagger.console import (TaggerGroup, check_features, check_output, check_plot,
-                            learner_settings, load_constraints, path_param, path_values, to_json)
+                            learner_settings, load_constraints, path_param, path_values,
+                            resolved_config, tag_shards_command, to_json)
 from tagger.progress import TrainProgress
 
 FORMAT_CHOICES = ("auto", "conll", "conllu", "inline", "tab", "text", "raw")
@@ -203,36 +204,6 @@ def train_cmd(config_file, config_model, settings, quiet, as_json, **options) ->
         click.echo(train_summary(tagger, model_path, size), err=True)
 
 
-def resolved_config(config_file, config_model, options: dict) -> tuple[dict, str | None]:
-    """The settings of a training run: the defaults, under the --config file or the
-    --config-from model's configuration, under the options given on the command line. Also
-    the configuration's source (None when there is none: --set then carries the parameters)."""
-    from click.core import ParameterSource
-
-    from tagger import training_config
-
-    ctx = click.get_current_context()
-    given = {name: value for name, value in options.items()
-             if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE}
-    if config_file and config_model:
-        raise click.UsageError("give --config FILE or --config-from MODEL, not both")
-    settings = ctx.params["settings"]
-    if config_file:
-        cfg, source = training_config.read(config_file), config_file
-    elif config_model:
-        cfg, source = training_config.from_model(config_model), config_model
-    else:
-        cfg, source = training_config.defaults(), None
-    if source is not None and settings:
-        learner = given.get("learner") or cfg["model"]["learner"]
-        from tagger.learners import DEFAULT_LEARNER
-
-        settings = learner_settings(learner or DEFAULT_LEARNER, settings)
-    else:
-        settings = {}
-    return training_config.merge(cfg, given, settings), source
-
-
 @cli.command("init-config")
 @click.argument("output", metavar="FILE", default="-", required=False)
 @click.option("--task", type=click.Choice(sorted(("chunk", "pos", "citation"))), default=None,
@@ -405,7 +376,7 @@ def constraints_check_cmd(constraints_file, data_files, fmt, label_column, conll
 
 @cli.command("tag")
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
-@click.argument("input_path", metavar="[INPUT]", default="-", required=False)
+@click.argument("inputs", metavar="[INPUT]...", nargs=-1)
 @click.option("-o", "--output", "output_path", default="-", metavar="OUTPUT",
               help="Output file  [default: standard output]")
 @format_option
@@ -432,8 +403,16 @@ def constraints_check_cmd(constraints_file, data_files, fmt, label_column, conll
               show_default=True,
               help="auto: the input's format (JSON lines for datasets and DocBins); jsonl: one "
                    "JSON object per sentence, its columns and 'predicted' (and 'marginals').")
-def tag_cmd(model_path, input_path, output_path, fmt, label_column, conllu_label, jobs,
-            marginals, constraints_file, fields, output_format) -> None:
+@click.option("--output-dir", default=None, type=click.Path(file_okay=False),
+              help="Tag a sharded corpus: every INPUT (files, directories or quoted globs such "
+                   "as 'shards/*.txt') into a file of the same name here, one Dask task per "
+                   "shard on --jobs local worker processes or on --scheduler; shards whose "
+                   "output exists are skipped, so a rerun finishes an interrupted run.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="With --output-dir: the Dask scheduler to run on (e.g. tcp://host:8786) "
+                   "instead of a local cluster.")
+def tag_cmd(model_path, inputs, output_path, fmt, label_column, conllu_label, jobs,
+            marginals, constraints_file, fields, output_format, output_dir, scheduler) -> None:
     """Tag INPUT (default: standard input) with MODEL, in the input's own format.
 
     CoNLL input may carry a label column (one field more than the model reads, or the one
@@ -442,6 +421,18 @@ def tag_cmd(model_path, input_path, output_path, fmt, label_column, conllu_label
     line of token/LABEL. INPUT may be any source train reads: hf:NAME, *.parquet, *.jsonl,
     *.arrow, a spaCy DocBin (*.spacy); see --fields.
     """
+    if output_dir is not None:
+        tag_shards_command(model_path, inputs, output_dir, scheduler, jobs, output_path,
+                           constraints_file, marginals, fields, format=fmt,
+                           label_column=label_column, conllu_label=conllu_label,
+                           output_format=output_format)
+        return
+    if scheduler is not None:
+        raise click.UsageError("--scheduler runs sharded tagging: give --output-dir DIR")
+    if len(inputs) > 1:
+        raise click.UsageError(f"tag reads one INPUT (got {len(inputs)}); for many files give "
+                               f"--output-dir DIR (one output file per input)")
+    input_path = inputs[0] if inputs else "-"
     check_output(output_path, [model_path, input_path])
     cset = load_constraints(constraints_file)
     from tagger.tagging import tag_file

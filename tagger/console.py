@@ -193,3 +193,55 @@ def check_output(path: str | None, inputs, option: str = "'-o' / '--output'") ->
     if not os.access(directory, os.W_OK | os.X_OK):
         raise click.BadParameter(f"cannot write in the directory {directory} of {path} "
                                  f"(permission denied)", param_hint=option)
+
+
+def resolved_config(config_file, config_model, options: dict) -> tuple[dict, str | None]:
+    """The settings of a training run: the defaults, under the --config file or the
+    --config-from model's configuration, under the options given on the command line. Also
+    the configuration's source (None when there is none: --set then carries the parameters)."""
+    from click.core import ParameterSource
+
+    from tagger import training_config
+
+    ctx = click.get_current_context()
+    given = {name: value for name, value in options.items()
+             if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE}
+    if config_file and config_model:
+        raise click.UsageError("give --config FILE or --config-from MODEL, not both")
+    settings = ctx.params["settings"]
+    if config_file:
+        cfg, source = training_config.read(config_file), config_file
+    elif config_model:
+        cfg, source = training_config.from_model(config_model), config_model
+    else:
+        cfg, source = training_config.defaults(), None
+    if source is not None and settings:
+        learner = given.get("learner") or cfg["model"]["learner"]
+        from tagger.learners import DEFAULT_LEARNER
+
+        settings = learner_settings(learner or DEFAULT_LEARNER, settings)
+    else:
+        settings = {}
+    return training_config.merge(cfg, given, settings), source
+
+
+def tag_shards_command(model_path, inputs, output_dir, scheduler, jobs, output_path,
+                       constraints_file, marginals, fields, **options) -> None:
+    """tag --output-dir: the shards on Dask (tagger.distributed), a line per shard."""
+    if not inputs or "-" in inputs:
+        raise click.UsageError("--output-dir tags files: give them (or a quoted glob) as INPUT")
+    if output_path != "-":
+        raise click.UsageError("--output-dir writes one file per input; drop -o")
+    if constraints_file or marginals or fields:
+        raise click.UsageError("--output-dir tags corpus files as they are: --constraints, "
+                               "--marginals and --fields go with a single INPUT")
+    from tagger.distributed import tag_shards
+
+    def said(r):
+        click.echo(f"{r.status} {r.input} -> {r.output}", err=True)
+
+    results = tag_shards(model_path, list(inputs), output_dir, scheduler=scheduler,
+                         workers=jobs, progress=said, **options)
+    done = sum(r.status == "tagged" for r in results)
+    click.echo(f"{done} shard(s) tagged, {len(results) - done} already done, in {output_dir}",
+               err=True)

@@ -25,12 +25,13 @@ def use_threads(jobs: int) -> None:
     numba.set_num_threads(max(1, min(jobs, numba.config.NUMBA_NUM_THREADS)))
 
 
-def tag_file(model_path: str, input_path: str = "-", output_path: str = "-",
+def tag_file(model_path, input_path: str = "-", output_path: str = "-",
              format: str = "auto", label_column: int | None = None, jobs: int = 1,
              marginals: bool = False, constraints=None, conllu_label: str | None = None,
              fields=None, output_format: str = "auto") -> None:
-    """Tag ``input_path`` (``-``: standard input) with the model file ``model_path`` into
-    ``output_path`` (``-``: standard output; a file is replaced atomically).
+    """Tag ``input_path`` (``-``: standard input) with the model file ``model_path`` (or a
+    loaded :class:`~tagger.api.Tagger`) into ``output_path`` (``-``: standard output; a file is
+    replaced atomically).
 
     CoNLL input may carry a label column (one field more than the model reads, or the one
     ``label_column`` names): it is replaced by the prediction; otherwise the prediction is
@@ -45,7 +46,10 @@ def tag_file(model_path: str, input_path: str = "-", output_path: str = "-",
     columns of the source's default fields) and streamed; their output is JSON lines.
     ``output_format`` (``auto``: the input's format) may ask for ``jsonl``, ``conll``, ``tab``
     or ``text`` instead."""
-    tagger = Tagger.load(model_path)
+    if isinstance(model_path, Tagger):
+        tagger, model_path = model_path, "the model"
+    else:
+        tagger = Tagger.load(model_path)
     if constraints is not None:
         constraints = tagger.compile_constraints(constraints)  # labels checked before input is read
     if marginals and not tagger.probabilistic_:

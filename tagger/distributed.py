@@ -1,0 +1,137 @@
+"""Tagging a sharded corpus on a Dask cluster (``tagger tag MODEL 'shards/*.txt' --output-dir
+DIR [--scheduler ADDRESS]``): one task per input shard, one output shard of the same name per
+input, each written atomically, so that a shard's output exists only once it is whole.
+
+- **Resumable**: a shard whose output already exists is not tagged again, so rerunning the
+  command after a failure (a killed worker, a lost machine) does only what is left. Dask itself
+  reruns the tasks of a worker that dies during the run; the partial file such a worker leaves
+  (``.tagger-*.part``) is removed once every shard is whole.
+- **The model travels once**: its bytes are scattered to every worker (``broadcast=True``) and
+  each worker process loads them once (cached by their digest), not once per shard.
+- **No scheduler given**: a ``LocalCluster`` of ``workers`` processes with one thread each
+  (the kernels use one core per process, as ``--jobs`` does).
+
+Why Dask: it is what the scientific Python stack already runs on (numpy, pandas, scikit-learn's
+joblib backend), a ``LocalCluster`` needs nothing installed but the package, its scheduler
+places tasks near their data and reruns a dead worker's tasks, and ``dask.bag`` /
+``dask.dataframe`` are the collections a user of large corpora already has. Ray and Spark
+would each bring a runtime (a raylet, a JVM) far larger than this job needs.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tagger.errors import TaggerError
+
+#: the worker process's models, by the digest of their bytes
+_MODELS: dict[str, object] = {}
+
+
+@dataclass
+class ShardResult:
+    input: str
+    output: str
+    status: str          # "tagged", or "skipped" (its output was already there)
+
+
+def expand_inputs(patterns) -> list[str]:
+    """Input shards: each pattern a file, a directory (its files) or a glob, sorted, unique."""
+    found: list[str] = []
+    for pattern in [patterns] if isinstance(patterns, (str, os.PathLike)) else patterns:
+        pattern = os.fspath(pattern)
+        if os.path.isdir(pattern):
+            found += sorted(str(p) for p in Path(pattern).iterdir() if p.is_file())
+        elif os.path.isfile(pattern):
+            found.append(pattern)
+        else:
+            found += sorted(glob.glob(pattern))
+    shards = list(dict.fromkeys(found))
+    if not shards:
+        raise TaggerError(f"no input file matches {', '.join(map(str, [patterns]))}; give "
+                          f"files, a directory or a quoted glob such as 'shards/*.txt'")
+    names = [os.path.basename(s) for s in shards]
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})[:3]
+        raise TaggerError(f"input shards share file names ({', '.join(dup)}), so their outputs "
+                          f"would collide in one output directory; rename them")
+    return shards
+
+
+def _client(scheduler: str | None, workers: int):
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise TaggerError("sharded tagging needs Dask: pip install 'sparse-m3n-tagger[dask]'"
+                          ) from None
+    if scheduler:
+        return Client(scheduler), None
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                           dashboard_address=None)
+    return Client(cluster), cluster
+
+
+def _tag_shard(model_bytes: bytes, digest: str, shard: str, output: str, options: dict) -> str:
+    """Runs on a worker: the shard tagged into ``output`` (atomically)."""
+    import numba
+
+    from tagger.api import Tagger
+    from tagger.tagging import tag_file
+
+    numba.set_num_threads(1)
+    tagger = _MODELS.get(digest)
+    if tagger is None:
+        tagger = _MODELS[digest] = Tagger.from_bytes(model_bytes)
+    tag_file(tagger, shard, output, **options)
+    return output
+
+
+def tag_shards(model_path, inputs, output_dir, scheduler: str | None = None,
+               workers: int = 2, progress=None, **options) -> list[ShardResult]:
+    """Tag every input shard into ``output_dir`` (same file names) on a Dask cluster, skipping
+    shards already done. ``options`` are :func:`tagger.tagging.tag_file`'s (format,
+    label_column, conllu_label, output_format...). ``progress(result)`` is called as each shard
+    finishes."""
+    from tagger.api import Tagger
+
+    tagger = model_path if isinstance(model_path, Tagger) else Tagger.load(model_path)
+    shards = expand_inputs(inputs)
+    out_dir = Path(output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plan = [(s, str(out_dir / os.path.basename(s))) for s in shards]
+    results = [ShardResult(s, o, "skipped") for s, o in plan if os.path.exists(o)]
+    todo = [(s, o) for s, o in plan if not os.path.exists(o)]
+    for r in results:
+        if progress is not None:
+            progress(r)
+    if not todo:
+        return results
+    model_bytes = tagger.to_bytes()
+    digest = hashlib.sha256(model_bytes).hexdigest()
+    client, cluster = _client(scheduler, workers)
+    try:
+        from dask.distributed import as_completed
+
+        model = client.scatter(model_bytes, broadcast=True)
+        futures = {client.submit(_tag_shard, model, digest, s, o, options, pure=False,
+                                 key=f"tag-{digest[:12]}-{os.path.basename(s)}"): (s, o)
+                   for s, o in todo}
+        for future in as_completed(futures):
+            s, o = futures[future]
+            future.result()     # a shard's own error (bad input) is raised here
+            results.append(ShardResult(s, o, "tagged"))
+            if progress is not None:
+                progress(results[-1])
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    # every shard is whole now: a partial file left here was a killed worker's
+    for stale in out_dir.glob(".tagger-*.part"):
+        stale.unlink(missing_ok=True)
+    order = {s: i for i, s in enumerate(shards)}
+    return sorted(results, key=lambda r: order[r.input])

@@ -1,0 +1,119 @@
+"""Sharded tagging on Dask (tagger.distributed, ``tagger tag --output-dir``): each output shard
+equals ``tagger tag`` of its input, a rerun skips finished shards, a killed worker loses no
+finished shard and the run still completes."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("dask.distributed")
+
+from tagger.api import Tagger  # noqa: E402
+from tagger.cli import cli  # noqa: E402
+from tagger.distributed import expand_inputs, tag_shards  # noqa: E402
+from tagger.errors import TaggerError  # noqa: E402
+from tagger.io import load_corpus  # noqa: E402
+from tagger.tagging import tag_file  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "corpora" / "sample_chunk.txt"
+SAMPLE_DEV = ROOT / "corpora" / "sample_chunk_dev.txt"
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("dask") / "chunk.tgm"
+    Tagger(features="chunk", params={"epochs": 3}, select=False).fit(
+        load_corpus(SAMPLE)).save(path)
+    return path
+
+
+@pytest.fixture
+def shards(tmp_path):
+    blocks = SAMPLE_DEV.read_text().strip().split("\n\n") * 3
+    d = tmp_path / "shards"
+    d.mkdir()
+    for i in range(6):
+        (d / f"part{i}.txt").write_text("\n\n".join(blocks[i::6]) + "\n")
+    return d
+
+
+def _expected(model, shard: Path, tmp: Path) -> str:
+    out = tmp / f"one-{shard.name}"
+    tag_file(str(model), str(shard), str(out))
+    return out.read_text()
+
+
+def test_expand_inputs(shards, tmp_path):
+    assert expand_inputs(str(shards / "*.txt")) == sorted(str(p) for p in shards.iterdir())
+    assert expand_inputs(str(shards)) == expand_inputs([str(shards / "*.txt")])
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "part0.txt").write_text("x\n")
+    with pytest.raises(TaggerError, match="share file names"):
+        expand_inputs([str(shards), str(tmp_path / "other")])
+    with pytest.raises(TaggerError, match="no input file matches"):
+        expand_inputs(str(tmp_path / "none-*.txt"))
+
+
+def test_shards_equal_tagging_each_file_and_a_rerun_skips_them(model, shards, tmp_path):
+    out = tmp_path / "out"
+    results = tag_shards(model, str(shards / "*.txt"), out, workers=2)
+    assert [r.status for r in results] == ["tagged"] * 6
+    for shard in sorted(shards.iterdir()):
+        assert (out / shard.name).read_text() == _expected(model, shard, tmp_path)
+    (out / "part3.txt").unlink()
+    again = tag_shards(model, str(shards), out, workers=2)
+    assert {r.input: r.status for r in again} == {
+        str(s): ("tagged" if s.name == "part3.txt" else "skipped")
+        for s in sorted(shards.iterdir())}
+    assert (out / "part3.txt").read_text() == _expected(model, shards / "part3.txt", tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+def test_a_killed_worker_loses_no_shard(model, shards, tmp_path):
+    from dask.distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=None)
+    client = Client(cluster)
+    try:
+        pids = list(client.run(os.getpid).values())
+        killed = []
+
+        def kill_one(result):      # after the first finished shard, a worker dies
+            if not killed:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+
+        out = tmp_path / "out"
+        results = tag_shards(model, str(shards), out, scheduler=cluster.scheduler_address,
+                             progress=kill_one)
+        assert killed and sorted(r.status for r in results) == ["tagged"] * 6
+        for shard in sorted(shards.iterdir()):
+            assert (out / shard.name).read_text() == _expected(model, shard, tmp_path)
+        assert not [p for p in out.iterdir() if p.name.startswith(".tagger-")]  # no leftovers
+    finally:
+        client.close()
+        cluster.close()
+
+
+def test_command_line(model, shards, tmp_path):
+    run = CliRunner().invoke
+    out = tmp_path / "out"
+    r = run(cli, ["tag", str(model), str(shards / "*.txt"), "--output-dir", str(out), "-j", "2"])
+    assert r.exit_code == 0, r.output
+    assert "6 shard(s) tagged, 0 already done" in r.stderr
+    r = run(cli, ["tag", str(model), str(shards / "*.txt"), "--output-dir", str(out)])
+    assert "0 shard(s) tagged, 6 already done" in r.stderr
+    for args, fragment in (
+            ([str(shards / "part0.txt"), str(shards / "part1.txt")], "--output-dir"),
+            ([str(shards / "part0.txt"), "--scheduler", "tcp://x:1"], "--output-dir DIR"),
+            ([str(shards), "--output-dir", str(out), "-o", "x.txt"], "drop -o")):
+        r = run(cli, ["tag", str(model), *args])
+        assert r.exit_code == 2 and fragment in r.stderr, r.output
