@@ -1,6 +1,7 @@
 """What the command line needs around the API: data errors as one line with exit status 1,
 usage errors (exit 2) for bad learner settings, a quiet end when stdout's reader goes away,
-training progress on stderr and JSON output."""
+JSON output, the training configuration a run resolves (file, model, options) and the sharded
+tagging command."""
 
 from __future__ import annotations
 
