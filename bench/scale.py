@@ -1,0 +1,185 @@
+"""Past one process: sharded tagging on a Dask LocalCluster against `tagger tag --jobs`, the
+memory of its driver and workers, one-sentence start-up, and semi-supervised training time as
+the unlabeled text grows.
+
+    python bench/scale.py [--tables shards,startup,annealing] [--repeat 50] [--shards 20]
+                          [--runs 3] [--unlabeled 1000 10000]
+
+shards     CoNLL-2000's test.txt repeated ``--repeat`` times and cut into ``--shards`` files;
+           `tagger tag MODEL 'shards/*' --output-dir` on a 2-worker LocalCluster against
+           `tagger tag --jobs 1` and `--jobs 2` on the whole file (median wall of ``--runs``),
+           the outputs compared line for line, and peak memory: the largest process (wait4)
+           and the process tree (sampled from /proc), at 1/5 and all of the repeats, so memory
+           that does not grow with the corpus shows as equal figures.
+startup    one sentence through `tagger tag` (median of 10 runs) against a python-crfsuite
+           script doing the same (bench/crfsuite_tag.py).
+annealing  `ssvm-annealing` with 20 labeled citations (draw 0 of bench/citations_semisup.py,
+           its settings for 20 with one restart, constraints/citations.toml) and
+           ``--unlabeled`` unlabeled ones (the 1,000 unlabeled citations repeated in shuffled
+           order past 1,000: said in the table): seconds and test accuracy for seed 0.
+
+Results go to ``bench/out/scale.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+from ecosystem import run_median, run_sampled, train_crfsuite  # noqa: E402
+
+TAGGER = [sys.executable, "-c", "import cli; cli.main()"]
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--tables", default="shards,startup,annealing")
+    p.add_argument("--repeat", type=int, default=50)
+    p.add_argument("--shards", type=int, default=20)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--unlabeled", type=int, nargs="+", default=[1000, 10000])
+    return p.parse_args(argv)
+
+
+def write_shards(test: Path, repeat: int, n_shards: int, work: Path) -> tuple[Path, Path]:
+    """The repeated test file whole, and cut into ``n_shards`` files of whole sentences."""
+    blocks = test.read_text().strip().split("\n\n") * repeat
+    whole = work / f"test_x{repeat}.txt"
+    whole.write_text("\n\n".join(blocks) + "\n")
+    d = work / f"shards_x{repeat}"
+    d.mkdir()
+    per = -(-len(blocks) // n_shards)
+    for i in range(n_shards):
+        part = blocks[i * per:(i + 1) * per]
+        if part:
+            (d / f"part{i:03d}.txt").write_text("\n\n".join(part) + "\n")
+    return whole, d
+
+
+def shards_table(model: str, test: Path, work: Path, args) -> tuple[list, dict]:
+    rows, raw = [], {}
+    n1 = sum(1 for line in test.read_text().splitlines() if line.strip())
+    for rep in sorted({max(1, args.repeat // 5), args.repeat}):
+        whole, shard_dir = write_shards(test, rep, args.shards, work)
+        n_tok = n1 * rep
+        one = run_median([*TAGGER, "tag", model, str(whole), "-o", str(work / "one.txt")],
+                         args.runs)
+        two = run_median([*TAGGER, "tag", model, str(whole), "-j", "2", "-o",
+                          str(work / "two.txt")], args.runs)
+        dask_runs = []
+        for _ in range(max(1, args.runs)):
+            out = work / f"dask_x{rep}"
+            subprocess.run(["rm", "-rf", str(out)], check=True)
+            dask_runs.append(run_sampled([*TAGGER, "tag", model, str(shard_dir / "*.txt"),
+                                          "--output-dir", str(out), "-j", "2"]))
+        dask_runs.sort(key=lambda m: m["wall"])
+        dk = dict(dask_runs[len(dask_runs) // 2])
+        dk["tree_mb"] = max(m["tree_mb"] for m in dask_runs)
+        joined = "\n\n".join(p.read_text().strip() for p in sorted((work / f"dask_x{rep}")
+                                                                   .iterdir())) + "\n"
+        same = joined == (work / "one.txt").read_text() == (work / "two.txt").read_text()
+        raw[f"x{rep}"] = {"jobs1": one, "jobs2": two, "dask": dk, "identical": same}
+        for name, m in (("--jobs 1", one), ("--jobs 2", two),
+                        (f"--output-dir, {args.shards} shards, 2-worker LocalCluster", dk)):
+            rows.append([f"x{rep}", name, C.fmt_int(n_tok), f"{m['wall']:.2f}",
+                         f"{one['wall'] / m['wall']:.2f}x", C.fmt_int(n_tok / m["wall"]),
+                         f"{m['max_process_mb']:.0f}", f"{m['tree_mb']:.0f}",
+                         "yes" if same else "NO"])
+    return rows, raw
+
+
+def startup_table(model: str, crf_model: str, test: Path, work: Path) -> tuple[list, dict]:
+    first = test.read_text().strip().split("\n\n")[0] + "\n"
+    one = work / "one_sentence.txt"
+    one.write_text(first)
+    ours = [run_sampled([*TAGGER, "tag", model, str(one), "-o", str(work / "o1.txt")])["wall"]
+            for _ in range(10)]
+    peer = [run_sampled([sys.executable, str(C.BENCH / "crfsuite_tag.py"), crf_model, str(one),
+                         str(work / "o2.txt")])["wall"] for _ in range(10)]
+    raw = {"tagger": ours, "crfsuite": peer}
+    return [["tagger tag, one sentence", f"{statistics.median(ours):.3f}"],
+            ["python-crfsuite script, one sentence", f"{statistics.median(peer):.3f}"]], raw
+
+
+def annealing_table(counts: list[int]) -> tuple[list, dict]:
+    """ssvm-annealing as bench/citations_semisup.py runs it (20 labeled citations of draw 0,
+    its settings for 20 with one restart, the constraint file), as the unlabeled text grows."""
+    import numpy as np
+
+    from citations_semisup import SEMISUP, SEMISUP_BY_SIZE, _data
+    from tagger import Tagger
+    from tagger.constraints import ConstraintSet
+    from tagger.io import load_corpus
+
+    data = _data(C.corpora())
+    spec = {"format": "tab", "keep_columns": 1}
+    train = C.load({"path": data["train"], **spec})
+    dev, test = C.load({"path": data["dev"], **spec}), C.load({"path": data["test"], **spec})
+    drawn = np.random.default_rng(0).choice(len(train), 20, replace=False)
+    train = [train[i] for i in sorted(drawn)]
+    unl = load_corpus(data["unlabeled"], "tab", labeled=False)
+    for s in unl:
+        del s.columns[1:]
+    cset = ConstraintSet.load(C.REPO / "constraints" / "citations.toml")
+    params = {**SEMISUP, **SEMISUP_BY_SIZE[20], "restarts": 1}
+    rows, raw = [], {}
+    for n in counts:
+        rng = random.Random(n)
+        pool = []
+        while len(pool) < n:
+            block = list(unl)
+            rng.shuffle(block)
+            pool += block
+        t0 = time.perf_counter()
+        tg = Tagger(features="citation", learner="ssvm-annealing", params=params, seed=0)
+        tg.fit(train, dev=dev, unlabeled=pool[:n], constraints=cset)
+        seconds = time.perf_counter() - t0
+        acc = 100 * tg.evaluate(test)["accuracy"]
+        raw[n] = {"seconds": seconds, "test_accuracy": acc}
+        note = "" if n <= len(unl) else f" ({len(unl):,} citations repeated, shuffled)"
+        rows.append([f"{n:,}{note}", f"{seconds:.1f}", f"{n / seconds:.0f}", f"{acc:.2f}"])
+    return rows, raw
+
+
+def main(argv: list[str]) -> int:
+    args, mach = C.begin(argv, parse_args)
+    tables = {t.strip() for t in args.tables.split(",")}
+    corp = C.corpora() / "conll2000"
+    results = {"machine": mach}
+    with tempfile.TemporaryDirectory(prefix="tagger-scale-") as tmp:
+        work = Path(tmp)
+        model = str(work / "chunker.tgm")
+        if tables & {"shards", "startup"}:
+            subprocess.run([*TAGGER, "train", str(corp / "train.txt"), "-o", model, "-q"],
+                           cwd=C.REPO, check=True)
+        if "shards" in tables:
+            rows, results["shards"] = shards_table(model, corp / "test.txt", work, args)
+            print(C.markdown_table(["test.txt", "command", "tokens", "wall s", "vs --jobs 1",
+                                    "tokens/s", "largest process MB", "process tree MB",
+                                    "output identical"], rows))
+            print(flush=True)
+        if "startup" in tables:
+            crf = train_crfsuite(corp / "train.txt", work, 30)
+            rows, results["startup"] = startup_table(model, crf, corp / "test.txt", work)
+            print(C.markdown_table(["one sentence", "median wall s (10 runs)"], rows))
+            print(flush=True)
+        if "annealing" in tables:
+            rows, results["annealing"] = annealing_table(args.unlabeled)
+            print(C.markdown_table(["unlabeled citations (20 labeled)", "train s",
+                                    "unlabeled per s", "test accuracy"], rows))
+            print(flush=True)
+    print(f"load average at the end: {C.load_average()}")
+    C.write_json(C.BENCH / "out" / "scale.json", results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
