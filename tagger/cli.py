@@ -23,7 +23,7 @@ from tagger.progress import TrainProgress
 FORMAT_CHOICES = ("auto", "conll", "conllu", "inline", "tab", "text", "raw")
 OUTPUT_FORMATS = ("jsonl", "conll", "tab", "text")   # tagger.io.formats.OUTPUT_FORMATS
 #: shown in --help without importing the learners (tests check it is DEFAULT_LEARNER)
-DEFAULT_LEARNER_NAME = "m3n-subgradient"
+DEFAULT_LEARNER_NAME = "m3n-owlqn"
 
 
 @click.group(cls=TaggerGroup, context_settings={"help_option_names": ["-h", "--help"]})
