@@ -174,6 +174,11 @@ class Tagger:
             "final": {k: v for k, v in last.items() if isinstance(v, (int, float, str))},
             **conllu_label_info(train),
         }
+        evidence = getattr(learner, "evidence_", None)
+        if evidence is not None:
+            self.info_["evidence"] = {
+                name: {"labeled": evidence["labeled"][i], "imputed": evidence["imputed"][i]}
+                for i, name in enumerate(labels.labels)}
         if selecting:
             self.info_["selection"] = path.as_info()
             for note in path.notes:
@@ -596,6 +601,7 @@ class Tagger:
             "selection": self.info_.get("selection"),
             "learner_choice": self.info_.get("learner_choice"),
             "config": self.info_.get("config"),
+            "evidence": self.info_.get("evidence"),
             "top_features": per_label,
             "transitions": {a: {b: float(trans[i, j]) for j, b in enumerate(names)}
                             for i, a in enumerate(names)},

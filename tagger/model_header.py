@@ -21,7 +21,7 @@ INFO_FIELDS: dict[str, tuple] = {
     "n_train_sentences": _INT, "n_train_tokens": _INT, "n_unlabeled_sentences": _INT,
     "constraints": (str, type(None)), "featurize_seconds": _NUMBER,
     "train_seconds": _NUMBER, "final": (dict,), "path": (list,), "conllu_label": (str,),
-    "selection": (dict,),
+    "selection": (dict,), "evidence": (dict,), "config": (dict,),
 }
 
 _NAMES = {str: "text", int: "a whole number", float: "a number", dict: "a table (JSON object)",

@@ -75,6 +75,7 @@ def train_summary(tagger, model_path: str, size: int) -> str:
         f"labels {len(tagger.labels_)}\n"
         + (f"dev of the saved weights: {dev_txt}\n" if dev_txt else "")
         + selection_text(info.get("selection"))
+        + evidence_text(info.get("evidence"))
         + learner_choice_text(info.get("learner_choice"))
         + f"saved {model_path} ({size_text(size)})")
 
@@ -90,6 +91,22 @@ def train_record(tagger, model_path: str, size: int) -> dict:
             "final": info.get("final", {}),
             "seconds": round(info.get("featurize_seconds", 0) + info.get("train_seconds", 0), 3),
             "selection": info.get("selection"), "learner_choice": info.get("learner_choice")}
+
+
+def evidence_text(evidence: dict | None) -> str:
+    """Per label, the labeled tokens and the unlabeled tokens imputed with it that the kept
+    model was trained on ('' without unlabeled training); labels learned from the rules
+    alone are marked."""
+    if not evidence:
+        return ""
+    width = max(len("label"), *(len(k) for k in evidence))
+    lines = ["where each label was learned from (tokens):",
+             f"{'label':<{width}}  {'labeled':>8}  {'imputed':>8}"]
+    for name, e in evidence.items():
+        note = "  from the rules alone" if e["labeled"] == 0 and e["imputed"] > 0 else (
+            "  never seen" if e["labeled"] == 0 else "")
+        lines.append(f"{name:<{width}}  {e['labeled']:>8d}  {e['imputed']:>8d}{note}")
+    return "\n".join(lines) + "\n"
 
 
 def selection_text(sel: dict | None) -> str:

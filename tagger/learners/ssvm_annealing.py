@@ -352,13 +352,18 @@ class SSVMAnnealing(Learner):
                                  "give a dev set (--dev FILE) and keep select = dev")
         # the objective is not convex: independent runs end in different local minima, and
         # the dev score (never the training objective, which every run lowers) picks among them
-        best = {"score": -math.inf, "w": None}
+        L = problem.model.n_labels
+        best = {"score": -math.inf, "w": None, "imputed": np.zeros(L, np.int64)}
         clock = Stopwatch()
         for r in range(settings["restarts"]):
             run_seed = seed if r == 0 else int(
                 np.random.SeedSequence([seed, r]).generate_state(1)[0] % (2**31 - 1))
             self._anneal(problem, U, settings, run_seed, best, clock,
                          r if settings["restarts"] > 1 else None)
+        # where each label was learned from: tokens of the labeled sentences, and tokens of the
+        # unlabeled ones the kept model was trained on with that imputed label
+        self.evidence_ = {"labeled": np.bincount(np.asarray(problem.y), minlength=L).tolist(),
+                          "imputed": best["imputed"].tolist()}
         return best["w"]
 
     def _anneal(self, problem: TrainingProblem, U: Featurized, settings: dict, seed: int,
@@ -397,6 +402,9 @@ class SSVMAnnealing(Learner):
             score = _selection_score(row)
             if settings["select"] == "last" or score > best["score"]:
                 best["score"], best["w"] = score, w.copy()
+                # the supervised start (step 0) was trained on no imputed label
+                best["imputed"] = (np.bincount(yU, minlength=L) if row.get("step", 0) > 0
+                                   else np.zeros(L, np.int64))
                 row["selected"] = True
             row["time"] = round(clock(), 2)
             self._report(problem, row)
@@ -469,6 +477,7 @@ class SSVMAnnealing(Learner):
                     break
         if best["w"] is None:  # no dev set and select = "dev": the last weights
             best["w"] = solver.weights()
+            best["imputed"] = np.bincount(yU, minlength=L)
 
 
 def _selection_score(row: dict) -> float:
