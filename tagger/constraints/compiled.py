@@ -12,7 +12,8 @@ import numpy as np
 
 from tagger.constraints.language import (CHANGES, COUNT_SEGMENTS, COUNT_TOKENS, ConstraintSet,
                                          FRACTION_CHANGE, FRACTION_LABEL, Rule, SEGMENTS, UNARY,
-                                         boundary_on_punctuation, has_property, normalize_word)
+                                         boundary_on_punctuation, element_matches, has_property,
+                                         normalize_word)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,11 +91,11 @@ class CompiledConstraints:
         for c, r in enumerate(inst):
             ids = [lid[x] for x in r.labels]
             self.weight[c], self.squared[c], self.hard[c] = r.weight, r.shape == "squared", r.hard
-            if r.rule == "start":
+            if r.rule in ("start", "end"):   # a unary rule on the first (last) token
                 self.kind[c] = UNARY
                 self.mask[c, :] = True
                 self.mask[c, ids] = False
-                self.row[c] = row_for(("start",), ("start",))
+                self.row[c] = row_for((r.rule,), (r.rule,))
             elif r.rule in ("tokens", "only-inside"):
                 self.kind[c] = UNARY
                 if r.rule == "tokens" and r.options["mode"] == "avoid":
@@ -165,16 +166,37 @@ class CompiledConstraints:
         for r, d in enumerate(self._row_defs):
             if d[0] == "start":
                 ind[r, offsets[:-1][lengths > 0]] = 1
+            elif d[0] == "end":
+                ind[r, offsets[1:][lengths > 0] - 1] = 1
             elif d[0] == "boundary":
                 for s, toks in enumerate(toks_list):
                     a = int(offsets[s])
                     for t in range(1, len(toks)):
                         if not boundary_on_punctuation(toks[t - 1], toks[t]):
                             ind[r, a + t] = 1
+            elif d[1].options.get("sequence"):
+                ind[r] = sequence_matches(d[1], toks_list)
             else:
                 rule: Rule = d[1]
                 ind[r] = rule_matches(rule, flat)
         return TokenIndicators(ind, offsets)
+
+
+def sequence_matches(rule: Rule, toks_list: list) -> np.ndarray:
+    """1 at the ``mark``ed tokens of every run of consecutive tokens (within a sentence)
+    matching the rule's ``sequence``."""
+    seq, mark = rule.options["sequence"], rule.options["mark"]
+    cs = rule.options.get("case_sensitive", False)
+    k = len(seq)
+    out = []
+    for toks in toks_list:
+        row = np.zeros(len(toks), np.uint8)
+        hit = [[element_matches(el, tok, cs) for tok in toks] for el in seq]
+        for t in range(len(toks) - k + 1):
+            if all(hit[j][t + j] for j in range(k)):
+                row[[t + m for m in mark]] = 1
+        out.append(row)
+    return np.concatenate(out) if out else np.zeros(0, np.uint8)
 
 
 def rule_matches(rule: Rule, tokens: list[str]) -> np.ndarray:

@@ -100,6 +100,55 @@ def normalize_word(s: str, case_sensitive: bool = False) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# token sequences (`tokens` rules with `sequence`)
+
+
+def sequence_element(text: str, case_sensitive: bool) -> tuple[str, Any]:
+    """One element of a sequence: ``<property>`` or words separated by ``|`` (compared as
+    `words` are)."""
+    if text.startswith("<") and text.endswith(">"):
+        return ("property", text[1:-1])
+    return ("words", frozenset(normalize_word(w, case_sensitive) for w in text.split("|") if w))
+
+
+def element_matches(element: tuple[str, Any], token: str, case_sensitive: bool) -> bool:
+    kind, value = element
+    if kind == "property":
+        return has_property(token, value)
+    return normalize_word(token, case_sensitive) in value
+
+
+def _sequence(ck: "_Checker", item: dict, path: str, cs: bool) -> tuple[list, list[int]]:
+    seq = item["sequence"]
+    if isinstance(seq, str):
+        seq = seq.split()
+    if not (isinstance(seq, list) and seq and all(isinstance(x, str) and x for x in seq)):
+        ck.err(f"{path}.sequence", f'expected a list of tokens, e.g. ["no", "pets|pet"] or '
+                                   f'["<number>", "br|bedrooms"], got {seq!r}')
+        return [], []
+    elements = []
+    for i, text in enumerate(seq):
+        el = sequence_element(text, cs)
+        if el[0] == "property" and el[1] not in PROPERTIES:
+            close = difflib.get_close_matches(el[1], list(PROPERTIES), n=1, cutoff=0.5)
+            hint = f"did you mean '<{close[0]}>'? " if close else ""
+            ck.err(f"{path}.sequence[{i}]", f"unknown property {text!r}; {hint}known: "
+                                            + ", ".join(f"<{p}>" for p in PROPERTIES))
+        elif el[0] == "words" and not el[1]:
+            ck.err(f"{path}.sequence[{i}]", f"expected words separated by |, got {text!r}")
+        elements.append(el)
+    mark = item.get("mark", list(range(len(seq))))
+    if isinstance(mark, int) and not isinstance(mark, bool):
+        mark = [mark]
+    if not (isinstance(mark, list) and mark and all(
+            isinstance(m, int) and not isinstance(m, bool) and 0 <= m < len(seq) for m in mark)):
+        ck.err(f"{path}.mark", f"expected positions in the sequence (0 to {len(seq) - 1}) of "
+                               f"the tokens that take the labels, got {mark!r}")
+        mark = list(range(len(seq)))
+    return elements, sorted(set(mark))
+
+
+# ---------------------------------------------------------------------------------------------
 # the parsed file
 
 
@@ -120,8 +169,10 @@ class Rule:
 
 INSTANCE_RULES = {
     "start": "a sequence may only start with one of `labels`",
+    "end": "a sequence may only end with one of `labels`",
     "one-segment": "each of `labels` (or \"all\") forms at most one contiguous segment",
-    "tokens": "tokens in `words` or matching `pattern` take one of `take` / none of `avoid`",
+    "tokens": "tokens in `words` or matching `pattern` (or the `mark`ed tokens of each run "
+              "matching `sequence`) take one of `take` / none of `avoid`",
     "only-inside": "tokens with `property` (or matching `pattern`) appear only inside `labels`",
     "change-on-punctuation": "labels change only at punctuation",
     "count": "the number of tokens (or segments, `unit`) with one of `labels` is within "
@@ -136,8 +187,9 @@ CORPUS_RULES = {
 _COMMON_KEYS = {"rule", "name", "hard", "weight", "shape"}
 _RULE_KEYS = {
     "start": {"labels"},
+    "end": {"labels"},
     "one-segment": {"labels"},
-    "tokens": {"words", "pattern", "take", "avoid", "case_sensitive"},
+    "tokens": {"words", "pattern", "sequence", "mark", "take", "avoid", "case_sensitive"},
     "only-inside": {"property", "pattern", "labels", "case_sensitive"},
     "change-on-punctuation": set(),
     "count": {"labels", "min", "max", "unit"},
@@ -360,13 +412,21 @@ def _parse_rule(ck: _Checker, item: dict, path: str, level: str, table: dict, d_
             return False
         return True
 
-    if rule in ("start", "one-segment", "count", "label-fraction", "only-inside"):
+    if rule in ("start", "end", "one-segment", "count", "label-fraction", "only-inside"):
         if need("labels"):
-            labels = ck.label_list(item["labels"], f"{path}.labels", allow_all=(rule != "start"))
+            labels = ck.label_list(item["labels"], f"{path}.labels",
+                                   allow_all=rule not in ("start", "end"))
+    if rule == "tokens" and "sequence" in item:
+        if "words" in item or "pattern" in item:
+            ck.err(path, "the 'tokens' rule takes `sequence` or `words` / `pattern`, not both: "
+                         "write two rules")
+        opts["sequence"], opts["mark"] = _sequence(ck, item, path, cs)
+    elif rule == "tokens" and "mark" in item:
+        ck.err(f"{path}.mark", "`mark` picks tokens of a `sequence`; this rule has none")
     if rule == "tokens":
-        if "words" not in item and "pattern" not in item:
-            ck.err(path, "the 'tokens' rule needs `words` (a list) or `pattern` (a regular "
-                         "expression), or both")
+        if "words" not in item and "pattern" not in item and "sequence" not in item:
+            ck.err(path, "the 'tokens' rule needs `words` (a list), `pattern` (a regular "
+                         "expression) or both, or a `sequence` of tokens")
         words = item.get("words", [])
         if isinstance(words, str):
             words = [words]

@@ -42,6 +42,16 @@ labels = ["d"]
 rule = "change-on-punctuation"
 weight = 0.7
 [[instance]]
+rule = "end"
+labels = ["b", "d"]
+weight = 1.2
+[[instance]]
+rule = "tokens"
+sequence = ["<digit>", "pp|v"]
+mark = [1]
+take = ["b"]
+weight = 0.9
+[[instance]]
 rule = "count"
 labels = ["b"]
 min = 1
@@ -95,6 +105,16 @@ def _direct_penalty(cs: ConstraintSet, sents, ys, hard_weight=1000.0):
             ids = {lid[x] for x in r.labels}
             if r.rule == "start":
                 phi, lo, hi = float(y[0] not in ids), 0, 0
+            elif r.rule == "end":
+                phi, lo, hi = float(y[-1] not in ids), 0, 0
+            elif r.rule == "tokens" and r.options.get("sequence"):
+                # written out for this file's one sequence: a digit, then pp or v; the second
+                # token is the marked one
+                marked = {t + 1 for t in range(len(toks) - 1)
+                          if any(ch.isdigit() for ch in toks[t])
+                          and normalize_word(toks[t + 1]) in ("pp", "v")}
+                phi = sum(1 for t in marked if y[t] not in ids)
+                lo, hi = 0, 0
             elif r.rule == "one-segment":
                 phi = sum(max(0, v - 1) for k, v in _segments(y).items() if k in ids)
                 lo, hi = 0, 0
@@ -241,3 +261,28 @@ def test_quote_property_means_double_quotation_marks_not_apostrophes():
         assert has_property(tok, "quote"), tok
     for tok in ["Master's", "'91", "D'Andrea", "Minsky`s", "word"]:
         assert not has_property(tok, "quote"), tok
+
+
+@pytest.mark.parametrize("body, fragment", [
+    ('sequence = ["no", "pets"]\nwords = ["x"]\ntake = ["a"]', "not both"),
+    ('sequence = ["<nmber>", "br"]\ntake = ["a"]', "did you mean '<number>'"),
+    ('sequence = ["no", "pets"]\nmark = [2]\ntake = ["a"]', "instance[0].mark"),
+    ('words = ["x"]\nmark = [0]\ntake = ["a"]', "picks tokens of a `sequence`"),
+    ('sequence = []\ntake = ["a"]', "instance[0].sequence"),
+])
+def test_sequence_mistakes_are_reported_with_their_key(body, fragment):
+    text = f'labels = ["a", "b"]\n[[instance]]\nrule = "tokens"\n{body}\n'
+    with pytest.raises(ConstraintError, match=fragment.replace("(", r"\(").replace("[", r"\[")):
+        ConstraintSet.from_text(text)
+
+
+def test_end_and_sequence_indicator_rows():
+    cs = ConstraintSet.from_text('labels = ["a", "b"]\n[[instance]]\nrule = "end"\n'
+                                 'labels = ["a"]\n[[instance]]\nrule = "tokens"\n'
+                                 'sequence = "no pets|pet"\nmark = 1\ntake = ["b"]\n')
+    cc = cs.compile(["a", "b"])
+    ti = cc.indicators([["no", "pets", ",", "No", "pet"], ["no"], ["pets", "no"]])
+    end_row, seq_row = ti.ind[cc.row[0]], ti.ind[cc.row[1]]
+    assert end_row.tolist() == [0, 0, 0, 0, 1, 1, 0, 1]
+    # within sentences only: "no" ending one sentence and "pets" starting the next do not match
+    assert seq_row.tolist() == [0, 1, 0, 0, 1, 0, 0, 0]
