@@ -8,8 +8,8 @@ the resolved configuration (``tagger inspect --json``, key ``config``) and ``tag
 Paths in a file are relative to the file's directory, so that a configuration travels with its
 data; the model keeps them absolute, so that a rerun works from any directory (``hf:`` names
 are kept as written). The model's configuration leaves out the output path and, when training
-chooses the strength, the strength itself (the choice is in the model's ``selection``): what
-was asked for, so that a rerun asks for the same and, with the same data and seed, writes the
+chooses the strength, the strength itself and the L2 mix chosen with it (the choice is in the
+model's ``selection``): what was asked for, so that a rerun asks for the same and, with the same data and seed, writes the
 same bytes.
 """
 
@@ -228,9 +228,13 @@ def for_model(cfg: dict, learner: str, params: dict, select: bool) -> dict:
     if learner != AUTO:
         cls = get_learner(learner)
         strength = getattr(cls, "strength", None)
-        chosen = select and strength is not None and strength[0] not in params
+        # what the path chooses (the strength, and the L2 mix with it) stays unset, so that
+        # a rerun chooses it again rather than taking it as a setting
+        chosen = set()
+        if select and strength is not None and strength[0] not in params:
+            chosen = {strength[0]} | ({cls.mix} if getattr(cls, "mix", None) else set())
         full = {p.name: params.get(p.name, p.default) for p in cls.params
-                if not (chosen and p.name == strength[0])}
+                if p.name in params or p.name not in chosen}
     out["params"] = full
     return out
 

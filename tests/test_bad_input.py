@@ -334,7 +334,7 @@ def test_bad_input(case, model, tmp_path, monkeypatch):
 
 VALUES = ["1", "1.5", "true", '"x"', "[]", '["A"]', "{a = 1}", "[1]", "[[1]]", '"all"', "-1",
           "nan", "{}", '["A", 2]']
-BASE = {"start": 'labels = ["A"]', "one-segment": 'labels = ["A"]',
+BASE = {"start": 'labels = ["A"]', "end": 'labels = ["A"]', "one-segment": 'labels = ["A"]',
         "tokens": 'words = ["a"]\ntake = ["A"]',
         "only-inside": 'property = "quote"\nlabels = ["A"]', "change-on-punctuation": "",
         "count": 'labels = ["A"]\nmax = 1', "label-fraction": 'labels = ["A"]\nfraction = 0.5',
