@@ -118,6 +118,7 @@ def package(pipeline: Path, work: Path) -> dict:
     py = sys.executable
     timed([py, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(work / "wheels"),
            str(C.REPO)])
+    (work / "packages").mkdir(exist_ok=True)
     timed([py, "-m", "spacy", "package", str(pipeline), str(work / "packages"), "--name",
            "chunker", "--version", "0.0.1", "--force"])
     sdist = next((work / "packages").rglob("*.tar.gz"))
@@ -165,14 +166,14 @@ def main(argv: list[str]) -> int:
         same = same_model(work / "tagger.tgm", best / "chunker" / "model.tgm")
         result.update(tagger_f1=f1_ours, spacy_f1=f1_spacy, tagger_seconds=t_ours,
                       spacy_seconds=t_spacy, same_model=same)
+        print(C.markdown_table(
+            ["command", "chunk F1 on test.txt", "seconds"],
+            [["tagger train + tagger eval", f"{f1_ours:.2f}", f"{t_ours:.1f}"],
+             ["spacy train (scores test.spacy)", f"{f1_spacy:.2f}", f"{t_spacy:.1f}"]]))
+        print()
+        print(f"- F1 difference: {f1_spacy - f1_ours:+.2f}; the same model: {same}", flush=True)
         if not args.no_package:
             result["package"] = package(best, work)
-    print(C.markdown_table(
-        ["command", "chunk F1 on test.txt", "seconds"],
-        [["tagger train + tagger eval", f"{f1_ours:.2f}", f"{t_ours:.1f}"],
-         ["spacy train (scores test.spacy)", f"{f1_spacy:.2f}", f"{t_spacy:.1f}"]]))
-    print()
-    print(f"- F1 difference: {f1_spacy - f1_ours:+.2f}; the same model: {same}")
     if "package" in result:
         pk = result["package"]
         print(f"- spacy package requirements: {', '.join(pk['requirements'])}; installed in a "
