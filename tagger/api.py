@@ -24,16 +24,15 @@ from tagger.inference import forward_backward_batch
 from tagger.inference.max_product import viterbi_batch_into
 from tagger.io.sources import as_sentences
 from tagger.labels import LabelIndex, is_bio
-from tagger.learners import AUTO, DEFAULT_LEARNER, TrainingProblem, get_learner
+from tagger.learners import AUTO, DEFAULT_LEARNER, get_learner
 from tagger.metrics import evaluate as evaluate_labels
 from tagger.model import ChainModel
 from tagger.model_header import check_header
 from tagger import selection
 from tagger.reports import jsonable
 from tagger.sentence import Sentence
-from tagger.training_data import (HELD_OUT, FeaturizeProgress, check_columns,
-                                  conllu_label_info, constraint_set, dev_scorer, labeled_list,
-                                  transform_batches, unlabeled_list, warn_about_scoring_data)
+from tagger.training_data import (HELD_OUT, build_problem, check_columns, conllu_label_info,
+                                  constraint_set, labeled_list)
 from tagger.serialize import load_model_file, save_model_file
 
 #: sentences featurized and decoded together when tagging a stream
@@ -228,62 +227,11 @@ class Tagger:
 
     def _problem(self, sentences, dev, progress, unlabeled=None, constraints=None, test=None,
                  dev_what="dev data"):
-        """Featurize the training (and dev, test, unlabeled) data:
-        (train list, featurizer, labels, problem)."""
+        """(train list, featurizer, labels, problem): see
+        :func:`tagger.training_data.build_problem`."""
         spec = self.features if isinstance(self.features, FeatureSpec) else FeatureSpec.load(self.features)
-        train = spec.relabel(labeled_list(sentences, "training data"))
-        featurizer = Featurizer(spec)
-        check_columns(train, spec, "training data")
-        cset = constraint_set(constraints)
-        label_names = {lab for s in train for lab in s.labels}
-        if cset is not None:  # a label no labeled sentence shows may still be imputed
-            from tagger.constraints.check import check_training_labels
-
-            check_training_labels(cset, sorted(label_names))   # before reading unlabeled text
-            label_names |= set(cset.labels)
-        unl = None
-        if unlabeled is not None:
-            unl = unlabeled_list(unlabeled, spec, progress)
-        seen = train if unl is None else train + unl
-        work = FeaturizeProgress(seen, train, dev, test, unl)
-        featurizer.fit(seen)
-        work.step("vocabulary", seen)
-        X = featurizer.transform(train)
-        work.step("training data", train)
-        labels = LabelIndex(sorted(label_names))
-        y = labels.encode([lab for s in train for lab in s.labels])
-        # with unlabeled data every (attribute, label) pair may be learned from imputed labels
-        model = ChainModel.from_data(X, y, len(labels), featurizer.n_attributes,
-                                     spec.all_pairs or unl is not None)
-
-        def scorer(data, what):
-            if data is None:
-                return None
-            if not isinstance(data, (list, tuple)):   # read only now: its tokens join the total
-                data = labeled_list(data, what)
-                work.add(data)
-            data = spec.relabel(labeled_list(data, what))
-            check_columns(data, spec, what)
-            warn_about_scoring_data(data, labels, what)
-            scorer_data = featurizer.transform(data)
-            work.step(what, data)
-            return dev_scorer(scorer_data, model, labels, [s.labels for s in data])
-
-        dev_score = scorer(dev, dev_what)
-        report_score = scorer(test, "test data")
-        XU = cdata = None
-        if unl is not None:
-            XU = transform_batches(featurizer, unl)
-            work.step("unlabeled data", unl)
-            if cset is not None:
-                from tagger.constraints import ConstraintData
-
-                compiled = cset.compile(labels.labels)
-                cdata = ConstraintData(compiled, compiled.indicators(unl))
-            del unl
-        problem = TrainingProblem(model, X, y, dev_score=dev_score, progress=progress,
-                                  unlabeled=XU, constraints=cdata, report_score=report_score)
-        return train, featurizer, labels, problem
+        return build_problem(spec, sentences, dev, progress, unlabeled, constraints, test,
+                             dev_what)
 
     def path(self, sentences: Iterable[Sentence], dev: Iterable[Sentence], values: Sequence[float],
              param: str | None = None, progress: Callable[[dict], None] | None = None

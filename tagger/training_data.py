@@ -1,6 +1,7 @@
 """The data a training run reads, checked and prepared for the learners: labeled sentences
 (non-empty, labeled, with the columns the features read), unlabeled sentences read in batches,
-constraint sets, the dev scorer, and the warnings about data that scores training."""
+constraint sets, the dev scorer, the warnings about data that scores training, and the
+featurized TrainingProblem built from all of them (:func:`build_problem`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tagger.features import Featurized, FeatureSpec, Featurizer
 from tagger.inference.max_product import viterbi_batch_into
 from tagger.labels import LabelIndex
 from tagger.metrics import evaluate as evaluate_labels
+from tagger.learners import TrainingProblem
 from tagger.model import ChainModel
 from tagger.sentence import Sentence
 
@@ -171,3 +173,65 @@ def _tokens(part) -> int:
     if isinstance(part, (list, tuple)):
         return sum(len(s) for s in part)
     return 0
+
+
+def build_problem(spec: FeatureSpec, sentences, dev, progress, unlabeled=None, constraints=None,
+                  test=None, dev_what: str = "dev data"):
+    """The learners' view of a training run: the training (and dev, test, unlabeled) data
+    checked and featurized with ``spec``, the label index (the data's labels and the
+    constraint file's), the model layout and the dev / test scorers. Returns
+    ``(train list, featurizer, labels, TrainingProblem)``."""
+    train = spec.relabel(labeled_list(sentences, "training data"))
+    featurizer = Featurizer(spec)
+    check_columns(train, spec, "training data")
+    cset = constraint_set(constraints)
+    label_names = {lab for s in train for lab in s.labels}
+    if cset is not None:  # a label no labeled sentence shows may still be imputed
+        from tagger.constraints.check import check_training_labels
+
+        check_training_labels(cset, sorted(label_names))   # before reading unlabeled text
+        label_names |= set(cset.labels)
+    unl = None
+    if unlabeled is not None:
+        unl = unlabeled_list(unlabeled, spec, progress)
+    seen = train if unl is None else train + unl
+    work = FeaturizeProgress(seen, train, dev, test, unl)
+    featurizer.fit(seen)
+    work.step("vocabulary", seen)
+    X = featurizer.transform(train)
+    work.step("training data", train)
+    labels = LabelIndex(sorted(label_names))
+    y = labels.encode([lab for s in train for lab in s.labels])
+    # with unlabeled data every (attribute, label) pair may be learned from imputed labels
+    model = ChainModel.from_data(X, y, len(labels), featurizer.n_attributes,
+                                 spec.all_pairs or unl is not None)
+
+    def scorer(data, what):
+        if data is None:
+            return None
+        read_now = not isinstance(data, (list, tuple))
+        data = labeled_list(data, what)
+        if read_now:   # its tokens join the featurization's total only now
+            work.add(data)
+        data = spec.relabel(data)
+        check_columns(data, spec, what)
+        warn_about_scoring_data(data, labels, what)
+        scorer_data = featurizer.transform(data)
+        work.step(what, data)
+        return dev_scorer(scorer_data, model, labels, [s.labels for s in data])
+
+    dev_score = scorer(dev, dev_what)
+    report_score = scorer(test, "test data")
+    XU = cdata = None
+    if unl is not None:
+        XU = transform_batches(featurizer, unl)
+        work.step("unlabeled data", unl)
+        if cset is not None:
+            from tagger.constraints import ConstraintData
+
+            compiled = cset.compile(labels.labels)
+            cdata = ConstraintData(compiled, compiled.indicators(unl))
+        del unl
+    problem = TrainingProblem(model, X, y, dev_score=dev_score, progress=progress,
+                              unlabeled=XU, constraints=cdata, report_score=report_score)
+    return train, featurizer, labels, problem
