@@ -114,7 +114,7 @@ class ProgressHandler(logging.Handler):
         left = ""
         if isinstance(total, int) and self._k and spent:
             working = max(spent - (self.clock.seconds - self.run_compile), 0.0)
-            left = f" eta<={_duration(working / self._k * max(total - self._k, 0))}"
+            left = f" eta<={duration_text(working / self._k * max(total - self._k, 0))}"
         self._line(f"{learner}: {counter}={k}{of} {shown} {counter}_s={step:.2f}{left}")
 
     def _line(self, text: str) -> None:
@@ -202,5 +202,6 @@ def _fmt(v) -> str:
     return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
+    """``45s`` under two minutes, else ``3min``: how an ETA is written."""
     return f"{seconds:.0f}s" if seconds < 120 else f"{seconds / 60:.0f}min"

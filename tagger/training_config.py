@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tagger import toml_file
 from tagger.errors import ConfigError, ParameterError
+from tagger.io.formats import FORMATS as READ_FORMATS
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class Key:
     is_path: bool = False
 
 
-FORMATS = ("auto", "conll", "conllu", "inline", "tab", "text", "raw")
+FORMATS = ("auto", *READ_FORMATS)
 SCHEMA: dict[str, dict[str, Key]] = {
     "data": {
         "train": Key(list, [], "labeled training files (also hf:NAME, *.parquet, *.jsonl, "
@@ -148,9 +149,10 @@ def _value(key: Key, value, source: str, where: str, base: Path | None):
 
 
 def _path(value: str, base: Path | None) -> str:
+    """A file name joined to ``base`` (and normalized); hf: names and ``-`` as they are."""
     if not value or base is None or value.startswith("hf:") or value == "-":
         return value
-    return str(base / value) if not os.path.isabs(value) else value
+    return os.path.normpath(os.path.join(base, value))
 
 
 def _error(source: str, where: str, expected: str, found, fix: str) -> ConfigError:
@@ -215,12 +217,13 @@ def for_model(cfg: dict, learner: str, params: dict, select: bool) -> dict:
 
     out = {section: dict(cfg[section]) for section in SCHEMA}
     del out["model"]["output"]
+    cwd = Path.cwd()
     for section, keys in SCHEMA.items():
         for name, key in keys.items():
             if key.is_path and name in out[section]:
                 value = out[section][name]
-                out[section][name] = ([_absolute(v) for v in value] if isinstance(value, list)
-                                      else _absolute(value))
+                out[section][name] = ([_path(v, cwd) for v in value]
+                                      if isinstance(value, list) else _path(value, cwd))
             if out[section].get(name, 0) is None:
                 del out[section][name]     # decided from the data: TOML has no null
     out["model"]["learner"] = learner
@@ -237,12 +240,6 @@ def for_model(cfg: dict, learner: str, params: dict, select: bool) -> dict:
                 if p.name in params or p.name not in chosen}
     out["params"] = full
     return out
-
-
-def _absolute(value: str) -> str:
-    if not value or value.startswith("hf:") or value == "-":
-        return value
-    return os.path.abspath(value)
 
 
 def from_model(path: str) -> dict:

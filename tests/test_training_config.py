@@ -211,7 +211,12 @@ def test_check_refuses_params_for_auto():
         training_config.learner_params(cfg, "auto", "x")
 
 
-def test_the_help_text_names_the_default_learner():
-    from tagger.cli import DEFAULT_LEARNER_NAME
+def test_the_command_lines_own_copies_agree_with_the_package():
+    # written out in tagger.cli so that `tagger --help` imports neither learners nor readers
+    from tagger.cli import DEFAULT_LEARNER_NAME, FORMAT_CHOICES, OUTPUT_FORMATS
+    from tagger.io.formats import FORMATS
+    from tagger.io.formats import OUTPUT_FORMATS as WRITTEN
 
     assert DEFAULT_LEARNER_NAME == DEFAULT_LEARNER
+    assert FORMAT_CHOICES == ("auto", *FORMATS) == training_config.FORMATS
+    assert OUTPUT_FORMATS == WRITTEN

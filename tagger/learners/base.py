@@ -18,6 +18,7 @@ import numpy as np
 from tagger.errors import ParameterError, bad_value
 from tagger.features import Featurized
 from tagger.model import ChainModel
+from tagger.progress import duration_text
 
 log = logging.getLogger("tagger.train")
 
@@ -191,8 +192,7 @@ def _eta(row: dict, epochs) -> str:
     done, spent = row.get("epoch"), row.get("time")
     if not isinstance(epochs, int) or not isinstance(done, int) or not spent or done <= 0:
         return ""
-    left = spent / done * max(epochs - done, 0)
-    return f"{left:.0f}s" if left < 120 else f"{left / 60:.0f}min"
+    return duration_text(spent / done * max(epochs - done, 0))
 
 
 def _fmt(v: Any) -> str:
