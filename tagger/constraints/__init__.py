@@ -23,10 +23,11 @@ constraints get a very large rho (chosen by the caller: ``hard_weight``) and, at
 enforced exactly where the expanded-state Viterbi of :mod:`tagger.constrained` can.
 """
 
-from tagger.constraints.language import (CHANGES, CORPUS_RULES, COUNT_SEGMENTS, COUNT_TOKENS,
-                                         ConstraintSet, FRACTION_CHANGE, FRACTION_LABEL,
-                                         INSTANCE_RULES, PROPERTIES, Rule, SEGMENTS, UNARY,
-                                         boundary_on_punctuation, normalize_word)
+from tagger.constraints.language import (CHANGES, CONTAINS, CORPUS_RULES, COUNT_SEGMENTS,
+                                         COUNT_TOKENS, ConstraintSet, FRACTION_CHANGE,
+                                         FRACTION_LABEL, INSTANCE_RULES, ORDER, PROPERTIES, Rule,
+                                         SEGMENTS, UNARY, boundary_on_punctuation,
+                                         normalize_word)
 from tagger.constraints.compiled import CompiledConstraints, ConstraintData, TokenIndicators
 from tagger.constraints.violations import (Counts, Proposal, ViolationState, apply_switch,
                                            switch_penalty_delta, violation_report)
@@ -34,5 +35,6 @@ from tagger.constraints.violations import (Counts, Proposal, ViolationState, app
 __all__ = ["ConstraintSet", "Rule", "ConstraintData", "CompiledConstraints", "TokenIndicators",
            "ViolationState", "Counts", "Proposal", "violation_report", "apply_switch",
            "switch_penalty_delta", "UNARY", "SEGMENTS", "CHANGES", "COUNT_TOKENS",
-           "COUNT_SEGMENTS", "FRACTION_LABEL", "FRACTION_CHANGE", "PROPERTIES", "INSTANCE_RULES",
-           "CORPUS_RULES", "boundary_on_punctuation", "normalize_word"]
+           "COUNT_SEGMENTS", "CONTAINS", "ORDER", "FRACTION_LABEL", "FRACTION_CHANGE",
+           "PROPERTIES", "INSTANCE_RULES", "CORPUS_RULES", "boundary_on_punctuation",
+           "normalize_word"]

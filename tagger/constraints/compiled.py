@@ -10,8 +10,9 @@ from typing import Sequence
 
 import numpy as np
 
-from tagger.constraints.language import (CHANGES, COUNT_SEGMENTS, COUNT_TOKENS, ConstraintSet,
-                                         FRACTION_CHANGE, FRACTION_LABEL, Rule, SEGMENTS, UNARY,
+from tagger.constraints.language import (CHANGES, CONTAINS, COUNT_SEGMENTS, COUNT_TOKENS,
+                                         ConstraintSet, FRACTION_CHANGE, FRACTION_LABEL, ORDER,
+                                         Rule, SEGMENTS, UNARY,
                                          boundary_on_punctuation, element_matches, has_property,
                                          normalize_word)
 
@@ -55,7 +56,8 @@ class CompiledConstraints:
     """A constraint set over a model's label list, as arrays for the numba kernels.
 
     Instance constraint c: ``kind[c]``, ``mask[c, l]`` (the "bad" labels of a unary rule, the
-    labels concerned otherwise), indicator row ``row[c]`` (-1: none), bounds ``lo[c]``/``hi[c]``,
+    labels concerned otherwise; an order rule's ``before`` labels), ``other[c, l]`` (an order
+    rule's ``after`` labels), indicator row ``row[c]`` (-1: none), bounds ``lo[c]``/``hi[c]``,
     weight ``weight[c]``, ``squared[c]``, ``hard[c]``. Corpus constraint k: ``ckind[k]``,
     ``cmask[k, l]``, ``crow[k]``, ``target[k]``, ``tol[k]``, ``cweight[k]``, ``csquared[k]``,
     ``chard[k]``. Indicator rows are computed per corpus by :meth:`indicators`.
@@ -72,6 +74,7 @@ class CompiledConstraints:
         C, K = len(inst), len(corp)
         self.kind = np.zeros(C, np.int32)
         self.mask = np.zeros((max(C, 1), L), np.bool_)[:C]
+        self.other = np.zeros((max(C, 1), L), np.bool_)[:C]
         self.row = np.full(C, -1, np.int32)
         self.lo = np.zeros(C)
         self.hi = np.zeros(C)
@@ -96,9 +99,11 @@ class CompiledConstraints:
                 self.mask[c, :] = True
                 self.mask[c, ids] = False
                 self.row[c] = row_for((r.rule,), (r.rule,))
-            elif r.rule in ("tokens", "only-inside"):
-                self.kind[c] = UNARY
-                if r.rule == "tokens" and r.options["mode"] == "avoid":
+            elif r.rule in ("tokens", "only-inside", "contains"):
+                self.kind[c] = CONTAINS if r.rule == "contains" else UNARY
+                if r.rule == "contains":
+                    self.mask[c, ids] = True
+                elif r.rule == "tokens" and r.options["mode"] == "avoid":
                     self.mask[c, ids] = True
                 else:
                     self.mask[c, :] = True
@@ -110,6 +115,10 @@ class CompiledConstraints:
             elif r.rule == "change-on-punctuation":
                 self.kind[c] = CHANGES
                 self.row[c] = row_for(("boundary",), ("boundary",))
+            elif r.rule == "order":
+                self.kind[c] = ORDER
+                self.mask[c, [lid[x] for x in r.options["before"]]] = True
+                self.other[c, [lid[x] for x in r.options["after"]]] = True
             elif r.rule == "count":
                 self.kind[c] = COUNT_TOKENS if r.options["unit"] == "tokens" else COUNT_SEGMENTS
                 self.mask[c, ids] = True

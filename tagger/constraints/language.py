@@ -34,6 +34,10 @@ CHANGES = 2
 COUNT_TOKENS = 3
 #: number of segments whose label is listed (count bounds)
 COUNT_SEGMENTS = 4
+#: segments of the listed labels that contain no flagged token (``contains``)
+CONTAINS = 5
+#: segments of the listed labels that start after a token of the rule's ``after`` labels
+ORDER = 6
 
 #: corpus kinds: fraction of tokens with a listed label; fraction of changes off punctuation
 FRACTION_LABEL = 0
@@ -177,6 +181,9 @@ INSTANCE_RULES = {
     "change-on-punctuation": "labels change only at punctuation",
     "count": "the number of tokens (or segments, `unit`) with one of `labels` is within "
              "`min`..`max`",
+    "contains": "every segment of each of `labels` contains a token in `words`, matching "
+                "`pattern` or with `property`",
+    "order": "segments of the `before` labels come before every segment of the `after` labels",
 }
 CORPUS_RULES = {
     "label-fraction": "over the unlabeled corpus, the fraction of tokens with one of `labels` "
@@ -193,6 +200,8 @@ _RULE_KEYS = {
     "only-inside": {"property", "pattern", "labels", "case_sensitive"},
     "change-on-punctuation": set(),
     "count": {"labels", "min", "max", "unit"},
+    "contains": {"labels", "words", "pattern", "property", "case_sensitive"},
+    "order": {"before", "after"},
     "label-fraction": {"labels", "fraction", "tolerance"},
     "change-off-punctuation": {"fraction", "tolerance"},
 }
@@ -357,6 +366,25 @@ class ConstraintSet:
         return CompiledConstraints(self, names)
 
 
+def _word_list(ck: _Checker, item: dict, path: str, cs: bool) -> list[str]:
+    words = item.get("words", [])
+    if isinstance(words, str):
+        words = [words]
+    if not isinstance(words, list) or not all(isinstance(w, str) and w for w in words):
+        ck.err(f"{path}.words", f"expected a list of words (text), got {words!r}")
+        words = []
+    return sorted({normalize_word(w, cs) for w in words})
+
+
+def _property(ck: _Checker, prop: Any, path: str) -> Any:
+    if not isinstance(prop, str) or prop not in PROPERTIES:
+        close = difflib.get_close_matches(str(prop), list(PROPERTIES), n=1, cutoff=0.5)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        ck.err(f"{path}.property", f"unknown property {prop!r}; {hint}known: "
+                                   f"{', '.join(PROPERTIES)}")
+    return prop
+
+
 def _unknown_key(key: str, known) -> str:
     close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -412,7 +440,8 @@ def _parse_rule(ck: _Checker, item: dict, path: str, level: str, table: dict, d_
             return False
         return True
 
-    if rule in ("start", "end", "one-segment", "count", "label-fraction", "only-inside"):
+    if rule in ("start", "end", "one-segment", "count", "label-fraction", "only-inside",
+                "contains"):
         if need("labels"):
             labels = ck.label_list(item["labels"], f"{path}.labels",
                                    allow_all=rule not in ("start", "end"))
@@ -427,13 +456,7 @@ def _parse_rule(ck: _Checker, item: dict, path: str, level: str, table: dict, d_
         if "words" not in item and "pattern" not in item and "sequence" not in item:
             ck.err(path, "the 'tokens' rule needs `words` (a list), `pattern` (a regular "
                          "expression) or both, or a `sequence` of tokens")
-        words = item.get("words", [])
-        if isinstance(words, str):
-            words = [words]
-        if not isinstance(words, list) or not all(isinstance(w, str) and w for w in words):
-            ck.err(f"{path}.words", f"expected a list of words (text), got {words!r}")
-            words = []
-        opts["words"] = sorted({normalize_word(w, cs) for w in words})
+        opts["words"] = _word_list(ck, item, path, cs)
         if "pattern" in item:
             opts["pattern"] = ck.pattern(item["pattern"], f"{path}.pattern", cs)
         has_take, has_avoid = "take" in item, "avoid" in item
@@ -452,14 +475,30 @@ def _parse_rule(ck: _Checker, item: dict, path: str, level: str, table: dict, d_
             ck.err(path, "the 'only-inside' rule needs exactly one of `property` "
                          f"({', '.join(PROPERTIES)}) or `pattern`")
         elif prop is not None:
-            if not isinstance(prop, str) or prop not in PROPERTIES:
-                close = difflib.get_close_matches(str(prop), list(PROPERTIES), n=1, cutoff=0.5)
-                hint = f"did you mean {close[0]!r}? " if close else ""
-                ck.err(f"{path}.property", f"unknown property {prop!r}; {hint}known: "
-                                           f"{', '.join(PROPERTIES)}")
-            opts["property"] = prop
+            opts["property"] = _property(ck, prop, path)
         else:
             opts["pattern"] = ck.pattern(pat, f"{path}.pattern", cs)
+    if rule == "contains":
+        if not any(k in item for k in ("words", "pattern", "property")):
+            ck.err(path, "the 'contains' rule needs `words` (a list), `pattern` (a regular "
+                         f"expression) or `property` ({', '.join(PROPERTIES)}): what every "
+                         "segment must contain")
+        opts["words"] = _word_list(ck, item, path, cs)
+        if "pattern" in item:
+            opts["pattern"] = ck.pattern(item["pattern"], f"{path}.pattern", cs)
+        if "property" in item:
+            opts["property"] = _property(ck, item["property"], path)
+    if rule == "order":
+        sides = {}
+        for key in ("before", "after"):
+            if need(key):
+                sides[key] = ck.label_list(item[key], f"{path}.{key}")
+        both = set(sides.get("before", ())) & set(sides.get("after", ()))
+        if both:
+            ck.err(f"{path}.after", f"label(s) {', '.join(sorted(both))} are both `before` and "
+                                    "`after`; a label cannot come before itself")
+        opts["before"], opts["after"] = sides.get("before", []), sides.get("after", [])
+        labels = opts["before"] + opts["after"]
     if rule == "count":
         lo = ck.number(item, "min", path, low=0, integer=True, default=0)
         hi = ck.number(item, "max", path, low=0, integer=True, default=None)

@@ -11,15 +11,18 @@ import numba
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.constraints.language import CHANGES, COUNT_TOKENS, FRACTION_LABEL, SEGMENTS, UNARY
+from tagger.constraints.language import (CHANGES, CONTAINS, COUNT_TOKENS, FRACTION_LABEL, ORDER,
+                                         SEGMENTS, UNARY)
 
 
 class InstanceRules(NamedTuple):
     """The instance rules as the kernels read them, one entry per rule: its kind, label mask,
-    token-indicator row, bounds on the count phi, penalty weight and shape."""
+    second label mask (an order rule's ``after`` labels), token-indicator row, bounds on the
+    count phi, penalty weight and shape."""
 
     kind: np.ndarray     # int32[C]
     mask: np.ndarray     # bool[C, L]
+    other: np.ndarray    # bool[C, L]
     row: np.ndarray      # int32[C]
     lo: np.ndarray       # float64[C]
     hi: np.ndarray       # float64[C]
@@ -55,7 +58,48 @@ class PenaltyRules(NamedTuple):
 
 
 @numba.njit(**NUMBA_OPTS)
-def sequence_phi(y, ind, a, b, kind, mask, row, out):
+def contains_phi(y, flags, labels):
+    """Segments of ``labels`` (a label mask) in the labeling ``y`` without a flagged token
+    (``flags``, aligned with ``y``): a ``contains`` rule's count."""
+    v = 0.0
+    hit = False
+    T = y.shape[0]
+    for t in range(T):
+        if t > 0 and y[t] != y[t - 1]:
+            if labels[y[t - 1]] and not hit:
+                v += 1.0
+            hit = False
+        if flags[t]:
+            hit = True
+    if T > 0 and labels[y[T - 1]] and not hit:
+        v += 1.0
+    return v
+
+
+@numba.njit(**NUMBA_OPTS)
+def order_phi(y, before, after):
+    """Segments of the ``before`` labels that start after a token of an ``after`` label: an
+    ``order`` rule's count."""
+    v = 0.0
+    seen_after = False
+    for t in range(y.shape[0]):
+        if (t == 0 or y[t] != y[t - 1]) and before[y[t]] and seen_after:
+            v += 1.0
+        if after[y[t]]:
+            seen_after = True
+    return v
+
+
+@numba.njit(**NUMBA_OPTS)
+def segment_phi(y, ind, a, b, c, kind, mask, other, row):
+    """phi of rule c, a ``contains`` or ``order`` rule, on tokens a..b-1."""
+    if kind[c] == CONTAINS:
+        return contains_phi(y[a:b], ind[row[c], a:b], mask[c])
+    return order_phi(y[a:b], mask[c], other[c])
+
+
+@numba.njit(**NUMBA_OPTS)
+def sequence_phi(y, ind, a, b, kind, mask, other, row, out):
     """phi_c of the sequence on tokens a..b-1 (labels y[a:b]) for every instance constraint."""
     C = kind.shape[0]
     L = mask.shape[1]
@@ -84,6 +128,8 @@ def sequence_phi(y, ind, a, b, kind, mask, row, out):
             for t in range(a, b):
                 if mask[c, y[t]]:
                     v += 1.0
+        elif k == CONTAINS or k == ORDER:
+            v = segment_phi(y, ind, a, b, c, kind, mask, other, row)
         else:  # COUNT_SEGMENTS
             for lab in range(L):
                 if mask[c, lab]:
@@ -92,9 +138,9 @@ def sequence_phi(y, ind, a, b, kind, mask, row, out):
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
-def all_phi(y, ind, offsets, kind, mask, row, out):
+def all_phi(y, ind, offsets, kind, mask, other, row, out):
     for s in numba.prange(offsets.shape[0] - 1):
-        sequence_phi(y, ind, offsets[s], offsets[s + 1], kind, mask, row, out[s])
+        sequence_phi(y, ind, offsets[s], offsets[s + 1], kind, mask, other, row, out[s])
 
 
 @numba.njit(**NUMBA_OPTS)
@@ -181,9 +227,10 @@ def corpus_penalty(num, den, target, tol, crho, csquared, n_seq):
 
 
 @numba.njit(**NUMBA_OPTS)
-def switch_phi(y, ind, a, b, t, new, kind, mask, row, segs, phi, out):
+def switch_phi(y, ind, a, b, t, new, kind, mask, other, row, segs, phi, out):
     """New phi of the sequence a..b-1 if y[t] became ``new`` (``segs``: its segments per label,
-    ``phi``: its current phi). O(C) plus O(1) per constraint."""
+    ``phi``: its current phi). O(C) plus O(1) per constraint, O(b - a) for a ``contains`` or
+    ``order`` rule (counted again with y[t] switched for the moment)."""
     old = y[t]
     # segment-start changes at t and t+1: (label, +-1) for up to four entries
     dl = np.empty(4, np.int64)
@@ -243,6 +290,11 @@ def switch_phi(y, ind, a, b, t, new, kind, mask, row, segs, phi, out):
                 v += (1.0 if y[t + 1] != new else 0.0) - (1.0 if y[t + 1] != old else 0.0)
         elif k == COUNT_TOKENS:
             v += (1.0 if mask[c, new] else 0.0) - (1.0 if mask[c, old] else 0.0)
+        elif k == CONTAINS or k == ORDER:
+            if mask[c, old] or mask[c, new] or other[c, old] or other[c, new]:
+                y[t] = new
+                v = segment_phi(y, ind, a, b, c, kind, mask, other, row)
+                y[t] = old
         else:
             for i in range(n):
                 if mask[c, dl[i]]:

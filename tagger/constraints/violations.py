@@ -67,7 +67,7 @@ class ViolationState:
 
     def recount(self) -> None:
         cc, ti = self.cc, self.ti
-        all_phi(self.y, ti.ind, ti.offsets, cc.kind, cc.mask, cc.row, self.phi)
+        all_phi(self.y, ti.ind, ti.offsets, cc.kind, cc.mask, cc.other, cc.row, self.phi)
         all_segments(self.y, ti.offsets, self.segs)
         corpus_parts(self.y, ti.ind, ti.offsets, cc.ckind, cc.cmask, cc.crow, self.num, self.den)
 
@@ -85,7 +85,7 @@ class ViolationState:
         cc, ti = self.cc, self.ti
         rules = PenaltyRules(
             ti.ind, ti.offsets,
-            InstanceRules(cc.kind, cc.mask, cc.row, cc.lo, cc.hi, self.rho, cc.squared),
+            InstanceRules(cc.kind, cc.mask, cc.other, cc.row, cc.lo, cc.hi, self.rho, cc.squared),
             CorpusRules(cc.ckind, cc.cmask, cc.crow, cc.target, cc.tol, self.crho, cc.csquared))
         return rules, Counts(self.phi, self.segs, self.num, self.den)
 
@@ -95,12 +95,12 @@ def switch_penalty_delta(y, s, t, new, rules, counts, proposal):
     """Change of the total penalty if y[t] (in sequence s) became ``new``; fills
     ``proposal`` for :func:`apply_switch`."""
     ind, offsets = rules.ind, rules.offsets
-    kind, mask, row, lo, hi, rho, squared = rules.instance
+    kind, mask, other, row, lo, hi, rho, squared = rules.instance
     ckind, cmask, crow, target, tol, crho, csquared = rules.corpus
     phi, segs, num, den = counts
     phi_new, dnum, dden = proposal
     a, b = offsets[s], offsets[s + 1]
-    switch_phi(y, ind, a, b, t, new, kind, mask, row, segs[s], phi[s], phi_new)
+    switch_phi(y, ind, a, b, t, new, kind, mask, other, row, segs[s], phi[s], phi_new)
     delta = instance_penalty(phi_new, lo, hi, rho, squared) - \
         instance_penalty(phi[s], lo, hi, rho, squared)
     if ckind.shape[0] > 0:

@@ -151,7 +151,7 @@ def _label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0,
     state, trans, M, fwd, bwd, top = lattice
     budget, window, tol, seed, block = plan
     ind, c_offsets = rules.ind, rules.offsets
-    kind, mask, row, lo, hi, rho, squared = rules.instance
+    kind, mask, other, row, lo, hi, rho, squared = rules.instance
     ckind, cmask, crow, target, tol_c, crho, csquared = rules.corpus
     phi, segs, num, den = counts
     np.random.seed(seed)
@@ -204,7 +204,7 @@ def _label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0,
             delta = cu * ((_aug_max_marginals(state, trans, y, a, b, M2, F2, B2)
                            - _seq_score(state, trans, y, a, b)) - (top[s] - F0))
             if has_pen:
-                sequence_phi(y, ind, a, b, kind, mask, row, phi_new)
+                sequence_phi(y, ind, a, b, kind, mask, other, row, phi_new)
                 sequence_corpus(y, ind, a, b, ckind, cmask, crow, cn1, cd1)
                 delta += instance_penalty(phi_new, lo, hi, rho, squared) - \
                     instance_penalty(phi[s], lo, hi, rho, squared)
@@ -495,14 +495,12 @@ def _violations(vs: ViolationState) -> float:
 
 def _no_constraints(N: int, offsets: np.ndarray, L: int) -> tuple[PenaltyRules, Counts]:
     """Records of an empty constraint set: label switching then lowers the hinge alone."""
-    def rules():
-        z = np.zeros(0)
-        return (np.zeros(0, np.int32), np.zeros((0, L), np.bool_), np.zeros(0, np.int32), z, z,
-                z, np.zeros(0, np.bool_))
-
+    z, zi, zl = np.zeros(0), np.zeros(0, np.int32), np.zeros((0, L), np.bool_)
+    zb = np.zeros(0, np.bool_)
     n = len(offsets) - 1
-    return (PenaltyRules(np.zeros((1, N), np.uint8), offsets, InstanceRules(*rules()),
-                         CorpusRules(*rules())),
+    return (PenaltyRules(np.zeros((1, N), np.uint8), offsets,
+                         InstanceRules(zi, zl, zl, zi, z, z, z, zb),
+                         CorpusRules(zi, zl, zi, z, z, z, zb)),
             Counts(np.zeros((n, 0)), np.zeros((n, L), np.int64), np.zeros(0), np.zeros(0)))
 
 

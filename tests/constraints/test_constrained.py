@@ -59,6 +59,37 @@ rule = "one-segment"
 labels = ["d"]
 """
 
+#: rules about whole segments: what they contain and their order, with a one-segment rule and
+#: a token rule that interact with them
+SEGMENT_RULES = """
+labels = ["a", "b", "c", "d"]
+[defaults]
+hard = true
+[[instance]]
+rule = "contains"
+labels = ["c"]
+pattern = '^[0-9]$'
+[[instance]]
+rule = "contains"
+labels = ["a", "b"]
+words = ["x", "y", "z"]
+[[instance]]
+rule = "order"
+before = ["a"]
+after = ["c", "d"]
+[[instance]]
+rule = "order"
+before = ["b"]
+after = ["a"]
+[[instance]]
+rule = "one-segment"
+labels = ["d"]
+[[instance]]
+rule = "tokens"
+words = ["pp"]
+take = ["c", "d"]
+"""
+
 COUNTS = """
 labels = ["a", "b", "c", "d"]
 [[instance]]
@@ -84,7 +115,7 @@ def _brute_best(state, trans, cc, toks):
     return float(path_scores(state, trans, ys)[ok].max())
 
 
-@pytest.mark.parametrize("text", [HARD, HARD_ENDS, COUNTS])
+@pytest.mark.parametrize("text", [HARD, HARD_ENDS, SEGMENT_RULES, COUNTS])
 def test_hard_constraints_exact_against_brute_force(text):
     cc = ConstraintSet.from_text(text).compile(LABELS)
     rng = np.random.default_rng(3)

@@ -62,6 +62,22 @@ rule = "count"
 labels = ["a", "c"]
 unit = "segments"
 max = 1
+[[instance]]
+rule = "contains"
+labels = ["c", "d"]
+pattern = '^[0-9]+$'
+words = ["v"]
+weight = 1.3
+[[instance]]
+rule = "contains"
+labels = ["a"]
+property = "quote"
+shape = "squared"
+[[instance]]
+rule = "order"
+before = ["a", "d"]
+after = ["b"]
+weight = 0.6
 [[corpus]]
 rule = "label-fraction"
 labels = ["a"]
@@ -133,6 +149,26 @@ def _direct_penalty(cs: ConstraintSet, sents, ys, hard_weight=1000.0):
             elif r.rule == "change-on-punctuation":
                 phi = sum(1 for t in range(1, len(y)) if y[t] != y[t - 1]
                           and not boundary_on_punctuation(toks[t - 1], toks[t]))
+                lo, hi = 0, 0
+            elif r.rule == "contains":
+                # segments (maximal runs of one label) of the rule's labels with no matching token
+                if "property" in r.options:
+                    match = ['"' in w for w in toks]
+                else:
+                    match = [normalize_word(w) in r.options["words"] or
+                             bool(r.options["pattern"].search(w)) for w in toks]
+                runs, t0 = [], 0
+                for t in range(1, len(y) + 1):
+                    if t == len(y) or y[t] != y[t0]:
+                        runs.append((y[t0], t0, t))
+                        t0 = t
+                phi = sum(1 for lab, u, v in runs if lab in ids and not any(match[u:v]))
+                lo, hi = 0, 0
+            elif r.rule == "order":
+                before = {lid[x] for x in r.options["before"]}
+                after = {lid[x] for x in r.options["after"]}
+                phi = sum(1 for t in range(len(y)) if (t == 0 or y[t] != y[t - 1])
+                          and y[t] in before and any(lab in after for lab in y[:t]))
                 lo, hi = 0, 0
             else:
                 if r.options["unit"] == "tokens":
@@ -286,3 +322,28 @@ def test_end_and_sequence_indicator_rows():
     assert end_row.tolist() == [0, 0, 0, 0, 1, 1, 0, 1]
     # within sentences only: "no" ending one sentence and "pets" starting the next do not match
     assert seq_row.tolist() == [0, 1, 0, 0, 1, 0, 0, 0]
+
+
+@pytest.mark.parametrize("body, fragment", [
+    ('rule = "contains"\nlabels = ["a"]', "needs `words`"),
+    ('rule = "contains"\nlabels = ["a"]\nproperty = "digits"', "did you mean 'digit'"),
+    ('rule = "contains"\nwords = ["x"]', "needs `labels`"),
+    ('rule = "order"\nbefore = ["a"]', "needs `after`"),
+    ('rule = "order"\nbefore = ["a"]\nafter = ["a", "b"]', "instance[0].after: label(s) a"),
+    ('rule = "order"\nbefore = ["A"]\nafter = ["b"]', "instance[0].before[0]: unknown label 'A'"),
+    ('rule = "order"\nlabels = ["a"]\nbefore = ["a"]\nafter = ["b"]', "unknown key 'labels'"),
+])
+def test_contains_and_order_mistakes_are_reported_with_their_key(body, fragment):
+    text = f'labels = ["a", "b"]\n[[instance]]\n{body}\n'
+    with pytest.raises(ConstraintError) as info:
+        ConstraintSet.from_text(text)
+    assert fragment in str(info.value)
+
+
+def test_every_example_file_in_the_constraint_docs_is_valid():
+    text = (ROOT / "constraints" / "README.md").read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in text.split("```toml\n")[1:]]
+    assert len(blocks) >= 3
+    for block in blocks:
+        cs = ConstraintSet.from_text(block, "README.md")
+        cs.compile(cs.labels)
