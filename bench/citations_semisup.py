@@ -1,8 +1,10 @@
 """Semi-supervised citation segmentation with domain constraints (the study of Balamurugan et
 al.; docs/algorithms.md section 4), next to the published numbers and python-crfsuite.
 
-    python bench/citations_semisup.py [--sizes 5,20,300] [--draws 5] [--workers 2]
-                                      [--set key=value ...] [--json PATH]
+    python bench/citations_semisup.py [--domain citations|recipes] [--sizes 5,20,300]
+                                      [--draws 5] [--workers 2]
+                                      [--parts constrained,semisup,supervised]
+                                      [--constraints FILE] [--set key=value ...] [--json PATH]
 
 Data: the CPF files (``citations/cpf_zheng_chang_2016``): 5 or 20 labeled citations drawn at
 random from the 300-citation training split (draws 0..4, ``numpy.random.default_rng(draw)``),
@@ -19,10 +21,17 @@ Rows, token accuracy on test (mean and standard deviation over the draws):
 
 Every semi-supervised model is the one with the best dev accuracy along its annealing
 schedule (at 5 and 20 labeled, along three runs from different seeds); test accuracy is
-never used to choose. Each labeled set is three jobs (its supervised rows, its run without
+never used to choose.
+
+``--domain recipes`` runs the same protocol on the project's own recipe sample
+(``corpora/recipes_*.txt``, ``constraints/recipes.toml``): 5 or 10 labeled ingredient lines
+drawn from the 40 training lines, or all 40; 264 unlabeled lines; 40 dev and 60 test lines;
+ssvm-annealing with its defaults (the settings the constraint docs recommend for a first run).
+
+Each labeled set is three jobs (its supervised rows, its run without
 and its run with constraints) for worker processes (``--workers`` at a time, one numba
 thread each). Results go to
-``bench/out/citations_semisup.json``.
+``bench/out/<domain>_semisup.json``.
 """
 
 from __future__ import annotations
@@ -87,6 +96,23 @@ def _data(d: Path) -> dict:
                                           ("unlabeled", "citation_unlabeled.txt"))}
 
 
+def _recipes() -> dict:
+    return {k: str(C.REPO / "corpora" / f"recipes_{k}.txt")
+            for k in ("train", "dev", "test", "unlabeled")}
+
+
+#: what differs between the citation study and the recipe sample: data (the unlabeled file's
+#: format), constraint file, sizes, published figures and targets, settings
+DOMAINS = {
+    "citations": {"data": lambda: _data(C.corpora()), "unlabeled_format": "tab",
+                  "constraints": "citations.toml", "sizes": "5,20,300", "published": PUBLISHED,
+                  "targets": TARGETS, "semisup": SEMISUP, "by_size": SEMISUP_BY_SIZE},
+    "recipes": {"data": _recipes, "unlabeled_format": "text", "constraints": "recipes.toml",
+                "sizes": "5,10,40", "published": {}, "targets": {}, "semisup": {},
+                "by_size": {}},
+}
+
+
 def run_part(job: dict) -> dict:
     """One labeled set, one part of its rows: ``supervised`` (python-crfsuite and our
     supervised SSVM), ``semisup`` or ``constrained`` (the latter with constrained decoding).
@@ -104,7 +130,7 @@ def run_part(job: dict) -> dict:
     def _unlabeled(path):
         from tagger.io import load_corpus
 
-        sents = load_corpus(path, "tab", labeled=False)
+        sents = load_corpus(path, job["unlabeled_format"], labeled=False)
         for s in sents:
             del s.columns[1:]
         return sents
@@ -171,13 +197,19 @@ def _crfsuite(train, test) -> float:
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", default="5,20,300")
+    p.add_argument("--domain", choices=sorted(DOMAINS), default="citations")
+    p.add_argument("--sizes", default=None, help="labeled set sizes [default: 5,20,300 for "
+                                                 "citations, 5,10,40 for recipes]")
     p.add_argument("--draws", type=int, default=5, help="random labeled sets for 5 and 20")
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--parts", default=",".join(PARTS),
+                   help="which rows to run (comparing constraint files: constrained)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a parameter of ssvm-annealing; repeatable")
-    p.add_argument("--constraints", default=str(C.REPO / "constraints" / "citations.toml"))
-    p.add_argument("--json", default=str(C.OUT / "citations_semisup.json"))
+    p.add_argument("--constraints", default=None,
+                   help="constraint file [default: the domain's file in constraints/]")
+    p.add_argument("--json", default=None,
+                   help="results [default: bench/out/<domain>_semisup.json]")
     return p.parse_args(argv)
 
 
@@ -187,20 +219,25 @@ def main(argv) -> int:
     from tagger.learners import get_learner
 
     given = get_learner("ssvm-annealing").parse_settings(args.set)
-    semisup = dict(SEMISUP)
+    dom = DOMAINS[args.domain]
+    by_size = dom["by_size"]
+    semisup = dict(dom["semisup"])
     semisup.update(given)
-    sizes = [int(x) for x in args.sizes.split(",")]
-    data = _data(C.corpora())
+    sizes = [int(x) for x in (args.sizes or dom["sizes"]).split(",")]
+    constraints = args.constraints or str(C.REPO / "constraints" / dom["constraints"])
+    data = dom["data"]()
+    full = max(int(x) for x in dom["sizes"].split(","))  # the whole training split: one draw
     jobs = []
     for n in sizes:
-        for draw in (range(args.draws) if n < 300 else [0]):
-            for part in PARTS:
+        for draw in (range(args.draws) if n < full else [0]):
+            for part in [x for x in PARTS if x in args.parts.split(",")]:
                 jobs.append({"size": n, "draw": draw, "part": part, "data": data,
-                             "constraints": args.constraints, "supervised": SUPERVISED,
-                             "semisup": {**semisup, **SEMISUP_BY_SIZE.get(n, {}), **given}})
+                             "unlabeled_format": dom["unlabeled_format"],
+                             "constraints": constraints, "supervised": SUPERVISED,
+                             "semisup": {**semisup, **by_size.get(n, {}), **given}})
     # the longest parts first (semi-supervised before supervised, restarted sizes first,
     # constrained before unconstrained), so that the last parts to finish are short ones
-    restarts = {n: SEMISUP_BY_SIZE.get(n, {}).get("restarts", 1) for n in sizes}
+    restarts = {n: by_size.get(n, {}).get("restarts", 1) for n in sizes}
     jobs.sort(key=lambda j: (j["part"] == "supervised", -restarts[j["size"]], -j["size"],
                              PARTS.index(j["part"])))
     t0 = time.perf_counter()
@@ -223,35 +260,39 @@ def main(argv) -> int:
     total = time.perf_counter() - t0
     print(f"ours: supervised {C.fmt_params(SUPERVISED)}; ssvm-annealing {C.fmt_params(semisup)}"
           + "".join(f"; at {n} labeled {C.fmt_params({**extra, **given})}"
-                    for n, extra in SEMISUP_BY_SIZE.items() if n in sizes))
-    print(f"constraints: {os.path.relpath(args.constraints, C.REPO)}\n")
+                    for n, extra in by_size.items() if n in sizes))
+    print(f"constraints: {os.path.relpath(constraints, C.REPO)}\n")
     header = ["system"] + [f"{n} labeled" for n in sizes]
     rows = []
     for key, name in ROWS:
+        if not any(key in r for r in results):
+            continue
         cells = [name]
         for n in sizes:
             vals = [100 * r[key] for r in results if r["size"] == n]
             sd = f" ± {statistics.stdev(vals):.2f}" if len(vals) > 1 else ""
             cells.append(f"{statistics.mean(vals):.2f}{sd}")
         rows.append(cells)
-    for name, nums in PUBLISHED.items():
+    for name, nums in dom["published"].items():
         rows.append([f"published: {name}"] + [f"{nums[n]:.2f}" if n in nums else "–"
                                               for n in sizes])
-    rows.append(["target for ours with constraints"] + [f">= {TARGETS.get(n, 0):.1f}"
-                                                        for n in sizes])
+    if dom["targets"]:
+        rows.append(["target for ours with constraints"] + [f">= {dom['targets'].get(n, 0):.1f}"
+                                                            for n in sizes])
     print(C.markdown_table(header, rows))
     print(f"\ntest token accuracy (%), mean ± standard deviation over "
-          f"{args.draws} random labeled sets for 5 and 20, the split file for 300; models chosen "
-          f"on dev only")
-    dev = {n: statistics.mean(100 * r["constrained_dev"] for r in results if r["size"] == n)
-           for n in sizes}
-    print("mean dev accuracy of the selected models with constraints (what the settings were "
-          "chosen on): " + ", ".join(f"{n} labeled {v:.2f}" for n, v in dev.items()))
+          f"{args.draws} random labeled sets for the smaller sizes, the whole training split for "
+          f"{full}; models chosen on dev only")
+    if any("constrained_dev" in r for r in results):
+        dev = {n: statistics.mean(100 * r["constrained_dev"] for r in results if r["size"] == n)
+               for n in sizes}
+        print("mean dev accuracy of the selected models with constraints (what the settings "
+              "were chosen on): " + ", ".join(f"{n} labeled {v:.2f}" for n, v in dev.items()))
     print(f"whole study: {total:.0f} s wall clock with {args.workers} worker(s); load average "
           f"at the end {' '.join(map(str, C.load_average()))}")
-    C.write_json(Path(args.json), {"machine": mach, "semisup": semisup,
-                                   "semisup_by_size": SEMISUP_BY_SIZE, "results": results,
-                                   "seconds": total})
+    C.write_json(Path(args.json or C.OUT / f"{args.domain}_semisup.json"),
+                 {"machine": mach, "domain": args.domain, "semisup": semisup,
+                  "semisup_by_size": by_size, "results": results, "seconds": total})
     return 0
 
 
