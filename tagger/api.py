@@ -25,7 +25,7 @@ from tagger.inference.max_product import viterbi_batch_into
 from tagger.io.sources import as_sentences
 from tagger.labels import LabelIndex, is_bio
 from tagger.learners import AUTO, DEFAULT_LEARNER, get_learner
-from tagger.metrics import evaluate as evaluate_labels
+from tagger.metrics import by_vocabulary, evaluate as evaluate_labels
 from tagger.model import ChainModel
 from tagger.model_header import check_header
 from tagger import selection
@@ -420,9 +420,12 @@ class Tagger:
             rows.append(row)
         return rows
 
-    def evaluate(self, sentences: Iterable[Sentence], constraints=None) -> dict:
+    def evaluate(self, sentences: Iterable[Sentence], constraints=None,
+                 vocabulary=None) -> dict:
         """Token accuracy and conlleval chunk P/R/F1 against the sentences' gold labels
-        (predictions under ``constraints`` when given)."""
+        (predictions under ``constraints`` when given). With ``vocabulary`` (the words of the
+        training data, or its sentences), also the accuracy on tokens whose word is in it and
+        on the others (``by_vocabulary``: the error on seen words is the LP paper's Err_voc)."""
         gold_sents = self.featurizer_.spec.relabel(
             labeled_list(as_sentences(sentences), "evaluation data"))
         gold_labels = {lab for s in gold_sents for lab in s.labels}
@@ -439,6 +442,10 @@ class Tagger:
                                  chunk_level=is_bio(self.labels_.labels))
         # gold labels the model never saw in training: always counted as errors
         result["unknown_labels"] = sorted(gold_labels - known)
+        if vocabulary is not None:
+            result["by_vocabulary"] = by_vocabulary(
+                [s.tokens for s in gold_sents], [s.labels for s in gold_sents], pred,
+                _word_set(vocabulary))
         return result
 
     # ------------------------------------------------------------------ persistence
@@ -574,6 +581,19 @@ def _tagger_from_pickle(data: bytes, params: dict) -> Tagger:
 
 _CLOCK_KEYS = ("time", "featurize_seconds", "train_seconds", "match_time", "solve_time",
                "seconds")
+
+
+def _word_set(vocabulary) -> set:
+    """Words from a set of words or from sentences (their tokens)."""
+    if isinstance(vocabulary, (set, frozenset)):
+        return set(vocabulary)
+    words: set = set()
+    for item in vocabulary:
+        if isinstance(item, str):
+            words.add(item)
+        else:
+            words.update(getattr(item, "tokens", item))
+    return words
 
 
 def _without_clock(row: dict) -> dict:

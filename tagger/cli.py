@@ -455,15 +455,18 @@ def tag_cmd(model_path, inputs, output_path, fmt, label_column, conllu_label, jo
                    "gold labels and by the predictions.")
 @click.option("--decode-constraints", is_flag=True,
               help="Score predictions made under --constraints (constrained decoding).")
+@click.option("--vocabulary", "vocabulary_path", default=None, type=click.Path(dir_okay=False),
+              help="The training file: also report accuracy on the tokens whose word it holds "
+                   "and on the others (read in the format of TEST).")
 def eval_cmd(model_path, test_path, fmt, label_column, conllu_label, as_json, fields,
-             constraints_file, decode_constraints) -> None:
+             constraints_file, decode_constraints, vocabulary_path) -> None:
     """Score MODEL on the labeled TEST file: accuracy, precision, recall, F1.
 
     Chunk-level scores (conlleval) when the labels are B-/I- tags, per-label scores otherwise.
     """
     from tagger.api import Tagger
     from tagger.io.sources import open_labeled
-    from tagger.metrics import format_report
+    from tagger.metrics import format_report, format_vocabulary
     from tagger.reports import constraint_table
 
     cset = load_constraints(constraints_file)
@@ -473,7 +476,12 @@ def eval_cmd(model_path, test_path, fmt, label_column, conllu_label, as_json, fi
     test = open_labeled(test_path, fmt, label_column, fields,
                         conllu_label or tagger.conllu_label_)
     decode_under = cset if decode_constraints else None
-    metrics = tagger.evaluate(test, constraints=decode_under)
+    vocabulary = None
+    if vocabulary_path is not None:
+        vocabulary = {w for s in open_labeled(vocabulary_path, fmt, label_column, fields,
+                                              conllu_label or tagger.conllu_label_)
+                      for w in s.tokens}
+    metrics = tagger.evaluate(test, constraints=decode_under, vocabulary=vocabulary)
     if cset is not None:
         pred = tagger.predict(test, constraints=decode_under)
         metrics["constraints"] = tagger.constraint_report(test, cset, predictions=pred)
@@ -481,6 +489,8 @@ def eval_cmd(model_path, test_path, fmt, label_column, conllu_label, as_json, fi
         click.echo(to_json(metrics))
         return
     click.echo(format_report(metrics))
+    if "by_vocabulary" in metrics:
+        click.echo(format_vocabulary(metrics["by_vocabulary"]))
     if metrics.get("unknown_labels"):
         click.echo("labels the model never saw in training (always wrong): "
                    + ", ".join(metrics["unknown_labels"]))

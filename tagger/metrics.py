@@ -19,7 +19,7 @@ import numpy as np
 
 from .labels import chunk_starts_ends, is_bio, label_tag_type
 
-__all__ = ["evaluate", "evaluate_ids", "format_report"]
+__all__ = ["evaluate", "evaluate_ids", "format_report", "by_vocabulary"]
 
 
 def _prf(correct: int, found: int, gold: int) -> tuple[float, float, float]:
@@ -135,6 +135,36 @@ def evaluate_ids(gold_ids, pred_ids, offsets, label_names: Sequence[str],
                       n_pred_chunks=None, n_correct_chunks=None)
     result["per_label"] = per_label
     return result
+
+
+def by_vocabulary(words: Sequence[Sequence[str]], gold: Sequence[Sequence[str]],
+                  pred: Sequence[Sequence[str]], vocabulary) -> dict:
+    """Token accuracy split by whether the word is in ``vocabulary`` (the words of the training
+    data): ``{"seen": {"tokens", "accuracy", "error"}, "unseen": {...}}``. The error on seen
+    words is the ``Err_voc`` of Wang, Shawe-Taylor & Szedmak beside ``Err_all`` = 1 - accuracy.
+    A part with no tokens has accuracy and error ``None``."""
+    counts = {"seen": [0, 0], "unseen": [0, 0]}
+    for ws, g, p in zip(words, gold, pred):
+        for w, a, b in zip(ws, g, p):
+            c = counts["seen" if w in vocabulary else "unseen"]
+            c[0] += 1
+            c[1] += a == b
+    out = {}
+    for part, (n, right) in counts.items():
+        acc = right / n if n else None
+        out[part] = {"tokens": n, "accuracy": acc, "error": None if acc is None else 1 - acc}
+    return out
+
+
+def format_vocabulary(parts: dict) -> str:
+    """One line of a :func:`by_vocabulary` result."""
+    def one(part):
+        m = parts[part]
+        if not m["tokens"]:
+            return f"{part} 0 tokens"
+        return (f"{part} {m['tokens']} tokens, accuracy {100 * m['accuracy']:.2f}% "
+                f"(error {100 * m['error']:.2f}%)")
+    return "words seen in training: " + one("seen") + "; " + one("unseen")
 
 
 def format_report(result: dict) -> str:

@@ -261,6 +261,26 @@ def test_eval_json(model):
     assert m["per_label"]
 
 
+def test_eval_vocabulary_splits_accuracy_by_words_seen_in_training(model):
+    from tagger.io import read_corpus
+
+    seen = {w for s in read_corpus(SAMPLE) for w in s.tokens}
+    dev = list(read_corpus(SAMPLE_DEV))
+    result = _run("eval", model, SAMPLE_DEV, "--vocabulary", SAMPLE, "--json")
+    assert result.exit_code == 0, result.output
+    m = json.loads(result.stdout)
+    parts = m["by_vocabulary"]
+    n_seen = sum(w in seen for s in dev for w in s.tokens)
+    assert parts["seen"]["tokens"] == n_seen > 0
+    assert parts["unseen"]["tokens"] == m["n_tokens"] - n_seen > 0
+    # the two parts make up the whole accuracy
+    whole = (parts["seen"]["accuracy"] * n_seen
+             + parts["unseen"]["accuracy"] * parts["unseen"]["tokens"]) / m["n_tokens"]
+    assert whole == pytest.approx(m["accuracy"])
+    text = _run("eval", model, SAMPLE_DEV, "--vocabulary", SAMPLE)
+    assert f"words seen in training: seen {n_seen} tokens" in text.stdout
+
+
 def test_eval_text(model):
     result = _run("eval", model, SAMPLE_DEV)
     assert result.exit_code == 0, result.output

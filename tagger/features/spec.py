@@ -17,7 +17,7 @@ from tagger.errors import FeatureSpecError
 
 UNKNOWN, BEFORE, AFTER = 0, 1, 2
 N_SPECIAL = 3
-PRESETS = ("chunk", "pos", "citation", "np-chunk-large")
+PRESETS = ("chunk", "pos", "citation", "np-chunk-large", "hmm")
 TEMPLATE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[\s*([+-]?\d+)\s*\]\s*$")
 
 # --------------------------------------------------------------------------------------

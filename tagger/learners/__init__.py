@@ -36,6 +36,8 @@ _REGISTRY = (
     ("crf_grafting", "CRFGrafting"),
     ("crf_grafting_greedy", "CRFGraftingGreedy"),
     ("ssvm_annealing", "SSVMAnnealing"),
+    ("perceptron", "Perceptron"),
+    ("hmm", "HMM"),
 )
 _learners: dict[str, type[Learner]] | None = None
 

@@ -120,6 +120,8 @@ class Learner:
     #: settings for the points of a regularization path, when they can be trained more
     #: cheaply than the final model and still rank the strengths (tagger.selection)
     path_settings: ClassVar[dict] = {}
+    #: True for a learner computed in one closed-form step (no ``epochs``, one progress row)
+    closed_form: ClassVar[bool] = False
 
     def __init__(self, **kwargs: Any):
         known = {p.name for p in self.params}

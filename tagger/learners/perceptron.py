@@ -1,0 +1,112 @@
+"""``perceptron``: the averaged structured perceptron (Collins, EMNLP 2002), the online baseline
+of Wang, Shawe-Taylor & Szedmak's POS table (docs/algorithms.md section 2).
+
+For each sentence in turn (a new random order every epoch):
+
+    y^ = argmax_y F(x_i, y; w)                     (Viterbi)
+    w <- w + f(x_i, y_i) - f(x_i, y^)              (only when y^ != y_i)
+
+and the model is the average of the iterates after every visit (Collins' averaging; without it
+the last iterate overfits the last sentences). The average is kept in O(update) per visit:
+alongside w, u accumulates c * update with c the number of earlier visits, and after T visits
+the average is w - u / T.
+
+No regularization: a mistake-driven rule, run for ``epochs`` passes or until a pass makes no
+mistake. The progress rows report, per pass, the mistakes (sentences whose Viterbi labeling
+was not the gold one), the perceptron loss met along the pass (the mean of
+F(x_i, y^) - F(x_i, y_i) at the visit, as ``objective``) and the averaged model's dev score.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from tagger._config import NUMBA_OPTS
+from tagger.inference.max_product import viterbi_into
+from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
+from tagger.model import FeatureBatch, SparseAccumulator, add_difference, sentence_state_scores, \
+    transitions_of
+
+
+@numba.njit(**NUMBA_OPTS)
+def _perceptron_epoch(layout, X, gold, order, w, u, c, acc, pred):
+    """One pass in ``order``: decode, update w (and u by c times the update, c the visits
+    before this one) on a mistake. Returns the number of mistakes and the new visit count."""
+    L = layout.n_labels
+    mistakes = 0
+    loss = 0.0
+    for k in range(order.shape[0]):
+        s = order[k]
+        a = X.offsets[s]
+        b = X.offsets[s + 1]
+        if b == a:
+            continue
+        state = np.empty((b - a, L))
+        sentence_state_scores(layout, X, w, a, b, state)
+        trans = transitions_of(layout, w)
+        best = viterbi_into(state, trans, pred[a:b])
+        g = state[0, gold[a]]
+        for t in range(a + 1, b):
+            g += state[t - a, gold[t]] + trans[gold[t - 1], gold[t]]
+        loss += max(best - g, 0.0)
+        wrong = False
+        for t in range(a, b):
+            if pred[t] != gold[t]:
+                wrong = True
+                break
+        if wrong:
+            mistakes += 1
+            n = add_difference(layout, X, a, b, gold, pred, 1.0, acc, 0)
+            for j in range(n):
+                p = acc.touched[j]
+                v = acc.values[p]
+                w[p] += v
+                u[p] += c * v
+                acc.values[p] = 0.0
+                acc.mark[p] = False
+        c += 1.0
+    return mistakes, loss, c
+
+
+class Perceptron(Learner):
+    """Averaged structured perceptron (Collins 2002).
+
+    Objective: none (mistake-driven); update w += f(x_i, y_i) - f(x_i, y^_i) with y^_i the
+    Viterbi labeling, the model the average of all iterates. The online baseline of Wang,
+    Shawe-Taylor & Szedmak (AISTATS 2009), 100 passes in their table.
+    """
+
+    name = "perceptron"
+    params = (
+        Param("epochs", 20, int, "passes over the training data", low=1),
+        Param("shuffle", True, bool, "visit the sentences in a new random order each epoch"),
+    )
+
+    def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
+        model, X = problem.model, problem.X
+        layout, batch = model.layout, FeatureBatch.of(X)
+        w = np.zeros(model.n_weights) if w0 is None else np.array(w0, dtype=np.float64)
+        u = np.zeros(model.n_weights)
+        c = 0.0
+        acc = SparseAccumulator.new(model.n_weights)
+        pred = np.empty(X.n_tokens, dtype=np.int32)
+        rng = np.random.default_rng(seed)
+        order = np.arange(X.n_sentences, dtype=np.int64)
+        clock = Stopwatch()
+        for epoch in range(1, settings["epochs"] + 1):
+            if settings["shuffle"]:
+                order = rng.permutation(X.n_sentences).astype(np.int64)
+            mistakes, loss, c = _perceptron_epoch(layout, batch, problem.y, order, w, u, c,
+                                                  acc, pred)
+            average = w - u / c
+            row = {"epoch": epoch, "objective": loss / max(X.n_sentences, 1),
+                   "mistakes": int(mistakes), "nonzero": int(np.count_nonzero(average)),
+                   "converged": mistakes == 0}
+            if problem.dev_score is not None:
+                row.update(problem.dev_score(average))
+            row["time"] = round(clock(), 2)
+            self._report(problem, row)
+            if mistakes == 0:
+                break
+        return w - u / c
