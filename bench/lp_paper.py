@@ -3,6 +3,7 @@ their features, their rows, next to the published numbers.
 
     python bench/lp_paper.py [--corpora conll2000,gum] [--splits 5] [--workers 2]
                              [--learners hmm,perceptron,lp-extragradient,lp-simplex,...]
+                             [--train-size 5700] [--max-seconds S]
                              [--set NAME:key=value ...] [--json PATH]
 
 Protocol (the paper's, on 6,700 MEDLINE sentences): 6,700 sentences drawn at random from a
@@ -15,7 +16,10 @@ Err_all (token error, %), Err_voc (error on tokens whose word is in the split's 
 sentences), CPU seconds of training (process time, all threads), iterations (rounds of column
 generation, epochs, or passes), each the mean (± standard deviation) over the splits; also
 wall seconds and how many runs converged. One job per (corpus, split, learner), ``--workers``
-at a time, one numba thread each. Results go to ``bench/out/lp_paper.json``.
+at a time, one numba thread each. ``--train-size N`` trains on the first N sentences of each
+split's 5,700 (the test sentences stay the same), for learners that do not reach the full
+size; ``--max-seconds`` bounds the iterative learners' training (a run stopped by it counts
+as not converged). Results go to ``bench/out/lp_paper.json``.
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ def run_job(job: dict) -> dict:
     from tagger import Tagger
 
     train, test = _splits(_corpus(job["corpus"]), job["split"] + 1)[job["split"]]
+    train = train[:job["train_size"]]
     tagger = Tagger(features="hmm", learner=job["learner"], params=job["params"],
                     select=False, seed=job["split"])
     cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -98,6 +103,8 @@ def parse_args(argv):
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--learners", default=",".join(LEARNERS))
     p.add_argument("--set", action="append", default=[], metavar="NAME:key=value")
+    p.add_argument("--train-size", type=int, default=TRAIN)
+    p.add_argument("--max-seconds", type=float, default=0.0)
     p.add_argument("--json", default=str(C.OUT / "lp_paper.json"))
     return p.parse_args(argv)
 
@@ -116,11 +123,15 @@ def main(argv) -> int:
 
     names = [n for n in args.learners.split(",") if n]
     params = {n: dict(PARAMS.get(n, {})) for n in names}
+    for n in names:
+        if args.max_seconds and any(p.name == "max_seconds" for p in get_learner(n).params):
+            params[n]["max_seconds"] = args.max_seconds
     for item in args.set:
         name, kv = item.split(":", 1)
         params[name].update(get_learner(name).parse_settings([kv]))
     corpora = [c for c in args.corpora.split(",") if c]
-    jobs = [{"corpus": c, "split": k, "learner": n, "params": params[n]}
+    jobs = [{"corpus": c, "split": k, "learner": n, "params": params[n],
+             "train_size": args.train_size}
             for c in corpora for k in range(args.splits) for n in names]
     results = []
     t0 = time.perf_counter()
@@ -146,7 +157,7 @@ def main(argv) -> int:
                          f"{ev[0]:.2f} ± {ev[1]:.2f}", "-" if cpu is None else str(cpu), "-",
                          "-" if it is None else str(it), "-"])
         print(f"\n{corpus}: {POOL:,} sentences, {args.splits} splits of {TRAIN:,} / "
-              f"{POOL - TRAIN:,}, hmm features")
+              f"{POOL - TRAIN:,} (training on {args.train_size:,}), hmm features")
         print(C.markdown_table(["model", "Err_all", "Err_voc", "CPU s", "wall s", "iterations",
                                 "converged"], rows))
     print("\nsettings: " + "; ".join(f"{n} {C.fmt_params(params[n])}" for n in names))

@@ -80,6 +80,14 @@ class WorkingSetLearner(Learner):
                 added += r
                 if r:
                     w, lp_obj = solver.solve()
+            if settings.get("local_rows"):
+                # every violated single-token change of the gold labeling as well: many
+                # small rows per round instead of one labeling per sentence
+                tokens, labels = ws.local_violations(w, 1.0 - xi - eps)
+                r, _ = ws.add_local(tokens, labels)
+                added += r
+                if r:
+                    w, lp_obj = solver.solve()
             if added == 0 and solver.loose and epoch > 1:
                 solver.loose = False      # converged at the loose tolerance: solve tightly
                 w, lp_obj = solver.solve()
@@ -128,6 +136,9 @@ COMMON_PARAMS = (
     Param("max_seconds", 0.0, float, "stop after the round during which this many seconds "
           "have passed (0 = no limit); the last progress row then has converged=False",
           low=0.0),
+    Param("local_rows", False, bool, "each round also adds every violated labeling that "
+          "changes one token of the gold labeling (its best other label): many small rows per "
+          "round, fewer rounds"),
 )
 TIME_LIMIT = Param("time_limit", 0.0, float, "seconds each HiGHS solve may take (0 = no limit); "
                    "a solve stopped by it reports lp_status", low=0.0)

@@ -57,6 +57,41 @@ def _separate(state, offsets, trans, gold, mode, pred, value):
             value[s] = g - best
 
 
+@numba.njit(**NUMBA_PARALLEL_OPTS)
+def _local_competitors(state, offsets, trans, gold, best_label, margin):
+    """For every token i: the best other label of that token with the rest of the sentence
+    kept gold (``best_label[i]``) and the margin of the gold labeling over that labeling
+    (``margin[i]``, +inf for a one-label model)."""
+    n = offsets.shape[0] - 1
+    L = trans.shape[0]
+    for s in prange(n):
+        a = offsets[s]
+        b = offsets[s + 1]
+        for i in range(a, b):
+            t = i - a
+            g = gold[i]
+            best = -np.inf
+            arg = -1
+            for lab in range(L):
+                if lab == g:
+                    continue
+                v = state[t, lab]
+                if i > a:
+                    v += trans[gold[i - 1], lab]
+                if i + 1 < b:
+                    v += trans[lab, gold[i + 1]]
+                if v > best:
+                    best = v
+                    arg = lab
+            base = state[t, g]
+            if i > a:
+                base += trans[gold[i - 1], g]
+            if i + 1 < b:
+                base += trans[g, gold[i + 1]]
+            best_label[i] = arg
+            margin[i] = base - best if arg >= 0 else np.inf
+
+
 @numba.njit(**NUMBA_OPTS)
 def _difference_rows(layout, X, gold, pred, sents, rows, loss, acc):
     """Rows f(x_s, gold) - f(x_s, pred) for s in ``sents`` (CSR into row_ptr/idx/val) and
@@ -135,6 +170,47 @@ class WorkingSets:
         trans = np.ascontiguousarray(model.transitions(w))
         _separate(state, X.offsets, trans, self.gold, mode, self.pred, self.value)
         return self.value
+
+    def local_violations(self, w: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray,
+                                                                            np.ndarray]:
+        """Tokens whose single-label change (the best other label of the token, the rest of
+        the sentence gold) is a labeling with margin below ``threshold`` of its sentence (its
+        row is violated), and that label: (token indices, labels)."""
+        model, X = self.problem.model, self.problem.X
+        state = model.state_scores(X, w)
+        trans = np.ascontiguousarray(model.transitions(w))
+        label = np.empty(X.n_tokens, dtype=np.int32)
+        margin = np.empty(X.n_tokens)
+        _local_competitors(state, X.offsets, trans, self.gold, label, margin)
+        sent_of = np.repeat(np.arange(X.n_sentences), np.diff(X.offsets))
+        hit = np.flatnonzero(margin < threshold[sent_of])
+        return hit, label[hit]
+
+    def add_local(self, tokens: np.ndarray, labels: np.ndarray) -> tuple[int, int]:
+        """Add the rows of the gold labelings with one token changed (``tokens[k]`` takes
+        ``labels[k]``), skipping labelings already in their sets. Returns (rows, columns)
+        added."""
+        X = self.problem.X
+        sent_of = np.searchsorted(X.offsets, tokens, side="right") - 1
+        order = np.argsort(sent_of, kind="stable")
+        added_rows = added_cols = 0
+        # one pass per rank within the sentence: every pass changes at most one token of each
+        # sentence in self.pred, so the rows of a pass are built in one call
+        rank = np.zeros(len(tokens), dtype=np.int64)
+        s_sorted = sent_of[order]
+        if len(order):
+            starts = np.r_[0, np.flatnonzero(np.diff(s_sorted)) + 1]
+            run = np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+            rank[order] = np.arange(len(order)) - run
+        for k in range(int(rank.max()) + 1 if len(rank) else 0):
+            pick = np.flatnonzero(rank == k)
+            t, lab, sents = tokens[pick], labels[pick], sent_of[pick]
+            self.pred[:] = self.gold
+            self.pred[t] = lab
+            r, c = self.add(sents)
+            added_rows += r
+            added_cols += c
+        return added_rows, added_cols
 
     def add(self, sents: np.ndarray) -> tuple[int, int]:
         """Add the rows of ``self.pred`` for the given sentences (skipping labelings already in

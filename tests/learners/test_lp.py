@@ -85,10 +85,14 @@ def _full_lp(problem, C, signed: bool) -> float:
 
 CASES = [("m3n-cutting-plane", True, {"epsilon": 1e-9}),
          ("lp-simplex", False, {"epsilon": 1e-9}),
-         ("lp-extragradient", False, {"epsilon": 1e-9, "gap_tol": 1e-9})]
+         ("lp-extragradient", False, {"epsilon": 1e-9, "gap_tol": 1e-9}),
+         # single-token rows as well: a different path to the same optimum
+         ("m3n-cutting-plane", True, {"epsilon": 1e-9, "local_rows": True}),
+         ("lp-simplex", False, {"epsilon": 1e-9, "local_rows": True})]
 
 
-@pytest.mark.parametrize("name, signed, params", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("name, signed, params", CASES,
+                         ids=[c[0] + ("-local" if c[2].get("local_rows") else "") for c in CASES])
 @pytest.mark.parametrize("C", [0.1, 1.0])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_column_generation_reaches_the_full_lp(name, signed, params, C, seed):
