@@ -337,7 +337,8 @@ VALUES = ["1", "1.5", "true", '"x"', "[]", '["A"]', "{a = 1}", "[1]", "[[1]]", '
 BASE = {"start": 'labels = ["A"]', "end": 'labels = ["A"]', "one-segment": 'labels = ["A"]',
         "tokens": 'words = ["a"]\ntake = ["A"]',
         "only-inside": 'property = "quote"\nlabels = ["A"]', "change-on-punctuation": "",
-        "count": 'labels = ["A"]\nmax = 1', "label-fraction": 'labels = ["A"]\nfraction = 0.5',
+        "count": 'labels = ["A"]\nmax = 1', "contains": 'labels = ["A"]\npattern = "[0-9]"',
+        "order": 'before = ["A"]\nafter = ["B"]', "label-fraction": 'labels = ["A"]\nfraction = 0.5',
         "change-off-punctuation": "fraction = 0.1"}
 
 

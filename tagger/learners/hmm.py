@@ -38,6 +38,7 @@ class HMM(Learner):
 
     name = "hmm"
     closed_form = True
+    strength = ("alpha", 1)  # the smoothing, +1: larger is stronger
     params = (
         Param("alpha", 1.0, float, "add-alpha smoothing of every distribution (1 = add-one)",
               low=0.0, low_open=True),
