@@ -171,8 +171,8 @@ class WorkingSets:
         _separate(state, X.offsets, trans, self.gold, mode, self.pred, self.value)
         return self.value
 
-    def local_violations(self, w: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray,
-                                                                            np.ndarray]:
+    def local_violations(self, w: np.ndarray,
+                         threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Tokens whose single-label change (the best other label of the token, the rest of
         the sentence gold) is a labeling with margin below ``threshold`` of its sentence (its
         row is violated), and that label: (token indices, labels)."""
