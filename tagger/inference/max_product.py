@@ -126,6 +126,16 @@ def _viterbi_core(state, trans, gold, loss_scale, augment, out, delta):
 
 
 @_njit
+def labeling_score(state, trans, y):
+    """Score of the labeling ``y`` (int[T], aligned with the lattice's rows) on one lattice:
+    its state scores plus its transitions."""
+    v = state[0, y[0]]
+    for t in range(1, y.shape[0]):
+        v += state[t, y[t]] + trans[y[t - 1], y[t]]
+    return v
+
+
+@_njit
 def viterbi_into(state, trans, out):
     """Best path of one lattice into ``out`` (int32[T]); returns its score.
 

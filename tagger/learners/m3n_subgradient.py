@@ -59,7 +59,7 @@ import numba
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.inference.max_product import loss_augmented_viterbi_into
+from tagger.inference.max_product import labeling_score, loss_augmented_viterbi_into
 from tagger.learners.l1_ball import project_l1_ball_into
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.model import (FeatureBatch, SparseAccumulator, add_difference,
@@ -78,9 +78,7 @@ def _decode_batch(layout, X, w, gold, order, lo, hi, pred, hinge):
         state = np.empty((b - a, L))
         sentence_state_scores(layout, X, w, a, b, state)
         aug = loss_augmented_viterbi_into(state, trans, gold[a:b], 1.0, pred[a:b])
-        g = state[0, gold[a]]
-        for t in range(a + 1, b):
-            g += state[t - a, gold[t]] + trans[gold[t - 1], gold[t]]
+        g = labeling_score(state, trans, gold[a:b])
         # R_i >= 0 exactly (the gold labeling is a candidate); the sums differ only by rounding
         hinge[k] = max(aug - g, 0.0)
 

@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 from tagger._config import NUMBA_OPTS
-from tagger.inference.max_product import viterbi_into
+from tagger.inference.max_product import labeling_score, viterbi_into
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.model import FeatureBatch, SparseAccumulator, add_difference, sentence_state_scores, \
     transitions_of
@@ -46,10 +46,7 @@ def _perceptron_epoch(layout, X, gold, order, w, u, c, acc, pred):
         sentence_state_scores(layout, X, w, a, b, state)
         trans = transitions_of(layout, w)
         best = viterbi_into(state, trans, pred[a:b])
-        g = state[0, gold[a]]
-        for t in range(a + 1, b):
-            g += state[t - a, gold[t]] + trans[gold[t - 1], gold[t]]
-        loss += max(best - g, 0.0)
+        loss += max(best - labeling_score(state, trans, gold[a:b]), 0.0)
         wrong = False
         for t in range(a, b):
             if pred[t] != gold[t]:

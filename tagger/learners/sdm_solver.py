@@ -55,7 +55,7 @@ import numpy as np
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.errors import bad_value
 from tagger.features import Featurized
-from tagger.inference.max_product import loss_augmented_viterbi_into
+from tagger.inference.max_product import labeling_score, loss_augmented_viterbi_into
 from tagger.learners.base import Learner, TrainingProblem
 from tagger.model import (ChainModel, FeatureBatch, SparseAccumulator, add_difference,
                           release_param_table, sentence_param_table, sentence_state_scores,
@@ -91,15 +91,6 @@ class Scratch(NamedTuple):
 
 
 # --------------------------------------------------------------------------------- kernels
-
-
-@numba.njit(**NUMBA_OPTS)
-def _path_score(state, trans, lab, a, b):
-    """F of labeling lab[a:b] from the sentence's state rows (start/end folded in)."""
-    v = state[0, lab[a]]
-    for t in range(a + 1, b):
-        v += state[t - a, lab[t]] + trans[lab[t - 1], lab[t]]
-    return v
 
 
 @numba.njit(**NUMBA_OPTS)
@@ -165,12 +156,12 @@ def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats,
         else:
             sentence_state_scores(layout, X, w, a, b, state)
         aug = loss_augmented_viterbi_into(state, trans, gold[a:b], 1.0, ystar[a:b])
-        g = _path_score(state, trans, gold, a, b)
+        g = labeling_score(state, trans, gold[a:b])
         h_star = aug - g
         xi = 0.0
         same = False
         for m in range(ws_n[i]):
-            hm = ws_loss[i, m] + _path_score(state, trans, ws_lab[m], a, b) - g
+            hm = ws_loss[i, m] + labeling_score(state, trans, ws_lab[m][a:b]) - g
             xi = max(xi, hm)
             if not same:
                 same = True
@@ -198,7 +189,7 @@ def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats,
             alpha_gold = Cw[i]
             for m in range(n_i):
                 alpha_gold -= ws_alpha[i, m]
-                H[m] = ws_loss[i, m] + _path_score(state, trans, ws_lab[m], a, b) - g
+                H[m] = ws_loss[i, m] + labeling_score(state, trans, ws_lab[m][a:b]) - g
             H[n_i] = 0.0
             up = n_i
             for m in range(n_i):
@@ -242,7 +233,7 @@ def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats,
                 sentence_state_scores_table(layout, X, w, a, b, attr_row, ptable, state)
             else:
                 sentence_state_scores(layout, X, w, a, b, state)
-            g = _path_score(state, trans, gold, a, b)
+            g = labeling_score(state, trans, gold[a:b])
         if table:
             release_param_table(attr_row, row_attr, n_rows)
         # members at alpha = 0 leave the working set
@@ -279,9 +270,7 @@ def _hinges(layout, X, w, gold, skip, out):
         pred = np.empty(b - a, dtype=np.int32)
         sentence_state_scores(layout, X, w, a, b, state)
         aug = loss_augmented_viterbi_into(state, trans, gold[a:b], 1.0, pred)
-        g = state[0, gold[a]]
-        for t in range(a + 1, b):
-            g += state[t - a, gold[t]] + trans[gold[t - 1], gold[t]]
+        g = labeling_score(state, trans, gold[a:b])
         out[i] = max(aug - g, 0.0)  # >= 0 exactly: the gold labeling is a candidate
 
 

@@ -58,7 +58,7 @@ from tagger.constraints.penalties import (CorpusRules, InstanceRules, PenaltyRul
                                           sequence_corpus, sequence_phi)
 from tagger.errors import ParameterError
 from tagger.features import Featurized
-from tagger.inference.max_product import viterbi_batch_into
+from tagger.inference.max_product import labeling_score, viterbi_batch_into
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.learners.sdm_solver import SDMSolver
 
@@ -96,14 +96,6 @@ def _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd):
         if M[a, l] > top:
             top = M[a, l]
     return top
-
-
-@numba.njit(**NUMBA_OPTS)
-def _seq_score(state, trans, y, a, b):
-    f = state[a, y[a]]
-    for t in range(a + 1, b):
-        f += state[t, y[t]] + trans[y[t - 1], y[t]]
-    return f
 
 
 @numba.njit(**NUMBA_PARALLEL_OPTS)
@@ -196,13 +188,13 @@ def _label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0,
             made += 1
             # the whole sequence's counts before and after (O(T C)), the hinge from scratch
             # lattices that replace the kept ones only if the move is accepted
-            F0 = _seq_score(state, trans, y, a, b)
+            F0 = labeling_score(state[a:b], trans, y[a:b])
             if has_pen:
                 sequence_corpus(y, ind, a, b, ckind, cmask, crow, cn0, cd0)
             for k in range(r0, r1):
                 y[k] = new
             delta = cu * ((_aug_max_marginals(state, trans, y, a, b, M2, F2, B2)
-                           - _seq_score(state, trans, y, a, b)) - (top[s] - F0))
+                           - labeling_score(state[a:b], trans, y[a:b])) - (top[s] - F0))
             if has_pen:
                 sequence_phi(y, ind, a, b, kind, mask, other, row, phi_new)
                 sequence_corpus(y, ind, a, b, ckind, cmask, crow, cn1, cd1)
@@ -511,10 +503,7 @@ def _path_scores_kernel(state, trans, y, offsets, out):
         if b <= a:
             out[s] = 0.0
             continue
-        f = state[a, y[a]]
-        for t in range(a + 1, b):
-            f += state[t, y[t]] + trans[y[t - 1], y[t]]
-        out[s] = f
+        out[s] = labeling_score(state[a:b], trans, y[a:b])
 
 
 def _path_scores(state, trans, y, offsets) -> np.ndarray:

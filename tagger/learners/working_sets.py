@@ -19,8 +19,8 @@ import numpy as np
 from numba import prange
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.inference.max_product import (loss_augmented_viterbi_into, second_best_viterbi_into,
-                                          viterbi_into)
+from tagger.inference.max_product import (labeling_score, loss_augmented_viterbi_into,
+                                          second_best_viterbi_into, viterbi_into)
 from tagger.model import FeatureBatch, SparseAccumulator, add_difference
 
 #: separation modes
@@ -39,9 +39,7 @@ def _separate(state, offsets, trans, gold, mode, pred, value):
             value[s] = 0.0
             continue
         st = state[a:b]
-        g = st[0, gold[a]]
-        for t in range(a + 1, b):
-            g += st[t - a, gold[t]] + trans[gold[t - 1], gold[t]]
+        g = labeling_score(st, trans, gold[a:b])
         if mode == LOSS_AUGMENTED:
             aug = loss_augmented_viterbi_into(st, trans, gold[a:b], 1.0, pred[a:b])
             value[s] = aug - g
