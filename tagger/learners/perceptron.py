@@ -47,12 +47,7 @@ def _perceptron_epoch(layout, X, gold, order, w, u, c, acc, pred):
         trans = transitions_of(layout, w)
         best = viterbi_into(state, trans, pred[a:b])
         loss += max(best - labeling_score(state, trans, gold[a:b]), 0.0)
-        wrong = False
-        for t in range(a, b):
-            if pred[t] != gold[t]:
-                wrong = True
-                break
-        if wrong:
+        if np.any(pred[a:b] != gold[a:b]):
             mistakes += 1
             n = add_difference(layout, X, a, b, gold, pred, 1.0, acc, 0)
             for j in range(n):

@@ -45,12 +45,7 @@ def _separate(state, offsets, trans, gold, mode, pred, value):
             value[s] = aug - g
         else:
             best = viterbi_into(st, trans, pred[a:b])
-            same = True
-            for t in range(a, b):
-                if pred[t] != gold[t]:
-                    same = False
-                    break
-            if same:
+            if np.all(pred[a:b] == gold[a:b]):
                 best = second_best_viterbi_into(st, trans, gold[a:b], pred[a:b])
             value[s] = g - best
 
