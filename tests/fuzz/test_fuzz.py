@@ -15,12 +15,14 @@ import os
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import strategies as st
 
 from tagger.cli import cli
 from tagger import Sentence, Tagger
+from tagger.constrained import constrained_decode
 from tagger.constraints import CORPUS_RULES, INSTANCE_RULES, ConstraintSet
 from tagger.constraints.language import PROPERTIES
 from tagger.features import Featurizer, FeatureSpec
@@ -168,7 +170,8 @@ def test_feature_specs(scratch, budget):
 
 CHUNK_LABELS = ["B-NP", "I-NP", "B-VP", "I-VP", "B-PP", "O"]
 ALL_KEYS = ["labels", "words", "pattern", "take", "avoid", "case_sensitive", "property", "min",
-            "max", "unit", "fraction", "tolerance", "name", "hard", "weight", "shape", "nosuch"]
+            "max", "unit", "fraction", "tolerance", "name", "hard", "weight", "shape", "before",
+            "after", "nosuch"]
 
 
 @st.composite
@@ -179,6 +182,8 @@ def constraint_files(draw, labels: list[str]) -> str:
     plausible = {
         "labels": st.one_of(st.lists(label, min_size=1, max_size=3), st.just("all")),
         "take": st.lists(label, min_size=1, max_size=2),
+        "before": st.lists(label, min_size=1, max_size=2),
+        "after": st.lists(label, min_size=1, max_size=2),
         "avoid": st.lists(label, min_size=1, max_size=2),
         "words": st.lists(st.sampled_from(["pp", "the", "(", "", "Vol.", "日本"]), max_size=3),
         "pattern": st.sampled_from(["^[0-9]+$", ".", "^$", "(", "a{1,2", "(?i)x", "\\b"]),
@@ -214,10 +219,18 @@ def test_constraint_parser_and_compiler(budget):
     strategy = st.one_of(constraint_files(labels),
                          mutated(citations).map(lambda b: b.decode("utf-8", "replace")))
 
+    rng = np.random.default_rng(0)
+
     def body(text: str):
         cset = ConstraintSet.from_text(text, "fuzz.toml")
         compiled = cset.compile(sorted(set(cset.labels) | set(labels)))
-        compiled.indicators(PROBE)
+        ti = compiled.indicators(PROBE)
+        # a file that checks out is decoded under: whatever its rules, a labeling comes back
+        offsets = ti.offsets
+        L = compiled.n_labels
+        state = rng.normal(size=(int(offsets[-1]), L))
+        y, _ = constrained_decode(state, offsets, rng.normal(size=(L, L)), compiled, ti)
+        assert y.shape == (int(offsets[-1]),) and ((y >= 0) & (y < L)).all()
 
     fuzz("constraints", strategy, body, budget)
 
