@@ -194,3 +194,23 @@ def test_a_pattern_python_warns_about_prints_nothing_more(tmp_path):
     r = subprocess.run([sys.executable, "-W", "default", str(cli_py), "constraints", "check",
                         str(f)], capture_output=True, text=True)
     assert r.returncode == 0 and r.stderr == "", r.stderr
+
+
+def test_the_recipe_example_of_the_constraint_docs_runs(tmp_path):
+    # the two commands constraints/README.md gives for its second example, on the shipped sample
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    corpora, toml = root / "corpora", root / "constraints" / "recipes.toml"
+    model = tmp_path / "recipes.tgm"
+    result = _run("train", corpora / "recipes_train.txt", "--unlabeled",
+                  corpora / "recipes_unlabeled.txt", "--constraints", toml, "--dev",
+                  corpora / "recipes_dev.txt", "-o", model, "-q")
+    assert result.exit_code == 0, result.output
+    result = _run("eval", model, corpora / "recipes_test.txt", "--constraints", toml, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["n_sentences"] == 60
+    # the labeled sample breaks none of the file's instance rules (the file says so)
+    gold_rates = [r["gold_rate"] for r in report["constraints"] if r["level"] == "instance"]
+    assert gold_rates and max(gold_rates) == 0.0
