@@ -48,8 +48,10 @@ from tagger.constraints.penalties import (InstanceRules, contains_phi, instance_
 
 #: one-segment labels carried in the expanded state; 13 citation fields need 13
 MAX_SEGMENT_BITS = 14
-#: bits the lazily expanded lattice may carry at once (L * 2^bits states per token)
-MAX_STATE_BITS = 16
+#: bits the lazily expanded lattice may carry at once, all rules together: L * 2^bits states
+#: per token and a back-pointer table of T * L * 2^bits int32 (14 bits, 11 labels, 115 tokens:
+#: 83 MB), the most one-segment rules alone could ask for
+MAX_STATE_BITS = MAX_SEGMENT_BITS
 
 
 class SegmentRules(NamedTuple):
