@@ -25,11 +25,11 @@ from tagger.inference.max_product import viterbi_batch_into
 from tagger.io.sources import as_sentences
 from tagger.labels import LabelIndex, is_bio
 from tagger.learners import AUTO, DEFAULT_LEARNER, get_learner
-from tagger.metrics import by_vocabulary, evaluate as evaluate_labels
+from tagger.metrics import by_vocabulary, evaluate as evaluate_labels, word_set
 from tagger.model import ChainModel
 from tagger.model_header import check_header
 from tagger import selection
-from tagger.reports import jsonable
+from tagger.reports import inspect_report, jsonable
 from tagger.sentence import Sentence
 from tagger.training_data import (HELD_OUT, build_problem, check_columns, conllu_label_info,
                                   constraint_set, labeled_list)
@@ -445,7 +445,7 @@ class Tagger:
         if vocabulary is not None:
             result["by_vocabulary"] = by_vocabulary(
                 [s.tokens for s in gold_sents], [s.labels for s in gold_sents], pred,
-                _word_set(vocabulary))
+                word_set(vocabulary))
         return result
 
     # ------------------------------------------------------------------ persistence
@@ -533,36 +533,10 @@ class Tagger:
         return int(np.count_nonzero(self.weights_))
 
     def inspect(self, top: int = 10) -> dict:
-        """Parameter counts, the strongest state features per label, and transitions."""
+        """Parameter counts, the strongest state features per label, and transitions
+        (:func:`tagger.reports.inspect_report`)."""
         self._check_fitted()
-        model, w, names = self.model_, self.weights_, self.labels_.labels
-        ws = model.state_weights(w)
-        pattr = model.state_param_attr()
-        per_label = {}
-        for li, lab in enumerate(names):
-            idx = np.flatnonzero((model.param_label == li) & (ws != 0))
-            order = idx[np.argsort(-np.abs(ws[idx]), kind="stable")[:top]]
-            per_label[lab] = [(self.featurizer_.attribute_name(int(pattr[p])), float(ws[p]))
-                              for p in order]
-        trans = model.transitions(w)
-        start, end = model.start_end(w)
-        return {
-            "n_params": int(self.info_.get("n_params", model.n_weights)),
-            "n_nonzero": self.n_nonzero_,
-            "n_attributes": int(model.n_attrs),
-            "labels": list(names),
-            "learner": self.info_.get("learner"),
-            "params": self.info_.get("params", {}),
-            "selection": self.info_.get("selection"),
-            "learner_choice": self.info_.get("learner_choice"),
-            "config": self.info_.get("config"),
-            "evidence": self.info_.get("evidence"),
-            "top_features": per_label,
-            "transitions": {a: {b: float(trans[i, j]) for j, b in enumerate(names)}
-                            for i, a in enumerate(names)},
-            "start": {a: float(start[i]) for i, a in enumerate(names)},
-            "end": {a: float(end[i]) for i, a in enumerate(names)},
-        }
+        return inspect_report(self, top)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -581,19 +555,6 @@ def _tagger_from_pickle(data: bytes, params: dict) -> Tagger:
 
 _CLOCK_KEYS = ("time", "featurize_seconds", "train_seconds", "match_time", "solve_time",
                "seconds")
-
-
-def _word_set(vocabulary) -> set:
-    """Words from a set of words or from sentences (their tokens)."""
-    if isinstance(vocabulary, (set, frozenset)):
-        return set(vocabulary)
-    words: set = set()
-    for item in vocabulary:
-        if isinstance(item, str):
-            words.add(item)
-        else:
-            words.update(getattr(item, "tokens", item))
-    return words
 
 
 def _without_clock(row: dict) -> dict:

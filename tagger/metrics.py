@@ -19,7 +19,7 @@ import numpy as np
 
 from .labels import chunk_starts_ends, is_bio, label_tag_type
 
-__all__ = ["evaluate", "evaluate_ids", "format_report", "by_vocabulary"]
+__all__ = ["evaluate", "evaluate_ids", "format_report", "by_vocabulary", "word_set"]
 
 
 def _prf(correct: int, found: int, gold: int) -> tuple[float, float, float]:
@@ -135,6 +135,19 @@ def evaluate_ids(gold_ids, pred_ids, offsets, label_names: Sequence[str],
                       n_pred_chunks=None, n_correct_chunks=None)
     result["per_label"] = per_label
     return result
+
+
+def word_set(vocabulary) -> set:
+    """Words from a set of words, or from sentences (their tokens) or token lists."""
+    if isinstance(vocabulary, (set, frozenset)):
+        return set(vocabulary)
+    words: set = set()
+    for item in vocabulary:
+        if isinstance(item, str):
+            words.add(item)
+        else:
+            words.update(getattr(item, "tokens", item))
+    return words
 
 
 def by_vocabulary(words: Sequence[Sequence[str]], gold: Sequence[Sequence[str]],

@@ -9,8 +9,8 @@ Paths in a file are relative to the file's directory, so that a configuration tr
 data; the model keeps them absolute, so that a rerun works from any directory (``hf:`` names
 are kept as written). The model's configuration leaves out the output path and, when training
 chooses the strength, the strength itself and the L2 mix chosen with it (the choice is in the
-model's ``selection``): what was asked for, so that a rerun asks for the same and, with the same data and seed, writes the
-same bytes.
+model's ``selection``): what was asked for, so that a rerun asks for the same and, with the
+same data and seed, writes the same bytes.
 """
 
 from __future__ import annotations
