@@ -86,11 +86,14 @@ def _local_competitors(state, offsets, trans, gold, best_label, margin):
 
 
 @numba.njit(**NUMBA_OPTS)
-def _difference_rows(layout, X, gold, pred, sents, rows, loss, acc):
+def _difference_rows(layout, X, gold, pred, sents, change, rows, loss, acc):
     """Rows f(x_s, gold) - f(x_s, pred) for s in ``sents`` (CSR into row_ptr/idx/val) and
     their Hamming losses. Positions where the labelings agree cancel and are skipped.
-    ``rows`` is the CSR triple (row_ptr, idx, val) to fill; returns its number of entries."""
+    ``change`` (token, label) pairs, one per row, alter ``pred`` for that row alone (token -1:
+    none). ``rows`` is the CSR triple (row_ptr, idx, val) to fill; returns its number of
+    entries."""
     row_ptr, idx, val = rows
+    change_token, change_label = change
     offsets = X.offsets
     dense, mark, touched = acc
     nz = 0
@@ -99,6 +102,11 @@ def _difference_rows(layout, X, gold, pred, sents, rows, loss, acc):
         s = sents[r]
         a = offsets[s]
         b = offsets[s + 1]
+        t = change_token[r]
+        kept = 0
+        if t >= 0:
+            kept = pred[t]
+            pred[t] = change_label[r]
         hamming = 0
         for i in range(a, b):
             if pred[i] != gold[i]:
@@ -114,6 +122,8 @@ def _difference_rows(layout, X, gold, pred, sents, rows, loss, acc):
             mark[c] = False
         row_ptr[r + 1] = nz
         loss[r] = hamming
+        if t >= 0:
+            pred[t] = kept
     return nz
 
 
@@ -142,6 +152,7 @@ class WorkingSets:
         self.val = np.empty(0, dtype=np.float64)
         self._acc = SparseAccumulator.new(self.n_weights)
         self.pred = np.empty(X.n_tokens, dtype=np.int32)
+        self._gold_copy = self.gold.copy()
         self.value = np.empty(X.n_sentences)
         # upper bound on a row's entries: two per active attribute and four per position
         per_token = 2 * np.diff(X.indptr) + 4
@@ -183,41 +194,38 @@ class WorkingSets:
         """Add the rows of the gold labelings with one token changed (``tokens[k]`` takes
         ``labels[k]``), skipping labelings already in their sets. Returns (rows, columns)
         added."""
-        X = self.problem.X
-        sent_of = np.searchsorted(X.offsets, tokens, side="right") - 1
-        order = np.argsort(sent_of, kind="stable")
-        added_rows = added_cols = 0
-        # one pass per rank within the sentence: every pass changes at most one token of each
-        # sentence in self.pred, so the rows of a pass are built in one call
-        rank = np.zeros(len(tokens), dtype=np.int64)
-        s_sorted = sent_of[order]
-        if len(order):
-            starts = np.r_[0, np.flatnonzero(np.diff(s_sorted)) + 1]
-            run = np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-            rank[order] = np.arange(len(order)) - run
-        for k in range(int(rank.max()) + 1 if len(rank) else 0):
-            pick = np.flatnonzero(rank == k)
-            t, lab, sents = tokens[pick], labels[pick], sent_of[pick]
-            self.pred[:] = self.gold
-            self.pred[t] = lab
-            r, c = self.add(sents)
-            added_rows += r
-            added_cols += c
-        return added_rows, added_cols
+        sents = np.searchsorted(self.problem.X.offsets, tokens, side="right") - 1
+        # a copy of the gold labeling that the row builder alters one token at a time
+        return self._add(sents, self._gold_copy, tokens, labels)
 
     def add(self, sents: np.ndarray) -> tuple[int, int]:
         """Add the rows of ``self.pred`` for the given sentences (skipping labelings already in
         their sets). Returns (rows added, columns added)."""
+        none = np.full(len(sents), -1, dtype=np.int64)
+        return self._add(np.asarray(sents, dtype=np.int64), self.pred, none,
+                         none.astype(np.int32))
+
+    def _add(self, sents, pred, tokens, labels) -> tuple[int, int]:
+        """Rows of ``pred`` (with ``tokens[k]`` relabeled ``labels[k]`` for row k alone,
+        token -1: none) for the sentences ``sents``; labelings already in a set are skipped."""
         X = self.problem.X
         fresh = []
-        for s in sents:
-            key = self.pred[X.offsets[s]:X.offsets[s + 1]].tobytes()
+        for k, s in enumerate(sents):
+            a, b = X.offsets[s], X.offsets[s + 1]
+            y = pred[a:b]
+            if tokens[k] >= 0:
+                y = y.copy()
+                y[tokens[k] - a] = labels[k]
+            key = y.tobytes()
             if key not in self.seen[s]:
                 self.seen[s].add(key)
-                fresh.append(s)
+                fresh.append(k)
         if not fresh:
             return 0, 0
-        sents = np.asarray(fresh, dtype=np.int64)
+        fresh = np.asarray(fresh, dtype=np.int64)
+        tokens = np.ascontiguousarray(tokens[fresh], dtype=np.int64)
+        labels = np.ascontiguousarray(labels[fresh], dtype=np.int32)
+        sents = np.ascontiguousarray(sents[fresh], dtype=np.int64)
         cap = int(self._row_bound[sents].sum())
         row_ptr = np.empty(len(sents) + 1, dtype=np.int64)
         idx = np.empty(cap, dtype=np.int64)
@@ -225,7 +233,7 @@ class WorkingSets:
         loss = np.empty(len(sents), dtype=np.float64)
         model = self.problem.model
         batch = FeatureBatch(X.indptr, X.attrs, self.vals, X.offsets)
-        nz = _difference_rows(model.layout, batch, self.gold, self.pred, sents,
+        nz = _difference_rows(model.layout, batch, self.gold, pred, sents, (tokens, labels),
                               (row_ptr, idx, val), loss, self._acc)
         idx, val = idx[:nz], val[:nz]
         new = np.unique(idx[self.col_of[idx] < 0])
