@@ -300,16 +300,24 @@ def test_quote_property_means_double_quotation_marks_not_apostrophes():
 
 
 @pytest.mark.parametrize("body, fragment", [
-    ('sequence = ["no", "pets"]\nwords = ["x"]\ntake = ["a"]', "not both"),
-    ('sequence = ["<nmber>", "br"]\ntake = ["a"]', "did you mean '<number>'"),
-    ('sequence = ["no", "pets"]\nmark = [2]\ntake = ["a"]', "instance[0].mark"),
-    ('words = ["x"]\nmark = [0]\ntake = ["a"]', "picks tokens of a `sequence`"),
-    ('sequence = []\ntake = ["a"]', "instance[0].sequence"),
+    ('rule = "tokens"\nsequence = ["no", "pets"]\nwords = ["x"]\ntake = ["a"]', "not both"),
+    ('rule = "tokens"\nsequence = ["<nmber>", "br"]\ntake = ["a"]', "did you mean '<number>'"),
+    ('rule = "tokens"\nsequence = ["no", "pets"]\nmark = [2]\ntake = ["a"]', "instance[0].mark"),
+    ('rule = "tokens"\nwords = ["x"]\nmark = [0]\ntake = ["a"]', "picks tokens of a `sequence`"),
+    ('rule = "tokens"\nsequence = []\ntake = ["a"]', "instance[0].sequence"),
+    ('rule = "contains"\nlabels = ["a"]', "needs `words`"),
+    ('rule = "contains"\nlabels = ["a"]\nproperty = "digits"', "did you mean 'digit'"),
+    ('rule = "contains"\nwords = ["x"]', "needs `labels`"),
+    ('rule = "order"\nbefore = ["a"]', "needs `after`"),
+    ('rule = "order"\nbefore = ["a"]\nafter = ["a", "b"]', "instance[0].after: label(s) a"),
+    ('rule = "order"\nbefore = ["A"]\nafter = ["b"]', "instance[0].before[0]: unknown label 'A'"),
+    ('rule = "order"\nlabels = ["a"]\nbefore = ["a"]\nafter = ["b"]', "unknown key 'labels'"),
 ])
-def test_sequence_mistakes_are_reported_with_their_key(body, fragment):
-    text = f'labels = ["a", "b"]\n[[instance]]\nrule = "tokens"\n{body}\n'
-    with pytest.raises(ConstraintError, match=fragment.replace("(", r"\(").replace("[", r"\[")):
+def test_sequence_contains_and_order_mistakes_are_reported_with_their_key(body, fragment):
+    text = f'labels = ["a", "b"]\n[[instance]]\n{body}\n'
+    with pytest.raises(ConstraintError) as info:
         ConstraintSet.from_text(text)
+    assert fragment in str(info.value)
 
 
 def test_end_and_sequence_indicator_rows():
@@ -322,22 +330,6 @@ def test_end_and_sequence_indicator_rows():
     assert end_row.tolist() == [0, 0, 0, 0, 1, 1, 0, 1]
     # within sentences only: "no" ending one sentence and "pets" starting the next do not match
     assert seq_row.tolist() == [0, 1, 0, 0, 1, 0, 0, 0]
-
-
-@pytest.mark.parametrize("body, fragment", [
-    ('rule = "contains"\nlabels = ["a"]', "needs `words`"),
-    ('rule = "contains"\nlabels = ["a"]\nproperty = "digits"', "did you mean 'digit'"),
-    ('rule = "contains"\nwords = ["x"]', "needs `labels`"),
-    ('rule = "order"\nbefore = ["a"]', "needs `after`"),
-    ('rule = "order"\nbefore = ["a"]\nafter = ["a", "b"]', "instance[0].after: label(s) a"),
-    ('rule = "order"\nbefore = ["A"]\nafter = ["b"]', "instance[0].before[0]: unknown label 'A'"),
-    ('rule = "order"\nlabels = ["a"]\nbefore = ["a"]\nafter = ["b"]', "unknown key 'labels'"),
-])
-def test_contains_and_order_mistakes_are_reported_with_their_key(body, fragment):
-    text = f'labels = ["a", "b"]\n[[instance]]\n{body}\n'
-    with pytest.raises(ConstraintError) as info:
-        ConstraintSet.from_text(text)
-    assert fragment in str(info.value)
 
 
 def test_every_example_file_in_the_constraint_docs_is_valid():
