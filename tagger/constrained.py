@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
+from tagger.jit import njit, prange
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
@@ -78,7 +78,7 @@ class HardRules(NamedTuple):
     segment: SegmentRules
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _advance(m, l, l2, first, t, bit, ind, seg):
     """The state bits after label ``l2`` at token ``t`` (a column of ``ind``) when the previous
     token had label ``l`` and bits ``m``; -1 when a carried rule forbids the step (``seg``: the
@@ -119,7 +119,7 @@ def _advance(m, l, l2, first, t, bit, ind, seg):
     return m2
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _may_end(m, l, seg):
     """May the sequence end in label ``l`` with bits ``m`` (every carried ``contains`` rule's
     last segment met its flagged token)?"""
@@ -131,7 +131,7 @@ def _may_end(m, l, seg):
     return True
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _expanded_viterbi(state, trans, bit, change_cost, ind, a, seg, out):
     """Best path of the (T, L) lattice (tokens a.. of ``ind``) in which a label with
     ``bit[l] >= 0`` may form only one segment, the rules of ``seg`` with a bit are met, and a
@@ -204,7 +204,7 @@ def _expanded_viterbi(state, trans, bit, change_cost, ind, a, seg, out):
     return best
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _lazy_expanded_viterbi(state, trans, bit, change_cost, ind, a, rules, out):
     """:func:`_expanded_viterbi` with one-segment bits added only for labels that the current
     best path splits, and a bit for a ``contains`` / ``order`` rule of ``rules`` (a
@@ -263,7 +263,7 @@ def _lazy_expanded_viterbi(state, trans, bit, change_cost, ind, a, rules, out):
                 n_active += 1
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _hill_climb(state, trans, y, a, b, ind, rules, max_passes):
     """Greedy label switching on one sequence: maximize F(y) - penalty(y) (``rules``: the
     :class:`~tagger.constraints.penalties.InstanceRules` with the weights in use)."""
@@ -317,7 +317,7 @@ def _hill_climb(state, trans, y, a, b, ind, rules, max_passes):
             break
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _penalise_token_rules(st, a, b, ind, hard_unary_mask, unary_row, n_hard_unary, penalty):
     """Take ``penalty`` off the scores ``st`` (tokens a..b) of every label a hard token rule
     forbids at a token it flags: ``inf`` forbids outright, a finite weight counts a break."""
@@ -331,7 +331,7 @@ def _penalise_token_rules(st, a, b, ind, hard_unary_mask, unary_row, n_hard_unar
                         st[t - a, l] -= penalty
 
 
-@numba.njit(**NUMBA_PARALLEL_OPTS)
+@njit(**NUMBA_PARALLEL_OPTS)
 def _decode_batch(state, offsets, trans, ind, hard, rules, climb, max_passes, hard_weight, out,
                   feasible):
     """Every sentence decoded under the hard rules the expanded Viterbi enforces (``hard``, a
@@ -345,7 +345,7 @@ def _decode_batch(state, offsets, trans, ind, hard, rules, climb, max_passes, ha
     none = (np.zeros((0, L), np.bool_), np.zeros(0, np.int32), np.zeros((0, L), np.bool_),
             np.zeros((0, L), np.bool_))
     n = offsets.shape[0] - 1
-    for s in numba.prange(n):
+    for s in prange(n):
         a, b = offsets[s], offsets[s + 1]
         if b == a:
             continue

@@ -77,12 +77,11 @@ def _client(scheduler: str | None, workers: int):
 
 def _tag_shard(model_bytes: bytes, digest: str, shard: str, output: str, options: dict) -> str:
     """Runs on a worker: the shard tagged into ``output`` (atomically)."""
-    import numba
-
+    from tagger import jit
     from tagger.api import Tagger
     from tagger.tagging import tag_file
 
-    numba.set_num_threads(1)
+    jit.set_threads(1)
     tagger = _MODELS.get(digest)
     if tagger is None:
         tagger = _MODELS[digest] = Tagger.from_bytes(model_bytes)

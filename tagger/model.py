@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
+from tagger.jit import njit, prange
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
@@ -73,14 +73,14 @@ class SparseAccumulator(NamedTuple):
                    np.empty(n_weights, dtype=np.int64))
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def transitions_of(layout, w):
     """The (L, L) transition weights of ``w``, a view (writes go to ``w``)."""
     L = layout.n_labels
     return w[layout.n_state:layout.start].reshape((L, L))
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _add_start_end(layout, w, T, out):
     """The start weights onto the first of T tokens' scores, the end weights onto the last."""
     if T > 0:
@@ -89,7 +89,7 @@ def _add_start_end(layout, w, T, out):
             out[T - 1, l] += w[layout.end + l]
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def sentence_state_scores(layout, X, w, a, b, out):
     """State scores of tokens a..b-1 (one sentence) into out[0:b-a], start and end weights
     folded into the first and last rows."""
@@ -115,7 +115,7 @@ def sentence_state_scores(layout, X, w, a, b, out):
     _add_start_end(layout, w, b - a, out)
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def sentence_param_table(layout, X, w, a, b, attr_row, row_attr, table):
     """Copy the state weights of the attributes of tokens a..b-1 into a small dense table:
     ``table[r, l]`` is the weight of (``row_attr[r]``, l) (0 where the pair has no parameter),
@@ -143,14 +143,14 @@ def sentence_param_table(layout, X, w, a, b, attr_row, row_attr, table):
     return n
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def release_param_table(attr_row, row_attr, n):
     """Reset ``attr_row`` for the n rows of a :func:`sentence_param_table`."""
     for r in range(n):
         attr_row[row_attr[r]] = -1
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def sentence_state_scores_table(layout, X, w, a, b, attr_row, table, out):
     """:func:`sentence_state_scores` read from the table of :func:`sentence_param_table`:
     the same sums in the same order (a missing pair adds 0.0), so the same scores."""
@@ -175,16 +175,16 @@ def sentence_state_scores_table(layout, X, w, a, b, attr_row, table, out):
     _add_start_end(layout, w, b - a, out)
 
 
-@numba.njit(**NUMBA_PARALLEL_OPTS)
+@njit(**NUMBA_PARALLEL_OPTS)
 def _state_scores(layout, X, w, out):
     offsets = X.offsets
-    for s in numba.prange(offsets.shape[0] - 1):
+    for s in prange(offsets.shape[0] - 1):
         a = offsets[s]
         b = offsets[s + 1]
         sentence_state_scores(layout, X, w, a, b, out[a:b])
 
 
-@numba.njit(**NUMBA_PARALLEL_OPTS)
+@njit(**NUMBA_PARALLEL_OPTS)
 def _state_scores_from_views(view_ids, offsets, t_ptr, t_view, t_off, t_mult, table_keys,
                              table_vals, layout, w, out):
     """State scores straight from view ids: attribute lookup fused with the gather-add, so
@@ -195,7 +195,7 @@ def _state_scores_from_views(view_ids, offsets, t_ptr, t_view, t_off, t_mult, ta
     n_sent = offsets.shape[0] - 1
     n_tmpl = t_ptr.shape[0] - 1
     mask = table_keys.shape[0] - 1
-    for s in numba.prange(n_sent):
+    for s in prange(n_sent):
         a = offsets[s]
         b = offsets[s + 1]
         for i in range(a, b):
@@ -210,7 +210,7 @@ def _state_scores_from_views(view_ids, offsets, t_ptr, t_view, t_off, t_mult, ta
         _add_start_end(layout, w, b - a, out[a:b])
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def param_index(layout, attr, label):
     """The index in w of the state parameter (attr, label), or -1 when the pair has none."""
     attr_ptr = layout.attr_ptr
@@ -226,7 +226,7 @@ def param_index(layout, attr, label):
     return -1
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def add_joint_features(layout, X, a, b, y, scale, out):
     """out += scale * f(x, y) for the sentence on tokens a..b-1 (y indexed by token)."""
     indptr = X.indptr
@@ -247,7 +247,7 @@ def add_joint_features(layout, X, a, b, y, scale, out):
         out[layout.end + y[b - 1]] += scale
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def accumulate(acc, k, v, n):
     """acc.values[k] += v, recording k as touched number n the first time; returns the new
     number of touched coordinates."""
@@ -259,7 +259,7 @@ def accumulate(acc, k, v, n):
     return n
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def add_difference(layout, X, a, b, plus, minus, coef, acc, n):
     """acc += coef * (f(x, plus) - f(x, minus)) on tokens a..b-1, only where the labelings
     differ; ``n`` coordinates are touched on entry, the new count is returned.

@@ -65,13 +65,13 @@ _WORKER: dict = {}
 
 
 def _init_worker(model_path: str, options: dict) -> None:
-    import numba
+    from tagger import jit
 
     # Ctrl-C reaches the whole process group; only the main process may act on it. A worker
     # interrupted while it holds the pool's queue lock would leave the pool unable to stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-    numba.set_num_threads(1)  # the processes share the cores, not the threads of one kernel
+    jit.set_threads(1)  # the processes share the cores, not the threads of one kernel
     if "tagger" not in _WORKER:  # not inherited through fork
         from tagger.api import Tagger
 

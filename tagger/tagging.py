@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 
+from tagger import jit
 from tagger.api import TAG_BATCH, Tagger
 from tagger.errors import CorpusFormatError, TaggerError
 from tagger.io import gc_paused, read_corpus, sniff_format, write_corpus
@@ -20,9 +21,7 @@ from tagger.io.sources import (conll_separator, display_name, is_record_source,
 def use_threads(jobs: int) -> None:
     """Decode on at most ``jobs`` threads, so that ``--jobs 1`` keeps to one core as the option
     promises (the kernels otherwise use every core numba sees)."""
-    import numba
-
-    numba.set_num_threads(max(1, min(jobs, numba.config.NUMBA_NUM_THREADS)))
+    jit.set_threads(jobs)
 
 
 def tag_file(model_path, input_path: str = "-", output_path: str = "-",
@@ -90,10 +89,21 @@ def tag_file(model_path, input_path: str = "-", output_path: str = "-",
 def _write_predictions(tagger, sentences, output_path, constraints, marginals, write: dict,
                        sep: str) -> None:
     """Decode ``sentences`` in batches into ``output_path``: in ``write["format"]``
-    (``auto``: the format they were read from), marginals as their own layout or in JSON."""
+    (``auto``: the format they were read from), marginals as their own layout or in JSON.
+    An input of at most :data:`~tagger.jit.INTERPRETED_TOKENS` tokens decoded without
+    constraints is tagged by the interpreted kernels unless numba runs already: starting it
+    would take longer than the tagging."""
     it = iter(sentences)
+    head, n_tokens = [], 0
+    for s in it:
+        head.append(s)
+        n_tokens += len(s)
+        if n_tokens > jit.INTERPRETED_TOKENS:
+            break
+    it = itertools.chain(head, it)
     names = tagger.labels_.labels
-    with atomic_text_output(output_path) as out, gc_paused():
+    small = n_tokens <= jit.INTERPRETED_TOKENS and constraints is None
+    with atomic_text_output(output_path) as out, gc_paused(), jit.interpreted(small):
         for batch in iter(lambda: list(itertools.islice(it, TAG_BATCH)), []):
             p = tagger.predict_batch(batch, constraints, marginals=marginals)
             labels = p.labels(tagger.labels_)

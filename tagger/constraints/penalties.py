@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
+from tagger.jit import njit, prange
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
@@ -57,7 +57,7 @@ class PenaltyRules(NamedTuple):
 # numba kernels: counts
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def contains_phi(y, flags, labels):
     """Segments of ``labels`` (a label mask) in the labeling ``y`` without a flagged token
     (``flags``, aligned with ``y``): a ``contains`` rule's count."""
@@ -76,7 +76,7 @@ def contains_phi(y, flags, labels):
     return v
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def order_phi(y, before, after):
     """Segments of the ``before`` labels that start after a token of an ``after`` label: an
     ``order`` rule's count."""
@@ -90,7 +90,7 @@ def order_phi(y, before, after):
     return v
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def segment_phi(y, ind, a, b, c, kind, mask, other, row):
     """phi of rule c, a ``contains`` or ``order`` rule, on tokens a..b-1."""
     if kind[c] == CONTAINS:
@@ -98,7 +98,7 @@ def segment_phi(y, ind, a, b, c, kind, mask, other, row):
     return order_phi(y[a:b], mask[c], other[c])
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def sequence_phi(y, ind, a, b, kind, mask, other, row, out):
     """phi_c of the sequence on tokens a..b-1 (labels y[a:b]) for every instance constraint."""
     C = kind.shape[0]
@@ -137,13 +137,13 @@ def sequence_phi(y, ind, a, b, kind, mask, other, row, out):
         out[c] = v
 
 
-@numba.njit(**NUMBA_PARALLEL_OPTS)
+@njit(**NUMBA_PARALLEL_OPTS)
 def all_phi(y, ind, offsets, kind, mask, other, row, out):
-    for s in numba.prange(offsets.shape[0] - 1):
+    for s in prange(offsets.shape[0] - 1):
         sequence_phi(y, ind, offsets[s], offsets[s + 1], kind, mask, other, row, out[s])
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def sequence_corpus(y, ind, a, b, ckind, cmask, crow, num, den):
     """num[k], den[k]: one sequence's share of every corpus constraint's totals."""
     for k in range(ckind.shape[0]):
@@ -165,7 +165,7 @@ def sequence_corpus(y, ind, a, b, ckind, cmask, crow, num, den):
         den[k] = d
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def corpus_parts(y, ind, offsets, ckind, cmask, crow, num, den):
     """num[k], den[k]: the corpus totals of every corpus constraint's ratio."""
     for k in range(ckind.shape[0]):
@@ -188,7 +188,7 @@ def corpus_parts(y, ind, offsets, ckind, cmask, crow, num, den):
                             num[k] += 1.0
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _excess(phi, lo, hi):
     d = 0.0
     if phi > hi:
@@ -198,12 +198,12 @@ def _excess(phi, lo, hi):
     return d
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _shaped(d, squared):
     return d * d if squared else d
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def instance_penalty(phi, lo, hi, rho, squared):
     p = 0.0
     for c in range(phi.shape[0]):
@@ -211,7 +211,7 @@ def instance_penalty(phi, lo, hi, rho, squared):
     return p
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def corpus_penalty(num, den, target, tol, crho, csquared, n_seq):
     p = 0.0
     for k in range(num.shape[0]):
@@ -226,7 +226,7 @@ def corpus_penalty(num, den, target, tol, crho, csquared, n_seq):
 # numba kernels: the change of everything when y[t] switches to a new label
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def switch_phi(y, ind, a, b, t, new, kind, mask, other, row, segs, phi, out):
     """New phi of the sequence a..b-1 if y[t] became ``new`` (``segs``: its segments per label,
     ``phi``: its current phi). O(C) plus O(1) per constraint, O(b - a) for a ``contains`` or
@@ -302,7 +302,7 @@ def switch_phi(y, ind, a, b, t, new, kind, mask, other, row, segs, phi, out):
         out[c] = v
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def switch_corpus(y, ind, a, b, t, new, ckind, cmask, crow, dnum, dden):
     """Change of every corpus total if y[t] became ``new``."""
     old = y[t]
@@ -329,7 +329,7 @@ def switch_corpus(y, ind, a, b, t, new, ckind, cmask, crow, dnum, dden):
         dden[k] = dd
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def segments_of(y, a, b, segs):
     for lab in range(segs.shape[0]):
         segs[lab] = 0
@@ -338,9 +338,9 @@ def segments_of(y, a, b, segs):
             segs[y[t]] += 1
 
 
-@numba.njit(**NUMBA_PARALLEL_OPTS)
+@njit(**NUMBA_PARALLEL_OPTS)
 def all_segments(y, offsets, segs):
-    for s in numba.prange(offsets.shape[0] - 1):
+    for s in prange(offsets.shape[0] - 1):
         segments_of(y, offsets[s], offsets[s + 1], segs[s])
 
 

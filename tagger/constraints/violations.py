@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
+from tagger.jit import njit
 import numpy as np
 
 from tagger._config import NUMBA_OPTS
@@ -90,7 +90,7 @@ class ViolationState:
         return rules, Counts(self.phi, self.segs, self.num, self.den)
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def switch_penalty_delta(y, s, t, new, rules, counts, proposal):
     """Change of the total penalty if y[t] (in sequence s) became ``new``; fills
     ``proposal`` for :func:`apply_switch`."""
@@ -112,7 +112,7 @@ def switch_penalty_delta(y, s, t, new, rules, counts, proposal):
     return delta
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def apply_switch(y, s, t, new, offsets, counts, proposal):
     """Make the switch whose delta was just computed."""
     phi, segs, num, den = counts

@@ -4,11 +4,11 @@ allocates its work buffers once, sized for its longest sentence.
 
 from __future__ import annotations
 
-import numba
+from tagger.jit import njit
 
 from tagger._config import NUMBA_OPTS
 
-_njit = numba.njit(**NUMBA_OPTS)
+_njit = njit(**NUMBA_OPTS)
 
 # Sentences per parallel chunk: at most this many, and about this many chunks in all.
 _CHUNK_MAX = 64

@@ -22,15 +22,14 @@ each chunk allocates its work buffers once, sized for its longest sentence.
 
 from __future__ import annotations
 
-import numba
+from tagger.jit import njit, prange
 import numpy as np
-from numba import prange
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.inference.batching import chunking, max_length
 
-_njit = numba.njit(**NUMBA_OPTS)
-_njit_parallel = numba.njit(**NUMBA_PARALLEL_OPTS)
+_njit = njit(**NUMBA_OPTS)
+_njit_parallel = njit(**NUMBA_PARALLEL_OPTS)
 
 
 # ---------------------------------------------------------------------------------------------

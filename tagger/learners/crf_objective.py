@@ -25,7 +25,7 @@ distribution minus the gold features).
 
 from __future__ import annotations
 
-import numba
+from tagger.jit import njit, prange, thread_count
 import numpy as np
 
 from tagger._config import NUMBA_PARALLEL_OPTS
@@ -34,7 +34,7 @@ from tagger.inference.sum_product import fb_buffers, fb_sentence, fb_tables
 from tagger.model import ChainModel, FeatureBatch, sentence_state_scores
 
 
-@numba.njit(**NUMBA_PARALLEL_OPTS)
+@njit(**NUMBA_PARALLEL_OPTS)
 def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg, cost, inv_tau,
               miss_buf):
     """nll_buf[c] and grad_buf[c] = the chunk's NLL and gradient (sentences
@@ -55,7 +55,7 @@ def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg, 
     has_vals = vals.shape[0] > 0
     keep_marg = marg.shape[0] > 0
     tables = fb_tables(trans)
-    for c in numba.prange(n_chunks):
+    for c in prange(n_chunks):
         g = grad_buf[c]
         g[:] = 0.0
         s0 = chunk_bounds[c]
@@ -149,7 +149,7 @@ class CRFObjective:
         self.gold = np.ascontiguousarray(y, dtype=np.int32)
         self.vals = np.ascontiguousarray(X.vals, dtype=np.float64)
         self.n_weights = model.n_weights
-        chunks = 2 * numba.get_num_threads()
+        chunks = 2 * thread_count()
         self.bounds = _balanced_chunks(X.offsets, chunks)
         self.grad_buf = np.empty((len(self.bounds) - 1, self.n_weights))
         self.nll_buf = np.empty(len(self.bounds) - 1)
@@ -186,7 +186,7 @@ class CRFObjective:
         return tau * float(self.nll_buf.sum()), grad
 
 
-@numba.njit(**NUMBA_PARALLEL_OPTS)
+@njit(**NUMBA_PARALLEL_OPTS)
 def _state_grad_from_marginals(t_ptr, t_tok, t_val, attr_ptr, param_label, marg, gold, g):
     """g[p] = dL/dw_p for every state weight p, from the node marginals ``marg`` of a
     forward-backward pass: sum over the tokens i carrying p's attribute (value v) of
@@ -194,7 +194,7 @@ def _state_grad_from_marginals(t_ptr, t_tok, t_val, attr_ptr, param_label, marg,
     transposed (the tokens of each attribute), so each attribute's weights are written by one
     thread: no per-thread gradient copies to clear and add up."""
     has_vals = t_val.shape[0] > 0
-    for at in numba.prange(t_ptr.shape[0] - 1):
+    for at in prange(t_ptr.shape[0] - 1):
         p0 = attr_ptr[at]
         p1 = attr_ptr[at + 1]
         for p in range(p0, p1):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numba
+from tagger.jit import njit
 import numpy as np
 import scipy.sparse as sp
 
@@ -42,7 +42,7 @@ class LPRows(NamedTuple):
     rhs: np.ndarray
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _csr_matvec(ptr, idx, val, x, out):
     for r in range(ptr.shape[0] - 1):
         acc = 0.0
@@ -51,7 +51,7 @@ def _csr_matvec(ptr, idx, val, x, out):
         out[r] = acc
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _apply_a(A, w, xi, out):
     """out = H w + M xi (M xi picks the slack of each row's sentence)."""
     _csr_matvec(A.Hp, A.Hc, A.Hv, w, out)
@@ -59,7 +59,7 @@ def _apply_a(A, w, xi, out):
         out[r] += xi[A.rsent[r]]
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _apply_at(A, v, out_w, out_xi):
     """(out_w, out_xi) = (H^T v, M^T v)."""
     _csr_matvec(A.Tp, A.Tc, A.Tv, v, out_w)
@@ -68,7 +68,7 @@ def _apply_at(A, v, out_w, out_xi):
         out_xi[A.rsent[r]] += v[r]
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def spectral_norm(A, tw, txi, sv, iters):
     """||S^1/2 [H M] T^1/2||_2 (diagonal scalings sv, (tw, txi)) by power iteration on
     B^T B from a fixed start (deterministic)."""
@@ -95,7 +95,7 @@ def spectral_norm(A, tw, txi, sv, iters):
     return norm
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _primal_bound(A, C, w, xi_tmp, Aw):
     """LP objective at w with the smallest feasible slacks: an upper bound on the optimum."""
     _csr_matvec(A.Hp, A.Hc, A.Hv, w, Aw)
@@ -107,7 +107,7 @@ def _primal_bound(A, C, w, xi_tmp, Aw):
     return w.sum() + C * xi_tmp.sum()
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _dual_bound(A, C, v, Tw, Txi):
     """Dual objective of v scaled into H^T v <= 1, M^T v <= C: a lower bound on the optimum."""
     _apply_at(A, v, Tw, Txi)
@@ -121,7 +121,7 @@ def _dual_bound(A, C, v, Tw, Txi):
     return (A.rhs * v).sum() / scale
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def extragradient(A, C, point, steps, omega, max_iter, check_every, gap_tol, restart):
     """Extragradient iterations on ``point`` = (w, xi, v), in place, with per-coordinate steps
     ``steps`` = (aw, axi, av) over the LP rows ``A`` (a :class:`LPRows`).

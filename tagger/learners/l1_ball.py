@@ -11,14 +11,14 @@ scan of the vector plus work proportional to its support.
 
 from __future__ import annotations
 
-import numba
+from tagger.jit import njit
 import numpy as np
 
 from tagger._config import NUMBA_OPTS
 from tagger.errors import bad_value
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _l1_threshold(u, n, z):
     """theta for the first n entries of u (absolute values > 0, sum > z); u is reordered."""
     s = 0.0
@@ -59,7 +59,7 @@ def _l1_threshold(u, n, z):
     return (s - z) / rho
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def project_l1_ball_into(w, z, buf):
     """Project w in place onto {||w||_1 <= z}; buf is scratch of w's size. Returns theta."""
     n = 0

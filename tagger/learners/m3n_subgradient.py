@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 
-import numba
+from tagger.jit import njit, prange
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
@@ -66,12 +66,12 @@ from tagger.model import (FeatureBatch, SparseAccumulator, add_difference,
                           sentence_state_scores, transitions_of)
 
 
-@numba.njit(**NUMBA_PARALLEL_OPTS)
+@njit(**NUMBA_PARALLEL_OPTS)
 def _decode_batch(layout, X, w, gold, order, lo, hi, pred, hinge):
     """Loss-augmented Viterbi for sentences order[lo:hi]; hinge[k] = R_i at the current w."""
     L = layout.n_labels
     trans = transitions_of(layout, w)
-    for k in numba.prange(lo, hi):
+    for k in prange(lo, hi):
         s = order[k]
         a = X.offsets[s]
         b = X.offsets[s + 1]
@@ -83,7 +83,7 @@ def _decode_batch(layout, X, w, gold, order, lo, hi, pred, hinge):
         hinge[k] = max(aug - g, 0.0)
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _accumulate_difference(layout, X, gold, pred, order, lo, hi, grad):
     """grad += sum_k f(x, pred) - f(x, gold) over sentences order[lo:hi]; only where they differ."""
     n = 0
@@ -93,7 +93,7 @@ def _accumulate_difference(layout, X, gold, pred, order, lo, hi, grad):
     return n
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _apply_step(w, grad, n, step):
     for j in range(n):
         k = grad.touched[j]
@@ -102,7 +102,7 @@ def _apply_step(w, grad, n, step):
         grad.mark[k] = False
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _momentum_step(w, velocity, beta, grad, n, scale, step):
     """velocity <- beta velocity + scale grad;  w <- w - step velocity (grad is cleared)."""
     for k in range(w.shape[0]):

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-import numba
+from tagger.jit import njit
 import numpy as np
 
 from tagger._config import NUMBA_OPTS
@@ -62,7 +62,7 @@ def pseudo_gradient(w: np.ndarray, g: np.ndarray, c1: float, out: np.ndarray | N
 # two-loop recursions on a loaded 2-core machine).
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def dot(a, b):
     acc = 0.0
     for i in range(a.shape[0]):
@@ -70,7 +70,7 @@ def dot(a, b):
     return acc
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _two_loop(S, Y, rho, order, q, alphas):
     """q <- H q in place: L-BFGS two-loop recursion (Nocedal & Wright, Algorithm 7.4) over the
     pairs S[k], Y[k] for k in ``order`` (oldest first)."""

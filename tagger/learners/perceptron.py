@@ -19,7 +19,7 @@ F(x_i, y^) - F(x_i, y_i) at the visit, as ``objective``) and the averaged model'
 
 from __future__ import annotations
 
-import numba
+from tagger.jit import njit
 import numpy as np
 
 from tagger._config import NUMBA_OPTS
@@ -29,7 +29,7 @@ from tagger.model import FeatureBatch, SparseAccumulator, add_difference, senten
     transitions_of
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _perceptron_epoch(layout, X, gold, order, w, u, c, acc, pred):
     """One pass in ``order``: decode, update w (and u by c times the update, c the visits
     before this one) on a mistake. Returns the number of mistakes and the new visit count."""

@@ -49,7 +49,7 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import numba
+from tagger.jit import njit, prange
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
@@ -93,7 +93,7 @@ class Scratch(NamedTuple):
 # --------------------------------------------------------------------------------- kernels
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _remove_example(layout, X, i, gold, coef, ws, u, acc):
     """u += coef * sum_m alpha_im (f(x_i, gold) - f(x_i, y_im)): coef = -1 takes example i's
     contribution out of u (before a reset), coef = c - 1 rescales its duals by c."""
@@ -110,7 +110,7 @@ def _remove_example(layout, X, i, gold, coef, ws, u, acc):
         mark[k] = False
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats, table=True):
     """One pass of the Sequential Dual Method over the examples in ``order``.
 
@@ -253,14 +253,14 @@ def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats,
                 m += 1
 
 
-@numba.njit(**NUMBA_PARALLEL_OPTS)
+@njit(**NUMBA_PARALLEL_OPTS)
 def _hinges(layout, X, w, gold, skip, out):
     """out[i] = R_i(w) (structured hinge with Hamming loss), in parallel over sentences;
     0 where ``skip[i]`` (when ``skip`` is non-empty)."""
     offsets = X.offsets
     L = layout.n_labels
     trans = transitions_of(layout, w)
-    for i in numba.prange(offsets.shape[0] - 1):
+    for i in prange(offsets.shape[0] - 1):
         a = offsets[i]
         b = offsets[i + 1]
         if b <= a or (skip.shape[0] > 0 and skip[i]):

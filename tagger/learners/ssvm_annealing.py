@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numba
+from tagger.jit import njit, prange
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
@@ -63,7 +63,7 @@ from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.learners.sdm_solver import SDMSolver
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd):
     """M[t, l] = best loss-augmented score (Hamming to y[a:b]) of a path through (t, l);
     rows a..b-1 of ``state`` are the sequence's state scores. Returns the max (= max_l M[t, l])."""
@@ -98,9 +98,9 @@ def _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd):
     return top
 
 
-@numba.njit(**NUMBA_PARALLEL_OPTS)
+@njit(**NUMBA_PARALLEL_OPTS)
 def _all_max_marginals(state, trans, y, offsets, M, fwd, bwd, top):
-    for s in numba.prange(offsets.shape[0] - 1):
+    for s in prange(offsets.shape[0] - 1):
         a, b = offsets[s], offsets[s + 1]
         if b > a:
             top[s] = _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
@@ -131,7 +131,7 @@ class SwitchPlan(NamedTuple):
     block: bool
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, plan, stats):
     """Constraint matching by random label switching (module docstring, step 2a).
 
@@ -496,7 +496,7 @@ def _no_constraints(N: int, offsets: np.ndarray, L: int) -> tuple[PenaltyRules, 
             Counts(np.zeros((n, 0)), np.zeros((n, L), np.int64), np.zeros(0), np.zeros(0)))
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _path_scores_kernel(state, trans, y, offsets, out):
     for s in range(offsets.shape[0] - 1):
         a, b = offsets[s], offsets[s + 1]

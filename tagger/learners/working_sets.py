@@ -14,9 +14,8 @@ de-duplication of labelings.
 
 from __future__ import annotations
 
-import numba
+from tagger.jit import njit, prange
 import numpy as np
-from numba import prange
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.inference.max_product import (labeling_score, loss_augmented_viterbi_into,
@@ -28,7 +27,7 @@ LOSS_AUGMENTED = 0   # argmax_y Delta(y_i, y) + F(x_i, y); value H_i = that max 
 SECOND_BEST = 1      # argmax_{y != y_i} F(x_i, y);        value = F(x_i, y_i) - that max
 
 
-@numba.njit(**NUMBA_PARALLEL_OPTS)
+@njit(**NUMBA_PARALLEL_OPTS)
 def _separate(state, offsets, trans, gold, mode, pred, value):
     """One oracle call per sentence, in parallel; ``pred`` gets the labelings (stacked)."""
     n = offsets.shape[0] - 1
@@ -50,7 +49,7 @@ def _separate(state, offsets, trans, gold, mode, pred, value):
             value[s] = g - best
 
 
-@numba.njit(**NUMBA_PARALLEL_OPTS)
+@njit(**NUMBA_PARALLEL_OPTS)
 def _local_competitors(state, offsets, trans, gold, best_label, margin):
     """For every token i: the best other label of that token with the rest of the sentence
     kept gold (``best_label[i]``) and the margin of the gold labeling over that labeling
@@ -85,7 +84,7 @@ def _local_competitors(state, offsets, trans, gold, best_label, margin):
             margin[i] = base - best if arg >= 0 else np.inf
 
 
-@numba.njit(**NUMBA_OPTS)
+@njit(**NUMBA_OPTS)
 def _difference_rows(layout, X, gold, pred, sents, change, rows, loss, acc):
     """Rows f(x_s, gold) - f(x_s, pred) for s in ``sents`` (CSR into row_ptr/idx/val) and
     their Hamming losses. Positions where the labelings agree cancel and are skipped.

@@ -1,0 +1,198 @@
+"""Kernels compiled on first use (:mod:`tagger.jit`): small inputs are tagged without starting
+numba, with the same output as the compiled kernels; the NumPy-built hash table finds what one
+built key by key finds."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tagger import jit
+from tagger.cli import cli
+from tagger.features.hash_table import table_for
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPORA = ROOT / "corpora"
+
+
+def _run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """Models of three presets trained on the shipped samples, and an input for each."""
+    d = tmp_path_factory.mktemp("jit")
+    jobs = {"chunk": (CORPORA / "sample_chunk.txt", CORPORA / "sample_chunk_dev.txt", []),
+            "pos": (CORPORA / "sample_pos.conllu", CORPORA / "sample_pos.conllu",
+                    ["--features", "pos"]),
+            "citation": (CORPORA / "sample_citations.txt", CORPORA / "sample_citations.txt",
+                         ["--features", "citation", "--learner", "crf-l2"])}
+    out = {}
+    for name, (train, test, extra) in jobs.items():
+        path = d / f"{name}.tgm"
+        r = _run("train", train, "-o", path, "--set", "epochs=3", "-q", *extra)
+        assert r.exit_code == 0, r.output
+        out[name] = (path, test)
+    return out
+
+
+def test_no_module_but_jit_imports_numba_on_import():
+    """Importing any module of the package leaves numba alone: only tagger.jit starts it."""
+    found = []
+    for path in sorted((ROOT / "tagger").rglob("*.py")):
+        if path.name == "jit.py" and path.parent.name == "tagger":
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "numba" or n.startswith("numba.") for n in names):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert found == []
+
+
+SCRIPT = """
+import json, sys
+from tagger import Tagger, jit
+from tagger.io import read_corpus
+
+jobs = {}
+for name, (model, test) in json.loads(sys.argv[1]).items():
+    tagger = Tagger.load(model)
+    fmt = "conllu" if test.endswith(".conllu") else "auto"
+    sentences = list(read_corpus(test, fmt, labeled=False))[:20]
+    for s in sentences:
+        del s.columns[tagger.featurizer_.spec.n_columns:]
+    with jit.interpreted():
+        p = tagger.predict_batch(sentences, marginals=True)
+    jobs[name] = (tagger, sentences, p.ids.tolist(), p.marginals.tolist())
+out = {"numba_during_interpreted": jit.started()}
+for name, (tagger, sentences, ids, marginals) in jobs.items():
+    p = tagger.predict_batch(sentences, marginals=True)
+    out[name] = {"same_labels": p.ids.tolist() == ids,
+                 "same_marginals": p.marginals.tolist() == marginals, "tokens": len(ids)}
+out["numba_after"] = jit.started()
+print(json.dumps(out))
+"""
+
+
+def test_interpreted_kernels_give_the_compiled_output(models):
+    """Featurization, scores, Viterbi and forward-backward run by the interpreter (before numba
+    starts, in a fresh process) give the compiled kernels' labels and marginals exactly."""
+    arg = json.dumps({k: [str(m), str(t)] for k, (m, t) in models.items()})
+    r = subprocess.run([sys.executable, "-c", SCRIPT, arg], capture_output=True, text=True,
+                       cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert (result.pop("numba_during_interpreted"), result.pop("numba_after")) == (False, True)
+    for name, got in result.items():
+        assert got["tokens"] > 50, name
+        assert got == {"same_labels": True, "same_marginals": True, "tokens": got["tokens"]}
+
+
+TAG = """
+import sys
+from tagger.cli import main
+sys.argv[0] = "tagger"
+try:
+    main()
+except SystemExit as e:
+    code = e.code
+print("numba" in sys.modules, code)
+"""
+
+
+def test_small_input_is_tagged_without_starting_numba(models, tmp_path):
+    """`tagger tag` of a short input never imports numba and writes what the compiled path
+    writes; a longer one starts numba."""
+    model, _ = models["chunk"]
+    dev = (CORPORA / "sample_chunk_dev.txt").read_text()
+    short = tmp_path / "short.txt"
+    short.write_text(dev.split("\n\n")[0] + "\n")
+    long = tmp_path / "long.txt"
+    long.write_text(dev * (1 + 2 * jit.INTERPRETED_TOKENS // dev.count("\n")))
+    for path, numba_expected in ((short, False), (long, True)):
+        r = subprocess.run([sys.executable, "-c", TAG, "tag", str(model), str(path), "-o",
+                            str(tmp_path / "sub.txt")], capture_output=True, text=True, cwd=ROOT)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == [str(numba_expected), "0"], path.name
+        in_process = _run("tag", model, path, "-o", tmp_path / "here.txt")
+        assert in_process.exit_code == 0, in_process.output
+        assert (tmp_path / "sub.txt").read_bytes() == (tmp_path / "here.txt").read_bytes()
+
+
+MULTIPLIER = 0x9E3779B97F4A7C15
+
+
+def _home(key, cap):
+    return ((key * MULTIPLIER) % 2**64 >> 17) % cap
+
+
+def _insert_one_by_one(keys, cap):
+    """The table built key by key with linear probing, in plain Python integers."""
+    table = [-1] * cap
+    for i, key in enumerate(keys):
+        s = _home(key, cap)
+        while table[s] != -1:
+            s = (s + 1) % cap
+        table[s] = i
+    return table
+
+
+def _probe(key, table_keys, table_vals):
+    cap = len(table_keys)
+    s = _home(key, cap)
+    while table_keys[s] != -1:
+        if table_keys[s] == key:
+            return int(table_vals[s])
+        s = (s + 1) % cap
+    return -1
+
+
+def _keys_at_home(slot, cap, count, rng):
+    """``count`` int64 keys whose home slot is ``slot`` (the hash inverted)."""
+    inverse = pow(MULTIPLIER, -1, 2**64)
+    low = (cap - 1) << 17
+    out = []
+    for r in rng.integers(0, 2**63, count):
+        h = (int(r) * 2 & ~low) | (slot << 17)
+        k = h * inverse % 2**64
+        out.append(k - 2**64 if k >= 2**63 else k)
+    return out
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 1000, 5000])
+def test_numpy_table_finds_every_key_as_one_built_key_by_key(n):
+    rng = np.random.default_rng(n)
+    cap = 1 << max(1, (2 * n - 1).bit_length())
+    # a third of the keys crowd into three home slots, so that probes run long and wrap
+    crowded = [k for slot in (0, cap // 2, cap - 1) for k in _keys_at_home(slot, cap, n // 9, rng)]
+    keys = crowded + [int(k) for k in rng.integers(-2**62, 2**62, n)]
+    keys = [k for k in dict.fromkeys(keys) if k != -1][:n]
+    rng.shuffle(keys)
+    assert all(_home(k, cap) == _home(crowded[0], cap) for k in crowded[:n // 9])
+    table_keys, table_vals = table_for(np.array(keys, dtype=np.int64))
+    assert len(table_keys) == cap
+    reference = _insert_one_by_one(keys, cap)
+    ref_keys = [keys[i] if i >= 0 else -1 for i in reference]
+    present = set(keys)
+    absent = [int(k) for k in rng.integers(0, 2**62, 200) if int(k) not in present]
+    for key in keys + absent:
+        assert _probe(key, table_keys, table_vals) == _probe(key, ref_keys, reference)
+    assert sorted(int(v) for v in table_vals if v >= 0) == list(range(n))
+
+
+def test_start_puts_dispatchers_in_place_of_kernels():
+    from tagger.inference import max_product
+
+    jit.start()
+    assert jit.started()
+    assert not isinstance(max_product.viterbi_batch_into, jit.Kernel)
+    assert jit.prange is not range and max_product.prange is jit.prange
