@@ -37,7 +37,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from tagger.jit import njit, prange
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
@@ -45,6 +44,7 @@ from tagger.constraints import (CHANGES, CONTAINS, ORDER, SEGMENTS, UNARY, Compi
                                 TokenIndicators)
 from tagger.constraints.penalties import (InstanceRules, contains_phi, instance_penalty,
                                           order_phi, segments_of, sequence_phi, switch_phi)
+from tagger.jit import njit, prange
 
 #: one-segment labels carried in the expanded state; 13 citation fields need 13
 MAX_SEGMENT_BITS = 14

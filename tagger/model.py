@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from tagger.jit import njit, prange
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.features import EncodedViews, Featurized
 from tagger.features.hash_table import attribute_id
+from tagger.jit import njit, prange
 
 
 class ChainLayout(NamedTuple):

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from tagger.jit import njit, prange
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.constraints.language import (CHANGES, CONTAINS, COUNT_TOKENS, FRACTION_LABEL, ORDER,
                                          SEGMENTS, UNARY)
+from tagger.jit import njit, prange
 
 
 class InstanceRules(NamedTuple):

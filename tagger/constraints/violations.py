@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from tagger.jit import njit
 import numpy as np
 
 from tagger._config import NUMBA_OPTS
@@ -14,6 +13,7 @@ from tagger.constraints.compiled import CompiledConstraints, TokenIndicators
 from tagger.constraints.penalties import (CorpusRules, InstanceRules, PenaltyRules, all_phi,
                                           all_segments, corpus_parts, corpus_penalty,
                                           instance_penalty, switch_corpus, switch_phi)
+from tagger.jit import njit
 
 
 class Counts(NamedTuple):

@@ -8,10 +8,10 @@ lowest digit, so distinct instances never collide; the table only maps keys to i
 from __future__ import annotations
 
 
-from tagger.jit import njit, prange
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger.jit import njit, prange
 
 
 # --------------------------------------------------------------------------------------

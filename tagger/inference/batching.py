@@ -4,9 +4,9 @@ allocates its work buffers once, sized for its longest sentence.
 
 from __future__ import annotations
 
-from tagger.jit import njit
 
 from tagger._config import NUMBA_OPTS
+from tagger.jit import njit
 
 _njit = njit(**NUMBA_OPTS)
 

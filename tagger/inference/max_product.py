@@ -22,11 +22,11 @@ each chunk allocates its work buffers once, sized for its longest sentence.
 
 from __future__ import annotations
 
-from tagger.jit import njit, prange
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.inference.batching import chunking, max_length
+from tagger.jit import njit, prange
 
 _njit = njit(**NUMBA_OPTS)
 _njit_parallel = njit(**NUMBA_PARALLEL_OPTS)

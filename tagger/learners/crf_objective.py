@@ -25,12 +25,12 @@ distribution minus the gold features).
 
 from __future__ import annotations
 
-from tagger.jit import njit, prange, thread_count
 import numpy as np
 
 from tagger._config import NUMBA_PARALLEL_OPTS
 from tagger.features import Featurized
 from tagger.inference.sum_product import fb_buffers, fb_sentence, fb_tables
+from tagger.jit import njit, prange, thread_count
 from tagger.model import ChainModel, FeatureBatch, sentence_state_scores
 
 

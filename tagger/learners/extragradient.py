@@ -20,11 +20,11 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from tagger.jit import njit
 import numpy as np
 import scipy.sparse as sp
 
 from tagger._config import NUMBA_OPTS
+from tagger.jit import njit
 from tagger.learners.working_sets import WorkingSets
 
 

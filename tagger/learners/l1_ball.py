@@ -11,11 +11,11 @@ scan of the vector plus work proportional to its support.
 
 from __future__ import annotations
 
-from tagger.jit import njit
 import numpy as np
 
 from tagger._config import NUMBA_OPTS
 from tagger.errors import bad_value
+from tagger.jit import njit
 
 
 @njit(**NUMBA_OPTS)

@@ -55,11 +55,11 @@ from __future__ import annotations
 
 import math
 
-from tagger.jit import njit, prange
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.inference.max_product import labeling_score, loss_augmented_viterbi_into
+from tagger.jit import njit, prange
 from tagger.learners.l1_ball import project_l1_ball_into
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.model import (FeatureBatch, SparseAccumulator, add_difference,

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from tagger.jit import njit
 import numpy as np
 
 from tagger._config import NUMBA_OPTS
+from tagger.jit import njit
 
 #: sufficient-decrease constant of the Armijo line search
 ARMIJO = 1e-4

@@ -19,11 +19,11 @@ F(x_i, y^) - F(x_i, y_i) at the visit, as ``objective``) and the averaged model'
 
 from __future__ import annotations
 
-from tagger.jit import njit
 import numpy as np
 
 from tagger._config import NUMBA_OPTS
 from tagger.inference.max_product import labeling_score, viterbi_into
+from tagger.jit import njit
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.model import FeatureBatch, SparseAccumulator, add_difference, sentence_state_scores, \
     transitions_of

@@ -49,13 +49,13 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from tagger.jit import njit, prange
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.errors import bad_value
 from tagger.features import Featurized
 from tagger.inference.max_product import labeling_score, loss_augmented_viterbi_into
+from tagger.jit import njit, prange
 from tagger.learners.base import Learner, TrainingProblem
 from tagger.model import (ChainModel, FeatureBatch, SparseAccumulator, add_difference,
                           release_param_table, sentence_param_table, sentence_state_scores,

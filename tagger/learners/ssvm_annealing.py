@@ -47,7 +47,6 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from tagger.jit import njit, prange
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
@@ -59,6 +58,7 @@ from tagger.constraints.penalties import (CorpusRules, InstanceRules, PenaltyRul
 from tagger.errors import ParameterError
 from tagger.features import Featurized
 from tagger.inference.max_product import labeling_score, viterbi_batch_into
+from tagger.jit import njit, prange
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.learners.sdm_solver import SDMSolver
 

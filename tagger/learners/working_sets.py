@@ -14,12 +14,12 @@ de-duplication of labelings.
 
 from __future__ import annotations
 
-from tagger.jit import njit, prange
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.inference.max_product import (labeling_score, loss_augmented_viterbi_into,
                                           second_best_viterbi_into, viterbi_into)
+from tagger.jit import njit, prange
 from tagger.model import FeatureBatch, SparseAccumulator, add_difference
 
 #: separation modes
