@@ -79,7 +79,7 @@ def _init_worker(model_path: str, options: dict) -> None:
     _WORKER["options"] = options
 
 
-def _warm_up(tagger) -> None:
+def warm_up(tagger) -> None:
     """Load the compiled kernels once in the parent, so that forked workers inherit them
     instead of each loading them from numba's cache."""
     from tagger.sentence import Sentence
@@ -146,7 +146,7 @@ def tag_parallel(model_path: str, stream, out, fmt: str, jobs: int, name: str,
             from tagger.api import Tagger
 
             tagger = Tagger.load(model_path)
-        _warm_up(tagger)
+        warm_up(tagger)
         _WORKER["tagger"] = tagger
     import gc
 
