@@ -62,19 +62,27 @@ class Kernel:
             start()
         return self.dispatcher(*args)
 
+    @property
+    def _numba_type_(self):
+        """How numba types a kernel met as a global of a function it compiles (one imported
+        before numba started into a user's own numba code): as its dispatcher."""
+        if self.dispatcher is None:
+            start()
+        return _numba.typeof(self.dispatcher)
+
     def __repr__(self) -> str:
         return f"<kernel {self.__module__}.{self.__qualname__}>"
 
 
-def njit(**options):
-    """``numba.njit(**options)``, deferred until numba starts."""
+def njit(fn=None, **options):
+    """``numba.njit``, deferred until numba starts (``@njit`` or ``@njit(**options)``)."""
     def declare(fn):
         if _numba is not None:
             return _numba.njit(**options)(fn)
         kernel = Kernel(fn, options)
         _kernels.append(kernel)
         return kernel
-    return declare
+    return declare if fn is None else declare(fn)
 
 
 def started() -> bool:

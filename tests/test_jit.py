@@ -196,3 +196,32 @@ def test_start_puts_dispatchers_in_place_of_kernels():
     assert jit.started()
     assert not isinstance(max_product.viterbi_batch_into, jit.Kernel)
     assert jit.prange is not range and max_product.prange is jit.prange
+
+
+USER_KERNEL = """
+import numba
+import numpy as np
+from tagger import jit
+from tagger.inference.max_product import labeling_score   # before numba starts
+
+assert not jit.started() and isinstance(labeling_score, jit.Kernel)
+
+@numba.njit
+def score(state, trans, y):
+    return labeling_score(state, trans, y)
+
+rng = np.random.default_rng(0)
+state, trans = rng.normal(size=(6, 4)), rng.normal(size=(4, 4))
+y = rng.integers(0, 4, 6).astype(np.int32)
+by_hand = state[np.arange(6), y].sum() + sum(trans[y[t - 1], y[t]] for t in range(1, 6))
+print(abs(score(state, trans, y) - by_hand) < 1e-12, jit.started())
+"""
+
+
+def test_a_kernel_imported_before_numba_starts_compiles_inside_user_code():
+    """The kernels are a public interface: a user's own numba function may call one it
+    imported while it was still a :class:`~tagger.jit.Kernel`."""
+    r = subprocess.run([sys.executable, "-c", USER_KERNEL], capture_output=True, text=True,
+                       cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "True"]

@@ -98,6 +98,31 @@ def _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd):
     return top
 
 
+@njit(**NUMBA_OPTS)
+def _aug_top_after_run(state, trans, y, a, b, r1, bwd, scratch):
+    """What :func:`_aug_max_marginals` would return for the sequence a..b-1 once y[..r1-1]
+    changed, the same floating-point operations in the same order, without its forward pass:
+    the backward rows from r1 - 1 on depend only on y[r1:], so ``bwd`` (kept current for y
+    before the change) holds them, and only rows a..r1-2 are computed (into ``scratch``)."""
+    L = state.shape[1]
+    for t in range(r1 - 2, a - 1, -1):
+        for k in range(L):
+            best = -np.inf
+            for l in range(L):
+                nxt = bwd[t + 1, l] if t + 1 >= r1 - 1 else scratch[t + 1 - a, l]
+                v = trans[k, l] + state[t + 1, l] + (1.0 if l != y[t + 1] else 0.0) + nxt
+                if v > best:
+                    best = v
+            scratch[t - a, k] = best
+    top = -np.inf
+    for l in range(L):
+        at_a = bwd[a, l] if a >= r1 - 1 else scratch[0, l]
+        v = (state[a, l] + (1.0 if l != y[a] else 0.0)) + at_a
+        if v > top:
+            top = v
+    return top
+
+
 @njit(**NUMBA_PARALLEL_OPTS)
 def _all_max_marginals(state, trans, y, offsets, M, fwd, bwd, top):
     for s in prange(offsets.shape[0] - 1):
@@ -108,8 +133,10 @@ def _all_max_marginals(state, trans, y, offsets, M, fwd, bwd, top):
 
 class SwitchLattice(NamedTuple):
     """The unlabeled sequences' (N, L) state scores and transitions, and the loss-augmented
-    max-marginals ``M`` that label switching keeps current (``fwd`` / ``bwd``: their lattices'
-    scratch; ``top``: each sequence's best loss-augmented score)."""
+    max-marginals ``M`` that label switching keeps current, with the forward and backward
+    lattices they come from (``fwd`` / ``bwd``, as :func:`_all_max_marginals` fills them: a
+    run move reads the backward rows it does not change) and each sequence's best
+    loss-augmented score ``top``."""
 
     state: np.ndarray
     trans: np.ndarray
@@ -156,9 +183,10 @@ def _label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0,
     dden = np.zeros(K)
     proposal = (phi_new, dnum, dden)
     cn0, cd0, cn1, cd1 = np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
-    M2 = np.empty_like(M)
-    F2 = np.empty_like(M)
-    B2 = np.empty_like(M)
+    longest = 0
+    for q in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[q + 1] - offsets[q])
+    B2 = np.empty((longest, L))
     objective = objective0
     window_gain = 0.0
     accepted = 0
@@ -186,14 +214,14 @@ def _label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0,
             else:
                 new = y[r0 - 1] if np.random.random() < 0.5 else y[r1]
             made += 1
-            # the whole sequence's counts before and after (O(T C)), the hinge from scratch
-            # lattices that replace the kept ones only if the move is accepted
+            # the whole sequence's counts before and after (O(T C)); the hinge from the
+            # backward rows the move changed; the kept lattices are redone only if it is taken
             F0 = labeling_score(state[a:b], trans, y[a:b])
             if has_pen:
                 sequence_corpus(y, ind, a, b, ckind, cmask, crow, cn0, cd0)
             for k in range(r0, r1):
                 y[k] = new
-            delta = cu * ((_aug_max_marginals(state, trans, y, a, b, M2, F2, B2)
+            delta = cu * ((_aug_top_after_run(state, trans, y, a, b, r1, bwd, B2)
                            - labeling_score(state[a:b], trans, y[a:b])) - (top[s] - F0))
             if has_pen:
                 sequence_phi(y, ind, a, b, kind, mask, other, row, phi_new)
@@ -208,10 +236,7 @@ def _label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0,
                     delta += corpus_penalty(dnum, dden, target, tol_c, crho, csquared, n_seq) \
                         - corpus_penalty(num, den, target, tol_c, crho, csquared, n_seq)
             if delta < -1e-12:
-                top[s] = M2[a].max()
-                for k in range(a, b):
-                    for l in range(L):
-                        M[k, l] = M2[k, l]
+                top[s] = _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
                 if has_pen:
                     phi[s, :] = phi_new
                     segments_of(y, a, b, segs[s])

@@ -93,10 +93,11 @@ def test_switching_lowers_the_objective_by_what_it_reports(with_constraints, run
     before = _objective(state, trans, y.copy(), offsets, cu, vs)
     M = np.zeros((N, L))
     top = np.zeros(len(sents))
-    _all_max_marginals(state, trans, y, offsets, M, np.zeros_like(M), np.zeros_like(M), top)
+    fwd, bwd = np.zeros_like(M), np.zeros_like(M)
+    _all_max_marginals(state, trans, y, offsets, M, fwd, bwd, top)
     seq_of = np.repeat(np.arange(len(sents)), np.diff(offsets))
     stats = np.zeros(3)
-    lattice = SwitchLattice(state, trans, M, np.zeros_like(M), np.zeros_like(M), top)
+    lattice = SwitchLattice(state, trans, M, fwd, bwd, top)
     _label_switching(lattice, y, offsets, seq_of, cu, rules, counts, before,
                      SwitchPlan(2000, N, 0.0, 7, run_moves), stats)
     if vs is not None:
