@@ -3,7 +3,7 @@ memory of its driver and workers, one-sentence start-up, and semi-supervised tra
 the unlabeled text grows.
 
     python bench/scale.py [--tables shards,startup,annealing] [--repeat 50] [--shards 20]
-                          [--runs 3] [--unlabeled 1000 10000]
+                          [--runs 3] [--unlabeled 1000 10000] [--before CHECKOUT]
 
 shards     CoNLL-2000's test.txt repeated ``--repeat`` times and cut into ``--shards`` files;
            `tagger tag MODEL 'shards/*' --output-dir` on a 2-worker LocalCluster against
@@ -13,10 +13,12 @@ shards     CoNLL-2000's test.txt repeated ``--repeat`` times and cut into ``--sh
            that does not grow with the corpus shows as equal figures.
 startup    one sentence through `tagger tag` (median of 10 runs) against a python-crfsuite
            script doing the same (bench/crfsuite_tag.py).
-annealing  `ssvm-annealing` with 20 labeled citations (draw 0 of bench/citations_semisup.py,
-           its settings for 20 with one restart, constraints/citations.toml) and
+annealing  `tagger train --learner ssvm-annealing` with 20 labeled citations (draw 0 of
+           bench/citations_semisup.py, its settings for 20 with one restart, seed 0) and
            ``--unlabeled`` unlabeled ones (the 1,000 unlabeled citations repeated in shuffled
-           order past 1,000: said in the table): seconds and test accuracy for seed 0.
+           order past 1,000: said in the table): wall seconds, peak memory and test accuracy.
+           ``--before CHECKOUT`` times that checkout too, and this one on its constraint file
+           (the same problem for both: the speed-up).
 
 Results go to ``bench/out/scale.json``.
 """
@@ -24,12 +26,12 @@ Results go to ``bench/out/scale.json``.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -46,6 +48,8 @@ def parse_args(argv):
     p.add_argument("--shards", type=int, default=20)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--unlabeled", type=int, nargs="+", default=[1000, 10000])
+    p.add_argument("--before", type=Path, default=None,
+                   help="an earlier checkout to time the annealing runs against")
     return p.parse_args(argv)
 
 
@@ -109,43 +113,74 @@ def startup_table(model: str, crf_model: str, test: Path, work: Path) -> tuple[l
             ["python-crfsuite script, one sentence", f"{statistics.median(peer):.3f}"]], raw
 
 
-def annealing_table(counts: list[int]) -> tuple[list, dict]:
-    """ssvm-annealing as bench/citations_semisup.py runs it (20 labeled citations of draw 0,
-    its settings for 20 with one restart, the constraint file), as the unlabeled text grows."""
+def _blocks(path: str) -> list[list[str]]:
+    return [b.splitlines() for b in Path(path).read_text().strip().split("\n\n") if b.strip()]
+
+
+def _write_blocks(path: Path, blocks: list[list[str]], keep: int) -> Path:
+    path.write_text("".join("".join("\t".join(line.split("\t")[:keep]) + "\n" for line in b)
+                            + "\n" for b in blocks))
+    return path
+
+
+def _cli(repo: Path) -> list[str]:
+    """The ``tagger`` command of the checkout ``repo`` (its package first on the path)."""
+    return [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(repo)!r}); import cli; "
+            "cli.main()"]
+
+
+def annealing_table(counts: list[int], before: Path | None, work: Path) -> tuple[list, dict]:
+    """``tagger train --learner ssvm-annealing`` as bench/citations_semisup.py runs it (20
+    labeled citations of draw 0, its settings for 20 with one restart, seed 0), through the
+    command line, as the unlabeled text grows: this checkout with its constraint file and,
+    with ``before``, that checkout and this one on the earlier checkout's constraint file (the
+    same problem for both: the speed-up). Each configuration is first run once untimed on
+    100 unlabeled citations, so that no timed run compiles kernels."""
     import numpy as np
 
     from citations_semisup import SEMISUP, SEMISUP_BY_SIZE, _data
-    from tagger import Tagger
-    from tagger.constraints import ConstraintSet
-    from tagger.io import load_corpus
 
     data = _data(C.corpora())
-    spec = {"format": "tab", "keep_columns": 1}
-    train = C.load({"path": data["train"], **spec})
-    dev, test = C.load({"path": data["dev"], **spec}), C.load({"path": data["test"], **spec})
-    drawn = np.random.default_rng(0).choice(len(train), 20, replace=False)
-    train = [train[i] for i in sorted(drawn)]
-    unl = load_corpus(data["unlabeled"], "tab", labeled=False)
-    for s in unl:
-        del s.columns[1:]
-    cset = ConstraintSet.load(C.REPO / "constraints" / "citations.toml")
+    train = _blocks(data["train"])
+    drawn = sorted(np.random.default_rng(0).choice(len(train), 20, replace=False))
+    files = {"train": _write_blocks(work / "train20.tsv", [train[i] for i in drawn], 2),
+             "dev": _write_blocks(work / "dev.tsv", _blocks(data["dev"]), 2),
+             "test": _write_blocks(work / "test.tsv", _blocks(data["test"]), 2)}
+    unl = _blocks(data["unlabeled"])
     params = {**SEMISUP, **SEMISUP_BY_SIZE[20], "restarts": 1}
+    sets = [a for k, v in params.items() for a in ("--set", f"{k}={v}")]
+    configs = [("this checkout", C.REPO, C.REPO / "constraints" / "citations.toml")]
+    if before is not None:
+        commit = subprocess.run(["git", "-C", str(before), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True).stdout.strip()
+        old_file = before / "constraints" / "citations.toml"
+        configs = [(f"{commit} (before)", before, old_file),
+                   (f"this checkout, {commit}'s constraint file", C.REPO, old_file)] + configs
     rows, raw = [], {}
-    for n in counts:
+    for n in [100] + list(counts):
         rng = random.Random(n)
         pool = []
         while len(pool) < n:
             block = list(unl)
             rng.shuffle(block)
             pool += block
-        t0 = time.perf_counter()
-        tg = Tagger(features="citation", learner="ssvm-annealing", params=params, seed=0)
-        tg.fit(train, dev=dev, unlabeled=pool[:n], constraints=cset)
-        seconds = time.perf_counter() - t0
-        acc = 100 * tg.evaluate(test)["accuracy"]
-        raw[n] = {"seconds": seconds, "test_accuracy": acc}
-        note = "" if n <= len(unl) else f" ({len(unl):,} citations repeated, shuffled)"
-        rows.append([f"{n:,}{note}", f"{seconds:.1f}", f"{n / seconds:.0f}", f"{acc:.2f}"])
+        unlabeled = _write_blocks(work / f"unlabeled{n}.tsv", pool[:n], 1)
+        for name, repo, constraints in configs:
+            model = work / "semisup.tgm"
+            cmd = [*_cli(repo), "train", str(files["train"]), "--unlabeled", str(unlabeled),
+                   "--constraints", str(constraints), "--dev", str(files["dev"]), "--features",
+                   "citation", "--learner", "ssvm-annealing", *sets, "--seed", "0", "-q", "-o",
+                   str(model)]
+            run = run_sampled(cmd)
+            if n == 100 and 100 not in counts:
+                continue  # the untimed first run
+            scores = subprocess.run([*_cli(repo), "eval", str(model), str(files["test"]),
+                                     "--json"], capture_output=True, text=True, check=True)
+            acc = 100 * json.loads(scores.stdout)["accuracy"]
+            raw.setdefault(n, {})[name] = {**run, "test_accuracy": acc}
+            note = "" if n <= len(unl) else f" ({len(unl):,} repeated, shuffled)"
+            rows.append([f"{n:,}{note}", name, f"{run['wall']:.1f}", f"{n / run['wall']:.0f}",
+                         f"{run['max_process_mb']:.0f}", f"{acc:.2f}"])
     return rows, raw
 
 
@@ -172,9 +207,9 @@ def main(argv: list[str]) -> int:
             print(C.markdown_table(["one sentence", "median wall s (10 runs)"], rows))
             print(flush=True)
         if "annealing" in tables:
-            rows, results["annealing"] = annealing_table(args.unlabeled)
-            print(C.markdown_table(["unlabeled citations (20 labeled)", "train s",
-                                    "unlabeled per s", "test accuracy"], rows))
+            rows, results["annealing"] = annealing_table(args.unlabeled, args.before, work)
+            print(C.markdown_table(["unlabeled citations (20 labeled)", "code", "train s",
+                                    "unlabeled per s", "peak MB", "test accuracy"], rows))
             print(flush=True)
     print(f"load average at the end: {C.load_average()}")
     C.write_json(C.BENCH / "out" / "scale.json", results)
