@@ -4,6 +4,7 @@ the unlabeled text grows.
 
     python bench/scale.py [--tables shards,startup,annealing] [--repeat 50] [--shards 20]
                           [--runs 3] [--unlabeled 1000 10000] [--before CHECKOUT]
+                          [--model CHUNKER]
 
 shards     CoNLL-2000's test.txt repeated ``--repeat`` times and cut into ``--shards`` files;
            `tagger tag MODEL 'shards/*' --output-dir` on a 2-worker LocalCluster against
@@ -48,6 +49,9 @@ def parse_args(argv):
     p.add_argument("--shards", type=int, default=20)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--unlabeled", type=int, nargs="+", default=[1000, 10000])
+    p.add_argument("--model", type=Path, default=None,
+                   help="a chunker trained on CoNLL-2000 already (default: train one with "
+                        "tagger train's defaults)")
     p.add_argument("--before", type=Path, default=None,
                    help="an earlier checkout to time the annealing runs against")
     return p.parse_args(argv)
@@ -78,26 +82,58 @@ def shards_table(model: str, test: Path, work: Path, args) -> tuple[list, dict]:
                          args.runs)
         two = run_median([*TAGGER, "tag", model, str(whole), "-j", "2", "-o",
                           str(work / "two.txt")], args.runs)
-        dask_runs = []
-        for _ in range(max(1, args.runs)):
-            out = work / f"dask_x{rep}"
-            subprocess.run(["rm", "-rf", str(out)], check=True)
-            dask_runs.append(run_sampled([*TAGGER, "tag", model, str(shard_dir / "*.txt"),
-                                          "--output-dir", str(out), "-j", "2"]))
-        dask_runs.sort(key=lambda m: m["wall"])
-        dk = dict(dask_runs[len(dask_runs) // 2])
-        dk["tree_mb"] = max(m["tree_mb"] for m in dask_runs)
+        out = work / f"dask_x{rep}"
+        sharded = [*TAGGER, "tag", model, str(shard_dir / "*.txt"), "--output-dir", str(out)]
+        dk = _median_fresh(sharded + ["-j", "2"], out, args.runs)
+        # the same on a 2-worker LocalCluster that already runs (its workers have tagged
+        # once: numba and the model loaded), as a user's cluster would
+        warm, worker_mb = _on_running_cluster(sharded, out, args.runs)
         # each output shard ends with its last sentence's blank line, as the whole file does
-        joined = "".join(p.read_text() for p in sorted((work / f"dask_x{rep}").iterdir()))
+        joined = "".join(p.read_text() for p in sorted(out.iterdir()))
         same = joined == (work / "one.txt").read_text() == (work / "two.txt").read_text()
-        raw[f"x{rep}"] = {"jobs1": one, "jobs2": two, "dask": dk, "identical": same}
+        raw[f"x{rep}"] = {"jobs1": one, "jobs2": two, "dask": dk, "dask_running": warm,
+                          "running_worker_peak_mb": worker_mb, "identical": same}
         for name, m in (("--jobs 1", one), ("--jobs 2", two),
-                        (f"--output-dir, {args.shards} shards, 2-worker LocalCluster", dk)):
+                        (f"--output-dir, {args.shards} shards, 2-worker LocalCluster", dk),
+                        ("--output-dir --scheduler, a running 2-worker LocalCluster "
+                         f"(workers' peak {'/'.join(f'{v:.0f}' for v in worker_mb)} MB)",
+                         warm)):
             rows.append([f"x{rep}", name, C.fmt_int(n_tok), f"{m['wall']:.2f}",
                          f"{one['wall'] / m['wall']:.2f}x", C.fmt_int(n_tok / m["wall"]),
                          f"{m['max_process_mb']:.0f}", f"{m['tree_mb']:.0f}",
                          "yes" if same else "NO"])
     return rows, raw
+
+
+def _median_fresh(cmd: list[str], out: Path, runs: int) -> dict:
+    """The median wall of ``runs`` runs of a sharded command, each into an empty ``out``."""
+    measured = []
+    for _ in range(max(1, runs)):
+        subprocess.run(["rm", "-rf", str(out)], check=True)
+        measured.append(run_sampled(cmd))
+    measured.sort(key=lambda m: m["wall"])
+    median = dict(measured[len(measured) // 2])
+    median["tree_mb"] = max(m["tree_mb"] for m in measured)
+    return median
+
+
+def _on_running_cluster(cmd: list[str], out: Path, runs: int) -> tuple[dict, list[float]]:
+    """``cmd --scheduler`` against a 2-worker LocalCluster started here and warmed by one
+    untimed run; the median of ``runs`` timed runs and each worker's peak RSS (MB)."""
+    from dask.distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        with_scheduler = cmd + ["--scheduler", cluster.scheduler_address]
+        _median_fresh(with_scheduler, out, 1)
+        median = _median_fresh(with_scheduler, out, runs)
+
+        def peak_mb() -> float:
+            import resource
+
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+        return median, sorted(client.run(peak_mb).values())
 
 
 def startup_table(model: str, crf_model: str, test: Path, work: Path) -> tuple[list, dict]:
@@ -192,7 +228,9 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="tagger-scale-") as tmp:
         work = Path(tmp)
         model = str(work / "chunker.tgm")
-        if tables & {"shards", "startup"}:
+        if args.model is not None:
+            model = str(args.model.resolve())
+        elif tables & {"shards", "startup"}:
             subprocess.run([*TAGGER, "train", str(corp / "train.txt"), "-o", model, "-q"],
                            cwd=C.REPO, check=True)
         if "shards" in tables:
