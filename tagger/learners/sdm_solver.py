@@ -111,7 +111,8 @@ def _remove_example(layout, X, i, gold, coef, ws, u, acc):
 
 
 @njit(**NUMBA_OPTS)
-def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats, table=True):
+def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats, table=True,
+               unit=False):
     """One pass of the Sequential Dual Method over the examples in ``order``.
 
     ``w`` (= s2 * u) and ``u`` are updated in place. stats[0] += competitors added,
@@ -210,7 +211,7 @@ def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats,
             q = 0.0
             for j in range(nt):
                 kk = touched[j]
-                q += s2[kk] * d[kk] * d[kk]
+                q += d[kk] * d[kk] if unit else s2[kk] * d[kk] * d[kk]
             cap = alpha_gold if down == n_i else ws_alpha[i, down]
             if q > 0.0:
                 delta = min(cap, (H[up] - H[down]) / q)
@@ -218,8 +219,11 @@ def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats,
                 delta = cap
             for j in range(nt):
                 kk = touched[j]
-                u[kk] += delta * d[kk]
-                w[kk] += delta * s2[kk] * d[kk]
+                if unit:  # s = 1: u equals w, and the caller copies w into u after the pass
+                    w[kk] += delta * d[kk]
+                else:
+                    u[kk] += delta * d[kk]
+                    w[kk] += delta * s2[kk] * d[kk]
                 d[kk] = 0.0
                 mark[kk] = False
                 if table and kk < n_state:  # the sentence's own attributes: rows of the table
@@ -493,8 +497,12 @@ class SDMSolver:
         order = self.rng.permutation(self.X.n_sentences).astype(np.int64)
         self.stats = np.zeros(3, dtype=np.int64)
         layout, X, dual, ws = self.kernel_records()
+        # with s = 1 (no scaling) u and w take the same steps: the pass moves w alone
+        unit = bool(np.all(self.s2 == 1.0))
         _sdm_epoch(layout, X, self.y, dual, ws, order, self.max_inner, self.eps, self.scratch,
-                   self.stats)
+                   self.stats, True, unit)
+        if unit:
+            self.u[:] = self.w
         self.epochs_done += 1
 
     def solve(self, epochs: int = 50, tol: float = 1e-3, *, y=None, C=None, scale=None,
