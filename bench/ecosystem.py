@@ -215,7 +215,7 @@ def jobs_table(model: str, test: Path, work: Path, repeats: list[int], crf_model
     start = {j: run_median(tag + [str(tiny), "-o", os.devnull, "--jobs", str(j)], runs)
              for j in (1, 2)}
     rows = [[f"tagger tag --jobs {j}", "1 sentence (start-up)", "", f"{start[j]['wall']:.2f}",
-             "", "", "", "", f"{start[j]['max_process_mb']:.0f}", f"{start[j]['tree_mb']:.0f}"]
+             "", "", "", f"{start[j]['max_process_mb']:.0f}", f"{start[j]['tree_mb']:.0f}"]
             for j in (1, 2)]
     raw = {f"startup_j{j}": start[j] for j in (1, 2)}
     # the floor under any start-up: numba imported and one cached kernel loaded, no tagger code
@@ -225,7 +225,7 @@ def jobs_table(model: str, test: Path, work: Path, repeats: list[int], crf_model
     run_sampled([sys.executable, str(floor_script)])  # compiles and caches the kernel
     floor = run_median([sys.executable, str(floor_script)], runs)
     rows.append(["numba alone (import, one cached kernel)", "", "", f"{floor['wall']:.2f}", "",
-                 "", "", "", f"{floor['max_process_mb']:.0f}", f"{floor['tree_mb']:.0f}"])
+                 "", "", f"{floor['max_process_mb']:.0f}", f"{floor['tree_mb']:.0f}"])
     raw["numba_floor"] = floor
     for rep in repeats:
         name = f"{rep}x"
@@ -242,14 +242,9 @@ def jobs_table(model: str, test: Path, work: Path, repeats: list[int], crf_model
         same = outs[1][0].read_bytes() == outs[2][0].read_bytes()
         for jobs in (1, 2):
             m = outs[jobs][1]
-            speed = work_speed = ""
-            if jobs == 2:
-                w1, w2 = outs[1][1]["wall"], m["wall"]
-                speed = f"{w1 / w2:.2f}x"
-                # the same with each command's start-up (the 1-sentence run) taken off
-                work_speed = f"{(w1 - start[1]['wall']) / max(w2 - start[2]['wall'], 1e-9):.2f}x"
+            speed = f"{outs[1][1]['wall'] / m['wall']:.2f}x" if jobs == 2 else ""
             rows.append([f"tagger tag --jobs {jobs}", name, C.fmt_int(n_tok),
-                         f"{m['wall']:.2f}", C.fmt_int(n_tok / m["wall"]), speed, work_speed,
+                         f"{m['wall']:.2f}", C.fmt_int(n_tok / m["wall"]), speed,
                          "" if jobs == 1 else ("identical" if same else "DIFFERENT"),
                          f"{m['max_process_mb']:.0f}", f"{m['tree_mb']:.0f}"])
         if crf_model:
@@ -258,7 +253,7 @@ def jobs_table(model: str, test: Path, work: Path, repeats: list[int], crf_model
                              str(path), str(out)])
             raw[f"{name}_crf"] = m
             rows.append(["python-crfsuite (bench/crfsuite_tag.py)", name, C.fmt_int(n_tok),
-                         f"{m['wall']:.2f}", C.fmt_int(n_tok / m["wall"]), "", "", "",
+                         f"{m['wall']:.2f}", C.fmt_int(n_tok / m["wall"]), "", "",
                          f"{m['max_process_mb']:.0f}", f"{m['tree_mb']:.0f}"])
         if rep != 1:
             path.unlink()
@@ -318,7 +313,7 @@ def main(argv=None) -> int:
         print(f"\n`tagger tag --jobs N` on test.txt repeated {args.repeat} times (median wall "
               f"time of {args.runs} runs):\n")
         print(C.markdown_table(["system", "input", "tokens", "wall s", "tokens/s",
-                                "speed-up vs --jobs 1", "same without start-up", "output",
+                                "speed-up vs --jobs 1", "output",
                                 "largest process MB", "process tree MB"], rows2))
     print(f"\nload average after: {C.load_average()}")
     C.write_json(work / "result.json", {"machine": mach, "spacy": raw1, "jobs": raw2,

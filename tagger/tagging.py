@@ -14,8 +14,13 @@ from tagger.io import gc_paused, read_corpus, sniff_format, write_corpus
 from tagger.io.atomic import atomic_text_output
 from tagger.io.jsonl import write_jsonl
 from tagger.io.marginals import write_marginals
-from tagger.io.sources import (conll_separator, display_name, is_record_source,
+from tagger.io.sources import (HEAD_BYTES, conll_separator, display_name, is_record_source,
                                open_unlabeled, peek, without_gold)
+
+
+#: with --jobs N, inputs shorter than this are tagged in this process: they fit in the bytes
+#: peeked at, one block, and worker processes would only add their start (and numba's)
+PARALLEL_MIN_BYTES = HEAD_BYTES
 
 
 def use_threads(jobs: int) -> None:
@@ -74,7 +79,8 @@ def tag_file(model_path, input_path: str = "-", output_path: str = "-",
         found = sniff_format(head.decode("utf-8", errors="replace"), display_name(input_path))
         format = "conll" if found in ("text", "raw") else found
     use_threads(jobs)
-    if jobs > 1 and not marginals and constraints is None and _tag_in_parallel(
+    small = len(head) < PARALLEL_MIN_BYTES
+    if jobs > 1 and not small and not marginals and constraints is None and _tag_in_parallel(
             tagger, model_path, input_path, source, head, output_path, format, label_column,
             jobs, sep, read, write):
         return

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 import tagger.parallel as parallel
+import tagger.tagging as tagging
 from tagger.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +31,7 @@ def model(tmp_path_factory):
 @pytest.fixture()
 def small_blocks(monkeypatch):
     monkeypatch.setattr(parallel, "BLOCK_BYTES", 2048)  # many blocks from a small file
+    monkeypatch.setattr(tagging, "PARALLEL_MIN_BYTES", 0)  # and workers for it
 
 
 def test_iter_blocks_cuts_at_sentence_ends():
@@ -110,3 +112,15 @@ def test_jobs_bounds_the_decoding_threads(model, tmp_path, jobs):
         assert numba.get_num_threads() == min(jobs, numba.config.NUMBA_NUM_THREADS)
     finally:
         numba.set_num_threads(before)
+
+
+def test_a_short_input_is_tagged_without_workers(model, tmp_path, monkeypatch):
+    """--jobs 2 on an input of one block starts no worker process (nor numba for it)."""
+    def no_workers(*args, **kwargs):
+        raise AssertionError("worker processes started for a short input")
+
+    monkeypatch.setattr(parallel, "tag_parallel", no_workers)
+    one = _run("tag", model, DEV, "-o", tmp_path / "one.txt")
+    two = _run("tag", model, DEV, "-o", tmp_path / "two.txt", "--jobs", 2)
+    assert one.exit_code == two.exit_code == 0, two.output
+    assert (tmp_path / "two.txt").read_bytes() == (tmp_path / "one.txt").read_bytes()
