@@ -8,6 +8,7 @@ import os
 import signal
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -117,3 +118,43 @@ def test_command_line(model, shards, tmp_path):
             ([str(shards), "--output-dir", str(out), "-o", "x.txt"], "drop -o")):
         r = run(cli, ["tag", str(model), *args])
         assert r.exit_code == 2 and fragment in r.stderr, r.output
+
+
+def test_annealing_decodes_the_unlabeled_sentences_on_a_cluster_with_the_same_result(tmp_path):
+    """ssvm-annealing with ``scheduler=``: each round's decoding of the unlabeled sentences
+    runs on the cluster's worker processes, and the weights are those of the run that decodes
+    them here, to the bit."""
+    from dask.distributed import LocalCluster
+
+    from tagger.constraints import ConstraintSet
+
+    recipes = ROOT / "corpora"
+    train = load_corpus(recipes / "recipes_train.txt", "tab")[:10]
+    dev = load_corpus(recipes / "recipes_dev.txt", "tab")
+    unlabeled = load_corpus(recipes / "recipes_unlabeled.txt", "text", labeled=False)
+    rules = ConstraintSet.load(ROOT / "constraints" / "recipes.toml")
+    params = {"steps": 2, "rounds": 1, "epochs": 3, "start_epochs": 5}
+
+    def fit(**extra):
+        tg = Tagger(features="citation", learner="ssvm-annealing", params={**params, **extra},
+                    seed=0, select=False)
+        return tg.fit(train, dev=dev, unlabeled=unlabeled, constraints=rules).weights_
+
+    here = fit()
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        there = fit(scheduler=cluster.scheduler_address, partitions=3)
+    assert np.count_nonzero(here) > 0
+    assert np.array_equal(here, there)
+
+
+def test_annealing_with_no_scheduler_at_the_address_says_so(monkeypatch):
+    from tagger.learners import unlabeled_decoding
+
+    monkeypatch.setattr(unlabeled_decoding, "CONNECT_TIMEOUT", "1s")
+    tg = Tagger(features="citation", learner="ssvm-annealing", select=False,
+                params={"scheduler": "tcp://127.0.0.1:9", "steps": 1})
+    train = load_corpus(ROOT / "corpora" / "recipes_train.txt", "tab")[:5]
+    unlabeled = load_corpus(ROOT / "corpora" / "recipes_unlabeled.txt", "text", labeled=False)
+    with pytest.raises(TaggerError, match="no Dask scheduler answers at tcp://127.0.0.1:9"):
+        tg.fit(train, unlabeled=unlabeled[:20])

@@ -32,6 +32,12 @@ class TokenIndicators:
     def n_sequences(self) -> int:
         return len(self.offsets) - 1
 
+    def sentences(self, start: int, stop: int) -> "TokenIndicators":
+        """The indicators of sequences start..stop-1 on their own (copies)."""
+        t0, t1 = int(self.offsets[start]), int(self.offsets[stop])
+        return TokenIndicators(np.ascontiguousarray(self.ind[:, t0:t1]),
+                               self.offsets[start:stop + 1] - t0)
+
     @staticmethod
     def concatenate(parts: Sequence["TokenIndicators"]) -> "TokenIndicators":
         ind = np.concatenate([p.ind for p in parts], axis=1) if parts else np.zeros((0, 0), np.uint8)

@@ -65,6 +65,14 @@ class Featurized:
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
 
+    def sentences(self, start: int, stop: int) -> "Featurized":
+        """Sentences start..stop-1 on their own (copies)."""
+        t0, t1 = int(self.offsets[start]), int(self.offsets[stop])
+        j0, j1 = int(self.indptr[t0]), int(self.indptr[t1])
+        values = None if self.values is None else self.values[j0:j1].copy()
+        return Featurized(self.indptr[t0:t1 + 1] - j0, self.attrs[j0:j1].copy(),
+                          self.offsets[start:stop + 1] - t0, values)
+
 
 @dataclass
 class EncodedViews:

@@ -50,17 +50,17 @@ from typing import NamedTuple
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.constrained import constrained_decode
 from tagger.constraints import Counts, ViolationState, apply_switch, switch_penalty_delta
 from tagger.constraints.penalties import (CorpusRules, InstanceRules, PenaltyRules,
                                           corpus_penalty, instance_penalty, segments_of,
                                           sequence_corpus, sequence_phi)
 from tagger.errors import ParameterError
 from tagger.features import Featurized
-from tagger.inference.max_product import labeling_score, viterbi_batch_into
+from tagger.inference.max_product import labeling_score
 from tagger.jit import njit, prange
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.learners.sdm_solver import SDMSolver
+from tagger.learners.unlabeled_decoding import unlabeled_decoding
 
 
 @njit(**NUMBA_OPTS)
@@ -356,6 +356,11 @@ class SSVMAnnealing(Learner):
               "score over all of them are kept", low=1),
         Param("select", "dev", str, "which weights to return: the best on dev along the "
               "schedule, or the last", choices=("dev", "last")),
+        Param("scheduler", "", str, "address of a Dask scheduler (tcp://host:8786): each "
+              "round decodes the unlabeled sentences on its workers, the same labels as here "
+              "(empty: in this process)"),
+        Param("partitions", 0, int, "with a scheduler, parts of whole unlabeled sentences "
+              "decoded as separate tasks (0: two per worker)", low=0),
     )
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
@@ -372,11 +377,16 @@ class SSVMAnnealing(Learner):
         L = problem.model.n_labels
         best = {"score": -math.inf, "w": None, "imputed": np.zeros(L, np.int64)}
         clock = Stopwatch()
-        for r in range(settings["restarts"]):
-            run_seed = seed if r == 0 else int(
-                np.random.SeedSequence([seed, r]).generate_state(1)[0] % (2**31 - 1))
-            self._anneal(problem, U, settings, run_seed, best, clock,
-                         r if settings["restarts"] > 1 else None)
+        decoding = unlabeled_decoding(problem.model, U, getattr(problem, "constraints", None),
+                                      settings["scheduler"], settings["partitions"])
+        try:
+            for r in range(settings["restarts"]):
+                run_seed = seed if r == 0 else int(
+                    np.random.SeedSequence([seed, r]).generate_state(1)[0] % (2**31 - 1))
+                self._anneal(problem, U, settings, run_seed, best, clock,
+                             r if settings["restarts"] > 1 else None, decoding)
+        finally:
+            decoding.close()
         # where each label was learned from: tokens of the labeled sentences, and tokens of the
         # unlabeled ones the kept model was trained on with that imputed label
         self.evidence_ = {"labeled": np.bincount(np.asarray(problem.y), minlength=L).tolist(),
@@ -384,7 +394,7 @@ class SSVMAnnealing(Learner):
         return best["w"]
 
     def _anneal(self, problem: TrainingProblem, U: Featurized, settings: dict, seed: int,
-                best: dict, clock: Stopwatch, restart: int | None) -> None:
+                best: dict, clock: Stopwatch, restart: int | None, decoding) -> None:
         """One annealing run from the supervised start; ``best`` keeps the weights with the
         best dev score over every run so far."""
         model, XL = problem.model, problem.X
@@ -438,15 +448,10 @@ class SSVMAnnealing(Learner):
             for rnd in range(1, settings["rounds"] + 1):
                 t_match = clock()
                 w = solver.weights()
-                state = model.state_scores(U, w)
+                # start from the best labeling meeting every hard rule the expanded-state
+                # Viterbi enforces (exact); the switching below weighs in everything else
+                state, yU[:] = decoding(w)
                 trans = np.ascontiguousarray(model.transitions(w))
-                if cons is not None:
-                    # start from the best labeling meeting every hard rule the expanded-state
-                    # Viterbi enforces (exact); the switching below weighs in everything else
-                    yU[:] = constrained_decode(state, uo, trans, cons.compiled, cons.indicators,
-                                               soft=False)[0]
-                else:
-                    viterbi_batch_into(state, uo, trans, yU, np.empty(nU))
                 n_viterbi_violations = 0.0
                 stats = np.zeros(3)
                 _all_max_marginals(state, trans, yU, uo, M, fwd, bwd, top)
