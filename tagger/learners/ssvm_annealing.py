@@ -17,7 +17,9 @@ Algorithm:
 2. For C_u on a geometric schedule from ``cu_start * C`` to ``cu_end * C`` (``steps`` values):
    a. *constraint matching*, w fixed: y_j <- the best labeling under the hard instance rules
       (exact, by the expanded-state Viterbi of :mod:`tagger.constrained`; plain Viterbi
-      without constraints); then label switching: pick a
+      without constraints; on a Dask cluster with ``scheduler``, see
+      :mod:`tagger.learners.unlabeled_decoding`); then label switching
+      (:mod:`tagger.learners.label_switching`): pick a
       random unlabeled sequence j, position t and new label; keep the switch if
       ``C_u R_j(w; y_j) + penalties`` falls. The hinge change is exact in O(L): the
       max-marginals M[t, l] of the loss-augmented lattice of sequence j (recomputed only after
@@ -45,254 +47,17 @@ without constraints" row of the benchmark).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
-from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.constraints import Counts, ViolationState, apply_switch, switch_penalty_delta
-from tagger.constraints.penalties import (CorpusRules, InstanceRules, PenaltyRules,
-                                          corpus_penalty, instance_penalty, segments_of,
-                                          sequence_corpus, sequence_phi)
+from tagger.constraints import ViolationState
 from tagger.errors import ParameterError
 from tagger.features import Featurized
-from tagger.inference.max_product import labeling_score
-from tagger.jit import njit, prange
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
+from tagger.learners.label_switching import (SwitchLattice, SwitchPlan, all_max_marginals,
+                                             label_switching, no_constraints, path_scores)
 from tagger.learners.sdm_solver import SDMSolver
 from tagger.learners.unlabeled_decoding import unlabeled_decoding
-
-
-@njit(**NUMBA_OPTS)
-def _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd):
-    """M[t, l] = best loss-augmented score (Hamming to y[a:b]) of a path through (t, l);
-    rows a..b-1 of ``state`` are the sequence's state scores. Returns the max (= max_l M[t, l])."""
-    L = state.shape[1]
-    for l in range(L):
-        fwd[a, l] = state[a, l] + (1.0 if l != y[a] else 0.0)
-    for t in range(a + 1, b):
-        for l in range(L):
-            best = -np.inf
-            for k in range(L):
-                v = fwd[t - 1, k] + trans[k, l]
-                if v > best:
-                    best = v
-            fwd[t, l] = best + state[t, l] + (1.0 if l != y[t] else 0.0)
-    for l in range(L):
-        bwd[b - 1, l] = 0.0
-    for t in range(b - 2, a - 1, -1):
-        for k in range(L):
-            best = -np.inf
-            for l in range(L):
-                v = trans[k, l] + state[t + 1, l] + (1.0 if l != y[t + 1] else 0.0) + bwd[t + 1, l]
-                if v > best:
-                    best = v
-            bwd[t, k] = best
-    top = -np.inf
-    for t in range(a, b):
-        for l in range(L):
-            M[t, l] = fwd[t, l] + bwd[t, l]
-    for l in range(L):
-        if M[a, l] > top:
-            top = M[a, l]
-    return top
-
-
-@njit(**NUMBA_OPTS)
-def _aug_top_after_run(state, trans, y, a, b, r1, bwd, scratch):
-    """What :func:`_aug_max_marginals` would return for the sequence a..b-1 once y[..r1-1]
-    changed, the same floating-point operations in the same order, without its forward pass:
-    the backward rows from r1 - 1 on depend only on y[r1:], so ``bwd`` (kept current for y
-    before the change) holds them, and only rows a..r1-2 are computed (into ``scratch``)."""
-    L = state.shape[1]
-    for t in range(r1 - 2, a - 1, -1):
-        for k in range(L):
-            best = -np.inf
-            for l in range(L):
-                nxt = bwd[t + 1, l] if t + 1 >= r1 - 1 else scratch[t + 1 - a, l]
-                v = trans[k, l] + state[t + 1, l] + (1.0 if l != y[t + 1] else 0.0) + nxt
-                if v > best:
-                    best = v
-            scratch[t - a, k] = best
-    top = -np.inf
-    for l in range(L):
-        at_a = bwd[a, l] if a >= r1 - 1 else scratch[0, l]
-        v = (state[a, l] + (1.0 if l != y[a] else 0.0)) + at_a
-        if v > top:
-            top = v
-    return top
-
-
-@njit(**NUMBA_PARALLEL_OPTS)
-def _all_max_marginals(state, trans, y, offsets, M, fwd, bwd, top):
-    for s in prange(offsets.shape[0] - 1):
-        a, b = offsets[s], offsets[s + 1]
-        if b > a:
-            top[s] = _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
-
-
-class SwitchLattice(NamedTuple):
-    """The unlabeled sequences' (N, L) state scores and transitions, and the loss-augmented
-    max-marginals ``M`` that label switching keeps current, with the forward and backward
-    lattices they come from (``fwd`` / ``bwd``, as :func:`_all_max_marginals` fills them: a
-    run move reads the backward rows it does not change) and each sequence's best
-    loss-augmented score ``top``."""
-
-    state: np.ndarray
-    trans: np.ndarray
-    M: np.ndarray
-    fwd: np.ndarray
-    bwd: np.ndarray
-    top: np.ndarray
-
-
-class SwitchPlan(NamedTuple):
-    """How long label switching runs: proposals at most, the proposals over which progress is
-    measured, the relative gain below which it stops, its random seed, and whether run moves
-    (a whole run of equal labels at once) are proposed."""
-
-    budget: int
-    window: int
-    tol: float
-    seed: int
-    block: bool
-
-
-@njit(**NUMBA_OPTS)
-def _label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, plan, stats):
-    """Constraint matching by random label switching (module docstring, step 2a).
-
-    ``lattice`` (a :class:`SwitchLattice`) holds the scores and max-marginals of the
-    sequences ``offsets`` cuts ``y`` into, ``rules`` and ``counts`` the constraints' records
-    (:meth:`ViolationState.records`), ``plan`` (a :class:`SwitchPlan`) how long to run.
-    ``objective0`` is C_u * sum_j R_j + penalties at the start; stats[0] accepted switches,
-    stats[1] proposals made, stats[2] the objective's decrease."""
-    state, trans, M, fwd, bwd, top = lattice
-    budget, window, tol, seed, block = plan
-    ind, c_offsets = rules.ind, rules.offsets
-    kind, mask, other, row, lo, hi, rho, squared = rules.instance
-    ckind, cmask, crow, target, tol_c, crho, csquared = rules.corpus
-    phi, segs, num, den = counts
-    np.random.seed(seed)
-    N = y.shape[0]
-    L = state.shape[1]
-    C = kind.shape[0]
-    phi_new = np.zeros(C)
-    K = ckind.shape[0]
-    dnum = np.zeros(K)
-    dden = np.zeros(K)
-    proposal = (phi_new, dnum, dden)
-    cn0, cd0, cn1, cd1 = np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
-    longest = 0
-    for q in range(offsets.shape[0] - 1):
-        longest = max(longest, offsets[q + 1] - offsets[q])
-    B2 = np.empty((longest, L))
-    objective = objective0
-    window_gain = 0.0
-    accepted = 0
-    made = 0
-    has_pen = C > 0 or ckind.shape[0] > 0
-    for it in range(budget):
-        i = np.random.randint(N)
-        s = seq_of[i]
-        a, b = offsets[s], offsets[s + 1]
-        old = y[i]
-        if block and np.random.random() < 0.5:
-            # a run move: the whole run of equal labels around i takes a neighbour run's label
-            r0 = i
-            while r0 > a and y[r0 - 1] == old:
-                r0 -= 1
-            r1 = i + 1
-            while r1 < b and y[r1] == old:
-                r1 += 1
-            if r0 == a and r1 == b:
-                continue
-            if r0 == a:
-                new = y[r1]
-            elif r1 == b:
-                new = y[r0 - 1]
-            else:
-                new = y[r0 - 1] if np.random.random() < 0.5 else y[r1]
-            made += 1
-            # the whole sequence's counts before and after (O(T C)); the hinge from the
-            # backward rows the move changed; the kept lattices are redone only if it is taken
-            F0 = labeling_score(state[a:b], trans, y[a:b])
-            if has_pen:
-                sequence_corpus(y, ind, a, b, ckind, cmask, crow, cn0, cd0)
-            for k in range(r0, r1):
-                y[k] = new
-            delta = cu * ((_aug_top_after_run(state, trans, y, a, b, r1, bwd, B2)
-                           - labeling_score(state[a:b], trans, y[a:b])) - (top[s] - F0))
-            if has_pen:
-                sequence_phi(y, ind, a, b, kind, mask, other, row, phi_new)
-                sequence_corpus(y, ind, a, b, ckind, cmask, crow, cn1, cd1)
-                delta += instance_penalty(phi_new, lo, hi, rho, squared) - \
-                    instance_penalty(phi[s], lo, hi, rho, squared)
-                if ckind.shape[0] > 0:
-                    n_seq = c_offsets.shape[0] - 1
-                    for k in range(ckind.shape[0]):
-                        dnum[k] = num[k] - cn0[k] + cn1[k]
-                        dden[k] = den[k] - cd0[k] + cd1[k]
-                    delta += corpus_penalty(dnum, dden, target, tol_c, crho, csquared, n_seq) \
-                        - corpus_penalty(num, den, target, tol_c, crho, csquared, n_seq)
-            if delta < -1e-12:
-                top[s] = _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
-                if has_pen:
-                    phi[s, :] = phi_new
-                    segments_of(y, a, b, segs[s])
-                    for k in range(ckind.shape[0]):
-                        num[k] = dnum[k]
-                        den[k] = dden[k]
-                objective += delta
-                window_gain -= delta
-                accepted += 1
-            else:
-                for k in range(r0, r1):
-                    y[k] = old
-            if (it + 1) % window == 0:
-                if window_gain <= tol * abs(objective):
-                    break
-                window_gain = 0.0
-            continue
-        new = np.random.randint(L - 1)
-        if new >= old:
-            new += 1
-        made += 1
-        # hinge change: R = maxaug - F(y)
-        dF = state[i, new] - state[i, old]
-        if i > a:
-            dF += trans[y[i - 1], new] - trans[y[i - 1], old]
-        if i + 1 < b:
-            dF += trans[new, y[i + 1]] - trans[old, y[i + 1]]
-        new_top = -np.inf
-        for l in range(L):
-            v = M[i, l]
-            if l == old:
-                v += 1.0
-            elif l == new:
-                v -= 1.0
-            if v > new_top:
-                new_top = v
-        d_hinge = (new_top - top[s]) - dF
-        delta = cu * d_hinge
-        if has_pen:
-            delta += switch_penalty_delta(y, s, i, new, rules, counts, proposal)
-        if delta < -1e-12:
-            if has_pen:
-                apply_switch(y, s, i, new, c_offsets, counts, proposal)
-            else:
-                y[i] = new
-            top[s] = _aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
-            objective += delta
-            window_gain -= delta
-            accepted += 1
-        if (it + 1) % window == 0:
-            if window_gain <= tol * abs(objective):
-                break
-            window_gain = 0.0
-    stats[0] = accepted
-    stats[1] = made
-    stats[2] = objective0 - objective
 
 
 def _concat(X1: Featurized, X2: Featurized) -> Featurized:
@@ -454,8 +219,8 @@ class SSVMAnnealing(Learner):
                 trans = np.ascontiguousarray(model.transitions(w))
                 n_viterbi_violations = 0.0
                 stats = np.zeros(3)
-                _all_max_marginals(state, trans, yU, uo, M, fwd, bwd, top)
-                F = _path_scores(state, trans, yU, uo)
+                all_max_marginals(state, trans, yU, uo, M, fwd, bwd, top)
+                F = path_scores(state, trans, yU, uo)
                 hinge = float(np.maximum(top - F, 0.0).sum())
                 if cons is not None:
                     vs = ViolationState(cons.compiled, cons.indicators, yU,
@@ -469,12 +234,12 @@ class SSVMAnnealing(Learner):
                     rules, counts = vs.records()
                 else:
                     pen0 = 0.0
-                    rules, counts = _no_constraints(NU, uo, L)
+                    rules, counts = no_constraints(NU, uo, L)
                 plan = SwitchPlan(int(settings["switches"] * NU), max(NU, 1),
                                   settings["switch_tol"], int(rng.integers(2**31 - 1)),
                                   settings["run_moves"])
-                _label_switching(SwitchLattice(state, trans, M, fwd, bwd, top), yU, uo, seq_of,
-                                 cu, rules, counts, cu * hinge + pen0, plan, stats)
+                label_switching(SwitchLattice(state, trans, M, fwd, bwd, top), yU, uo, seq_of,
+                                cu, rules, counts, cu * hinge + pen0, plan, stats)
                 pen1 = vs.penalty() if cons is not None else 0.0
                 y_new = y.copy()
                 y_new[XL.n_tokens:] = yU
@@ -513,30 +278,3 @@ def _violations(vs: ViolationState) -> float:
     cc = vs.cc
     d = np.maximum(vs.phi - cc.hi, 0) + np.maximum(cc.lo - vs.phi, 0)
     return float(d.sum())
-
-
-def _no_constraints(N: int, offsets: np.ndarray, L: int) -> tuple[PenaltyRules, Counts]:
-    """Records of an empty constraint set: label switching then lowers the hinge alone."""
-    z, zi, zl = np.zeros(0), np.zeros(0, np.int32), np.zeros((0, L), np.bool_)
-    zb = np.zeros(0, np.bool_)
-    n = len(offsets) - 1
-    return (PenaltyRules(np.zeros((1, N), np.uint8), offsets,
-                         InstanceRules(zi, zl, zl, zi, z, z, z, zb),
-                         CorpusRules(zi, zl, zi, z, z, z, zb)),
-            Counts(np.zeros((n, 0)), np.zeros((n, L), np.int64), np.zeros(0), np.zeros(0)))
-
-
-@njit(**NUMBA_OPTS)
-def _path_scores_kernel(state, trans, y, offsets, out):
-    for s in range(offsets.shape[0] - 1):
-        a, b = offsets[s], offsets[s + 1]
-        if b <= a:
-            out[s] = 0.0
-            continue
-        out[s] = labeling_score(state[a:b], trans, y[a:b])
-
-
-def _path_scores(state, trans, y, offsets) -> np.ndarray:
-    out = np.zeros(len(offsets) - 1)
-    _path_scores_kernel(state, trans, y, offsets, out)
-    return out

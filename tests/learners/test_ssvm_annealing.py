@@ -10,9 +10,9 @@ from _addresses import RULES, addresses
 from _brute import labelings
 
 from tagger.constraints import ConstraintSet, ViolationState
-from tagger.learners.ssvm_annealing import (SwitchLattice, SwitchPlan, _all_max_marginals,
-                                            _aug_max_marginals, _label_switching,
-                                            _no_constraints, _path_scores)
+from tagger.learners.label_switching import (SwitchLattice, SwitchPlan, all_max_marginals,
+                                             aug_max_marginals, label_switching,
+                                             no_constraints, path_scores)
 
 L = 3
 
@@ -36,7 +36,7 @@ def test_max_marginals_against_brute_force():
         trans = rng.normal(size=(L, L))
         y = rng.integers(0, L, T).astype(np.int32)
         M = np.zeros((T, L))
-        top = _aug_max_marginals(state, trans, y, 0, T, M, np.zeros((T, L)), np.zeros((T, L)))
+        top = aug_max_marginals(state, trans, y, 0, T, M, np.zeros((T, L)), np.zeros((T, L)))
         np.testing.assert_allclose(M, _aug_brute(state, trans, y), atol=1e-9)
         assert top == pytest.approx(_aug_brute(state, trans, y).max())
 
@@ -64,8 +64,8 @@ def _objective(state, trans, y, offsets, cu, vs):
     n = len(offsets) - 1
     M = np.zeros((len(y), L))
     top = np.zeros(n)
-    _all_max_marginals(state, trans, y, offsets, M, np.zeros_like(M), np.zeros_like(M), top)
-    hinge = np.maximum(top - _path_scores(state, trans, y, offsets), 0).sum()
+    all_max_marginals(state, trans, y, offsets, M, np.zeros_like(M), np.zeros_like(M), top)
+    hinge = np.maximum(top - path_scores(state, trans, y, offsets), 0).sum()
     return cu * hinge + (vs.penalty() if vs is not None else 0.0)
 
 
@@ -89,16 +89,16 @@ def test_switching_lowers_the_objective_by_what_it_reports(with_constraints, run
         rules, counts = vs.records()
         y = vs.y
     else:
-        rules, counts = _no_constraints(N, offsets, L)
+        rules, counts = no_constraints(N, offsets, L)
     before = _objective(state, trans, y.copy(), offsets, cu, vs)
     M = np.zeros((N, L))
     top = np.zeros(len(sents))
     fwd, bwd = np.zeros_like(M), np.zeros_like(M)
-    _all_max_marginals(state, trans, y, offsets, M, fwd, bwd, top)
+    all_max_marginals(state, trans, y, offsets, M, fwd, bwd, top)
     seq_of = np.repeat(np.arange(len(sents)), np.diff(offsets))
     stats = np.zeros(3)
     lattice = SwitchLattice(state, trans, M, fwd, bwd, top)
-    _label_switching(lattice, y, offsets, seq_of, cu, rules, counts, before,
+    label_switching(lattice, y, offsets, seq_of, cu, rules, counts, before,
                      SwitchPlan(2000, N, 0.0, 7, run_moves), stats)
     if vs is not None:
         kept = vs.phi.copy(), vs.num.copy()
