@@ -13,8 +13,8 @@ Python function:
   compiled kernels and later calls go straight to numba;
 - called inside :func:`interpreted` before numba has started, it runs its Python body, as
   ``NUMBA_DISABLE_JIT`` would: the same code and the same floating-point operations in the
-  same order, so the same output (``tagger tag`` uses this for inputs of at most
-  :data:`INTERPRETED_TOKENS` tokens; the tests compare the two paths).
+  same order, so the same output (``tagger tag`` uses this for short inputs, up to
+  :data:`INTERPRETED_WORK`; the tests compare the two paths).
 
 Once numba has started, :func:`njit` returns numba's dispatcher directly.
 """
@@ -25,10 +25,12 @@ import contextlib
 import sys
 import threading
 
-# Inputs up to this many tokens are tagged by the interpreted kernels when numba has not
-# started: they run at about 4,500 tokens a second with the default chunker, and starting numba
-# takes 0.7-1.5 s (README, "Start-up").
-INTERPRETED_TOKENS = 2000
+# Inputs up to this much work (tokens times squared labels: the Viterbi's inner loop) are
+# tagged by the interpreted kernels when numba has not started. Interpreted, a token costs
+# about 0.25 us per squared label plus its templates: 65 us with 16 labels, 224 us with the
+# default chunker's 22 labels and 19 templates, 604 us with 42 POS tags, so this budget is
+# 0.25-0.5 s of tagging, under the 0.7-1.5 s that starting numba takes (README, "Start-up").
+INTERPRETED_WORK = 1_000_000
 
 _kernels: list["Kernel"] = []
 _numba = None

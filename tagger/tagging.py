@@ -96,19 +96,21 @@ def _write_predictions(tagger, sentences, output_path, constraints, marginals, w
                        sep: str) -> None:
     """Decode ``sentences`` in batches into ``output_path``: in ``write["format"]``
     (``auto``: the format they were read from), marginals as their own layout or in JSON.
-    An input of at most :data:`~tagger.jit.INTERPRETED_TOKENS` tokens decoded without
-    constraints is tagged by the interpreted kernels unless numba runs already: starting it
-    would take longer than the tagging."""
+    An input whose tokens times squared labels stay within
+    :data:`~tagger.jit.INTERPRETED_WORK`, decoded without constraints, is tagged by the
+    interpreted kernels unless numba runs already: starting it would take longer than the
+    tagging."""
     it = iter(sentences)
+    names = tagger.labels_.labels
+    most = jit.INTERPRETED_WORK // max(1, len(names)) ** 2   # tokens
     head, n_tokens = [], 0
     for s in it:
         head.append(s)
         n_tokens += len(s)
-        if n_tokens > jit.INTERPRETED_TOKENS:
+        if n_tokens > most:
             break
     it = itertools.chain(head, it)
-    names = tagger.labels_.labels
-    small = n_tokens <= jit.INTERPRETED_TOKENS and constraints is None
+    small = n_tokens <= most and constraints is None
     with atomic_text_output(output_path) as out, gc_paused(), jit.interpreted(small):
         for batch in iter(lambda: list(itertools.islice(it, TAG_BATCH)), []):
             p = tagger.predict_batch(batch, constraints, marginals=marginals)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tagger import jit
+from tagger import Tagger, jit
 from tagger.cli import cli
 from tagger.features.hash_table import table_for
 
@@ -117,7 +117,8 @@ def test_small_input_is_tagged_without_starting_numba(models, tmp_path):
     short = tmp_path / "short.txt"
     short.write_text(dev.split("\n\n")[0] + "\n")
     long = tmp_path / "long.txt"
-    long.write_text(dev * (1 + 2 * jit.INTERPRETED_TOKENS // dev.count("\n")))
+    n_labels = len(Tagger.load(model).labels_)
+    long.write_text(dev * (1 + 2 * jit.INTERPRETED_WORK // n_labels ** 2 // dev.count("\n")))
     for path, numba_expected in ((short, False), (long, True)):
         r = subprocess.run([sys.executable, "-c", TAG, "tag", str(model), str(path), "-o",
                             str(tmp_path / "sub.txt")], capture_output=True, text=True, cwd=ROOT)
