@@ -102,7 +102,7 @@ def start():
         import numba
 
         if _threads is not None:
-            numba.set_num_threads(max(1, min(_threads, numba.config.NUMBA_NUM_THREADS)))
+            _apply_threads(numba, _threads)
         for kernel in _kernels:
             kernel.dispatcher = numba.njit(**kernel.options)(kernel.py_func)
         swap = {id(k): k.dispatcher for k in _kernels}
@@ -125,7 +125,11 @@ def set_threads(n: int) -> None:
     with _lock:
         _threads = n
         if _numba is not None:
-            _numba.set_num_threads(max(1, min(n, _numba.config.NUMBA_NUM_THREADS)))
+            _apply_threads(_numba, n)
+
+
+def _apply_threads(numba, n: int) -> None:
+    numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))
 
 
 def thread_count() -> int:

@@ -111,11 +111,11 @@ def _remove_example(layout, X, i, gold, coef, ws, u, acc):
 
 
 @njit(**NUMBA_OPTS)
-def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats, table=True,
-               unit=False):
+def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats, table, unit):
     """One pass of the Sequential Dual Method over the examples in ``order``.
 
-    ``w`` (= s2 * u) and ``u`` are updated in place. stats[0] += competitors added,
+    ``w`` (= s2 * u) and ``u`` are updated in place; ``unit`` says that they are one array
+    (s = 1, :meth:`SDMSolver._refresh_w`), moved once. stats[0] += competitors added,
     stats[1] += minimal steps, stats[2] += examples whose working set was full.
 
     A visit rescores its sentence after every minimal step; a gather of every attribute's
@@ -219,7 +219,7 @@ def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats,
                 delta = cap
             for j in range(nt):
                 kk = touched[j]
-                if unit:  # s = 1: u equals w, and the caller copies w into u after the pass
+                if unit:  # s = 1: w and u are one array (SDMSolver._refresh_w)
                     w[kk] += delta * d[kk]
                 else:
                     u[kk] += delta * d[kk]
@@ -353,6 +353,7 @@ class SDMSolver:
         self.s2 = np.ones(n_w) if scale is None else self._check_scale(scale) ** 2
         self.u = np.zeros(n_w)
         self.w = np.zeros(n_w)
+        self._refresh_w()
         self.ws_n = np.zeros(n, dtype=np.int32)
         self.ws_alpha = np.zeros((n, max_working_set))
         self.ws_loss = np.zeros((n, max_working_set))
@@ -460,12 +461,19 @@ class SDMSolver:
         self.vals = self.X.vals
         self.u = np.ascontiguousarray(self.u[index])
         self.s2 = np.ascontiguousarray(self.s2[index])
-        self.w = self.s2 * self.u
+        self._refresh_w()
         self._scratch()
         return index
 
     def _refresh_w(self) -> None:
-        np.multiply(self.s2, self.u, out=self.w)
+        """w = s2 * u. With s = 1, w *is* u (one array): the two would take the same steps,
+        and an SDM pass then moves one vector instead of two."""
+        if np.all(self.s2 == 1.0):
+            self.w = self.u
+        else:
+            if self.w is self.u or self.w.shape != self.u.shape:
+                self.w = np.empty_like(self.u)
+            np.multiply(self.s2, self.u, out=self.w)
 
     # ---- results
     def weights(self) -> np.ndarray:
@@ -497,12 +505,8 @@ class SDMSolver:
         order = self.rng.permutation(self.X.n_sentences).astype(np.int64)
         self.stats = np.zeros(3, dtype=np.int64)
         layout, X, dual, ws = self.kernel_records()
-        # with s = 1 (no scaling) u and w take the same steps: the pass moves w alone
-        unit = bool(np.all(self.s2 == 1.0))
         _sdm_epoch(layout, X, self.y, dual, ws, order, self.max_inner, self.eps, self.scratch,
-                   self.stats, True, unit)
-        if unit:
-            self.u[:] = self.w
+                   self.stats, True, self.w is self.u)
         self.epochs_done += 1
 
     def solve(self, epochs: int = 50, tol: float = 1e-3, *, y=None, C=None, scale=None,

@@ -445,7 +445,7 @@ def test_table_rescoring_takes_the_same_steps_as_the_plain_gather(valued, all_pa
             s.stats = np.zeros(3, dtype=np.int64)
             layout, batch, dual, ws = s.kernel_records()
             _sdm_epoch(layout, batch, s.y, dual, ws, order, s.max_inner, s.eps, s.scratch,
-                       s.stats, table)
+                       s.stats, table, s.w is s.u)
         a, b = solvers
         assert np.array_equal(a.stats, b.stats)
         for name in ("u", "w", "ws_n", "ws_alpha", "ws_loss", "ws_lab"):
