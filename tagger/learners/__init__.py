@@ -37,6 +37,7 @@ _REGISTRY = (
     ("crf_grafting_greedy", "CRFGraftingGreedy"),
     ("ssvm_annealing", "SSVMAnnealing"),
     ("perceptron", "Perceptron"),
+    ("mira", "MIRA"),
     ("hmm", "HMM"),
 )
 _learners: dict[str, type[Learner]] | None = None

@@ -108,21 +108,27 @@ def _primal_bound(A, C, w, xi_tmp, Aw):
 
 
 @njit(**NUMBA_OPTS)
-def _dual_bound(A, C, v, Tw, Txi):
-    """Dual objective of v scaled into H^T v <= 1, M^T v <= C: a lower bound on the optimum."""
+def _dual_bound(A, C, v, Tw, Txi, lo, hi):
+    """Lagrangian dual value of v (a lower bound on the optimum of the LP with lo <= w <= hi):
+    v scaled into M^T v <= C, and into H^T v <= 1 for the weights with no upper bound; each
+    bounded weight adds min(lo (1 - H^T v), hi (1 - H^T v))."""
     _apply_at(A, v, Tw, Txi)
     scale = 1.0
     for k in range(Tw.shape[0]):
-        if Tw[k] > scale:
+        if Tw[k] > scale and not np.isfinite(hi[k]):
             scale = Tw[k]
     for i in range(Txi.shape[0]):
         if Txi[i] / C > scale:
             scale = Txi[i] / C
-    return (A.rhs * v).sum() / scale
+    value = (A.rhs * v).sum() / scale
+    for k in range(Tw.shape[0]):
+        r = 1.0 - Tw[k] / scale
+        value += lo[k] * r if r >= 0.0 or not np.isfinite(hi[k]) else hi[k] * r
+    return value
 
 
 @njit(**NUMBA_OPTS)
-def extragradient(A, C, point, steps, omega, max_iter, check_every, gap_tol, restart):
+def extragradient(A, C, point, box, steps, omega, max_iter, check_every, gap_tol, restart):
     """Extragradient iterations on ``point`` = (w, xi, v), in place, with per-coordinate steps
     ``steps`` = (aw, axi, av) over the LP rows ``A`` (a :class:`LPRows`).
 
@@ -134,9 +140,11 @@ def extragradient(A, C, point, steps, omega, max_iter, check_every, gap_tol, res
     on LPs). The primal steps are divided and the dual steps multiplied by the primal weight
     ``omega`` (their product, hence stability, unchanged), re-balanced at each restart from how
     far the primal and dual points moved, as PDLP does. On return (w, v) hold the best points;
-    returns (iterations, primal, dual, omega).
+    returns (iterations, primal, dual, omega). ``box`` = (lo, hi) bounds each weight (a trust
+    region; lo = 0, hi = inf is the plain non-negative LP).
     """
     w, xi, v = point
+    lo, hi = box
     aw0, axi0, av0 = steps
     rhs = A.rhs
     K = w.shape[0]
@@ -156,7 +164,7 @@ def extragradient(A, C, point, steps, omega, max_iter, check_every, gap_tol, res
     best_w = w.copy()
     best_v = v.copy()
     best_p = _primal_bound(A, C, w, xi_tmp, Aw)
-    best_d = _dual_bound(A, C, v, Tw, Txi)
+    best_d = _dual_bound(A, C, v, Tw, Txi, lo, hi)
     gap_restart = best_p - best_d
     aw = aw0 / omega
     axi = axi0 / omega
@@ -172,7 +180,7 @@ def extragradient(A, C, point, steps, omega, max_iter, check_every, gap_tol, res
             # predictor at (w, xi, v)
             _apply_at(A, v, Tw, Txi)
             for k in range(K):
-                wb[k] = max(0.0, w[k] - aw[k] * (1.0 - Tw[k]))
+                wb[k] = min(hi[k], max(lo[k], w[k] - aw[k] * (1.0 - Tw[k])))
             for i in range(N):
                 xib[i] = max(0.0, xi[i] - axi[i] * (C - Txi[i]))
             _apply_a(A, w, xi, Aw)
@@ -181,7 +189,7 @@ def extragradient(A, C, point, steps, omega, max_iter, check_every, gap_tol, res
             # corrector with the gradients at the predicted point
             _apply_at(A, vb, Tw, Txi)
             for k in range(K):
-                w[k] = max(0.0, w[k] - aw[k] * (1.0 - Tw[k]))
+                w[k] = min(hi[k], max(lo[k], w[k] - aw[k] * (1.0 - Tw[k])))
             for i in range(N):
                 xi[i] = max(0.0, xi[i] - axi[i] * (C - Txi[i]))
             _apply_a(A, wb, xib, Aw)
@@ -193,9 +201,9 @@ def extragradient(A, C, point, steps, omega, max_iter, check_every, gap_tol, res
             n_avg += 1
             it += 1
         pc = _primal_bound(A, C, w, xi_tmp, Aw)
-        dc = _dual_bound(A, C, v, Tw, Txi)
+        dc = _dual_bound(A, C, v, Tw, Txi, lo, hi)
         pa = _primal_bound(A, C, sw / n_avg, xi_tmp, Aw)
-        da = _dual_bound(A, C, sv / n_avg, Tw, Txi)
+        da = _dual_bound(A, C, sv / n_avg, Tw, Txi, lo, hi)
         if pc < best_p:
             best_p = pc
             best_w[:] = w
@@ -248,6 +256,12 @@ class ExtragradientSolver:
         # rounds far from the end only steer the next separation: solve them loosely
         self.loose = settings["early_gap_tol"] > settings["gap_tol"]
         self.omega = None
+        self.box = None
+
+    def set_box(self, lower: np.ndarray, upper: np.ndarray) -> None:
+        """Bounds on the weight columns (one per ``ws.coords`` entry) for the next solve: a
+        trust region. Columns added later get [0, inf)."""
+        self.box = (np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64))
 
     def warm_start(self, w_full: np.ndarray) -> None:
         self._w0 = np.maximum(w_full, 0.0)
@@ -284,8 +298,13 @@ class ExtragradientSolver:
         if self.omega is None:
             # PDLP's first primal weight: ||c|| / ||b||
             self.omega = math.sqrt(K + self.C ** 2 * N) / math.sqrt(R) if st["restart"] else 1.0
+        lo, hi = np.zeros(K), np.full(K, np.inf)
+        if self.box is not None:
+            k = len(self.box[0])
+            lo[:k], hi[:k] = self.box
+        np.clip(w, lo, hi, out=w)
         its, primal, dual, self.omega = extragradient(
-            A, self.C, (w, self.xi, v), (a * tw, a * txi, a * sv), self.omega, st["max_iter"],
+            A, self.C, (w, self.xi, v), (lo, hi), (a * tw, a * txi, a * sv), self.omega, st["max_iter"],
             st["check_every"], tol, st["restart"])
         self.w, self.v = w, v
         gap = (primal - dual) / max(1.0, abs(primal))

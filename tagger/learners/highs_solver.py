@@ -52,6 +52,16 @@ class HighsSolver:
     def warm_start(self, w_full: np.ndarray) -> None:
         pass  # the simplex warm-starts from its own basis
 
+    def set_box(self, lower: np.ndarray, upper: np.ndarray) -> None:
+        """Bounds on the weight columns (one per ``ws.coords`` entry, non-negative LP only):
+        a trust region for the next solve. New columns added later start unbounded above."""
+        self._sync()
+        k = len(lower)
+        idx = np.arange(self.N, self.N + k, dtype=np.int32)
+        upper = np.where(np.isfinite(upper), upper, self.inf)
+        self.h.changeColsBounds(k, idx, np.asarray(lower, dtype=np.float64),
+                                np.asarray(upper, dtype=np.float64))
+
     def _sync(self) -> None:
         ws = self.ws
         per = 2 if self.signed else 1

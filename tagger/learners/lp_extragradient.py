@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tagger.learners.base import Param
 from tagger.learners.extragradient import ExtragradientSolver
-from tagger.learners.working_set_learner import COMMON_PARAMS, WorkingSetLearner
+from tagger.learners.working_set_learner import LP_PARAMS, WorkingSetLearner
 
 class LPExtragradient(WorkingSetLearner):
     """Large-margin LP with column generation, solved by the extragradient method (Wang,
@@ -20,7 +20,7 @@ class LPExtragradient(WorkingSetLearner):
 
     name = "lp-extragradient"
     strength = ("C", -1)  # the regularization parameter, +1: larger is stronger
-    params = COMMON_PARAMS + (
+    params = LP_PARAMS + (
         Param("gap_tol", 1e-6, float, "relative duality gap (feasible primal and dual bounds) "
               "at which an LP round stops", low=0.0, low_open=True),
         Param("early_gap_tol", 1e-3, float, "relative duality gap of the rounds before the "

@@ -5,7 +5,7 @@ Shawe-Taylor & Szedmak, AISTATS 2009; docs/algorithms.md section 2).
 from __future__ import annotations
 
 from tagger.learners.highs_solver import HighsSolver
-from tagger.learners.working_set_learner import COMMON_PARAMS, TIME_LIMIT, WorkingSetLearner
+from tagger.learners.working_set_learner import LP_PARAMS, TIME_LIMIT, WorkingSetLearner
 
 class LPSimplex(WorkingSetLearner):
     """Large-margin LP with column generation, solved by HiGHS simplex (Wang, Shawe-Taylor &
@@ -18,7 +18,7 @@ class LPSimplex(WorkingSetLearner):
 
     name = "lp-simplex"
     strength = ("C", -1)  # the regularization parameter, +1: larger is stronger
-    params = COMMON_PARAMS + (TIME_LIMIT,)
+    params = LP_PARAMS + (TIME_LIMIT,)
 
     def _solver(self, ws, settings):
         return HighsSolver(ws, settings["C"], signed=False, time_limit=settings["time_limit"])

@@ -30,9 +30,12 @@ from tagger.model import FeatureBatch, SparseAccumulator, add_difference, senten
 
 
 @njit(**NUMBA_OPTS)
-def _perceptron_epoch(layout, X, gold, order, w, u, c, acc, pred):
+def online_epoch(layout, X, gold, order, w, u, c, acc, pred, clip):
     """One pass in ``order``: decode, update w (and u by c times the update, c the visits
-    before this one) on a mistake. Returns the number of mistakes and the new visit count."""
+    before this one) on a mistake. ``clip`` = 0: the perceptron's step 1; ``clip`` > 0: MIRA's
+    step min(clip, (hamming - w.d) / ||d||^2) along d = f(gold) - f(pred), skipped when not
+    positive. Returns the number of mistakes, the summed perceptron loss and the new visit
+    count."""
     L = layout.n_labels
     mistakes = 0
     loss = 0.0
@@ -50,9 +53,23 @@ def _perceptron_epoch(layout, X, gold, order, w, u, c, acc, pred):
         if np.any(pred[a:b] != gold[a:b]):
             mistakes += 1
             n = add_difference(layout, X, a, b, gold, pred, 1.0, acc, 0)
+            step = 1.0
+            if clip > 0.0:
+                hamming = 0.0
+                for i in range(a, b):
+                    if pred[i] != gold[i]:
+                        hamming += 1.0
+                norm2 = 0.0
+                dot = 0.0
+                for j in range(n):
+                    p = acc.touched[j]
+                    norm2 += acc.values[p] * acc.values[p]
+                    dot += acc.values[p] * w[p]
+                step = min(clip, (hamming - dot) / norm2) if norm2 > 0.0 else 0.0
+                step = max(step, 0.0)
             for j in range(n):
                 p = acc.touched[j]
-                v = acc.values[p]
+                v = step * acc.values[p]
                 w[p] += v
                 u[p] += c * v
                 acc.values[p] = 0.0
@@ -75,6 +92,9 @@ class Perceptron(Learner):
         Param("shuffle", True, bool, "visit the sentences in a new random order each epoch"),
     )
 
+    def _clip(self, settings: dict) -> float:
+        return 0.0       # the perceptron's unit step
+
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
         model, X = problem.model, problem.X
         layout, batch = model.layout, FeatureBatch.of(X)
@@ -89,8 +109,8 @@ class Perceptron(Learner):
         for epoch in range(1, settings["epochs"] + 1):
             if settings["shuffle"]:
                 order = rng.permutation(X.n_sentences).astype(np.int64)
-            mistakes, loss, c = _perceptron_epoch(layout, batch, problem.y, order, w, u, c,
-                                                  acc, pred)
+            mistakes, loss, c = online_epoch(layout, batch, problem.y, order, w, u, c, acc,
+                                             pred, self._clip(settings))
             average = w - u / c
             row = {"epoch": epoch, "objective": loss / max(X.n_sentences, 1),
                    "mistakes": int(mistakes), "nonzero": int(np.count_nonzero(average)),

@@ -56,6 +56,10 @@ class WorkingSetLearner(Learner):
         return value if self.mode == LOSS_AUGMENTED else 1.0 - value
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
+        if settings.get("trust_region", 0.0) > 0:
+            from tagger.learners.trust_region import stabilized_generation
+
+            return stabilized_generation(self, problem, settings, w0)
         model = problem.model
         C, eps = settings["C"], settings["epsilon"]
         ws = WorkingSets(problem)
@@ -139,6 +143,16 @@ COMMON_PARAMS = (
     Param("local_rows", False, bool, "each round also adds every violated labeling that "
           "changes one token of the gold labeling (its best other label): many small rows per "
           "round, fewer rounds"),
+)
+#: the LP learners' stabilized column generation (tagger.learners.trust_region)
+LP_PARAMS = tuple(p for p in COMMON_PARAMS if p.name != "local_rows") + (
+    Param("local_rows", True, bool, "each round also adds every violated labeling that "
+          "changes one token of the gold labeling (its best other label)"),
+    Param("trust_region", 1.0, float, "first radius of the box around the center each LP is "
+          "solved in (tagger.learners.trust_region); 0 = plain column generation from w = 0, "
+          "as in the paper", low=0.0),
+    Param("smoothing", 100, int, "L-BFGS-B iterations per temperature of the smoothed "
+          "objective whose minimizer starts the trust region (0 = start at w = 0)", low=0),
 )
 TIME_LIMIT = Param("time_limit", 0.0, float, "seconds each HiGHS solve may take (0 = no limit); "
                    "a solve stopped by it reports lp_status", low=0.0)

@@ -246,6 +246,16 @@ class WorkingSets:
         self.loss = np.concatenate([self.loss, loss])
         return len(sents), len(new)
 
+    def add_columns(self, coords: np.ndarray) -> int:
+        """Make the weight coordinates ``coords`` LP columns even where no row holds them yet
+        (a trust region around a start point must bound every weight the start sets).
+        Returns the number of columns added."""
+        coords = np.asarray(coords, dtype=np.int64)
+        new = np.unique(coords[self.col_of[coords] < 0])
+        self.col_of[new] = np.arange(self.n_cols, self.n_cols + len(new))
+        self.coords = np.concatenate([self.coords, new])
+        return len(new)
+
     def rows_since(self, first_row: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """CSR (ptr from 0, columns, values) of the rows from ``first_row`` on."""
         a = self.ptr[first_row]

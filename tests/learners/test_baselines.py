@@ -8,6 +8,7 @@ import math
 from collections import Counter
 
 import numpy as np
+import pytest
 
 from tagger.features import Featurized
 from tagger.learners import LEARNERS, TrainingProblem
@@ -74,7 +75,9 @@ def test_hmm_decodes_the_argmax_of_the_smoothed_joint_probability():
             np.testing.assert_allclose(ours, direct, rtol=1e-10, atol=1e-10)
 
 
-def _plain_perceptron(problem, orders, w0):
+def _plain_perceptron(problem, orders, w0, mira_cap=None):
+    """The averaged perceptron, or with ``mira_cap`` single-best MIRA: the step solving
+    min ||w' - w||^2 s.t. w'.d >= Hamming, capped, written as the textbook formula."""
     m, X = problem.model, problem.X
     w = w0.copy()
     total = np.zeros(m.n_weights)
@@ -87,7 +90,11 @@ def _plain_perceptron(problem, orders, w0):
             pred = ys[int(np.argmax(scores))]
             gold = problem.y[a:b]
             if np.any(pred != gold):
-                w = w + m.joint_features(X, s, gold) - m.joint_features(X, s, pred)
+                d = m.joint_features(X, s, gold) - m.joint_features(X, s, pred)
+                step = 1.0
+                if mira_cap is not None:
+                    step = max(0.0, min(mira_cap, (np.sum(pred != gold) - w @ d) / (d @ d)))
+                w = w + step * d
             total += w
             visits += 1
     return total / visits
@@ -106,3 +113,20 @@ def test_perceptron_average_equals_the_mean_of_every_iterate():
     n = problem.X.n_sentences
     orders = [rng.permutation(n) for _ in range(len(learner.trace_))]
     np.testing.assert_allclose(w, _plain_perceptron(problem, orders, w0), atol=1e-9)
+
+
+@pytest.mark.parametrize("cap", [0.05, 100.0])
+def test_mira_average_equals_the_mean_of_every_passive_aggressive_iterate(cap):
+    problem, _ = _corpus(7, n=10, valued=True)
+    w0 = np.random.default_rng(3).normal(size=problem.model.n_weights)
+    learner = LEARNERS["mira"](epochs=3, C=cap)
+    w = learner.fit(problem, seed=4, w0=w0)
+    assert all(row["mistakes"] > 0 for row in learner.trace_)
+    rng = np.random.default_rng(4)
+    n = problem.X.n_sentences
+    orders = [rng.permutation(n) for _ in range(len(learner.trace_))]
+    np.testing.assert_allclose(w, _plain_perceptron(problem, orders, w0, mira_cap=cap),
+                               atol=1e-9)
+    # a small cap binds and a large one does not: the two runs differ
+    other = LEARNERS["mira"](epochs=3, C=1e-3 if cap > 1 else 1e3).fit(problem, seed=4, w0=w0)
+    assert np.abs(other - w).max() > 1e-6

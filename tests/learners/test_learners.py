@@ -323,7 +323,10 @@ def test_progress_reports_chunk_f1_for_bio_labels(name):
     rows = []
     tg = Tagger(features="chunk", learner=name, params=_epochs(name, 2), seed=0)
     tg.fit(train, dev=dev, progress=rows.append)
-    assert len(rows) == (1 if LEARNERS[name].closed_form else 2)
+    if LEARNERS[name].closed_form:
+        assert len(rows) == 1
+    else:   # two epochs, or fewer when a stopping rule ends training
+        assert len(rows) == 2 or (len(rows) == 1 and rows[0]["converged"] is True)
     result = tg.evaluate(dev)
     assert rows[-1]["dev_f1"] == round(100 * result["f1"], 2)
     assert rows[-1]["dev_acc"] == round(100 * result["accuracy"], 2)

@@ -200,3 +200,80 @@ def test_cutting_plane_is_sparse_on_synthetic_data(synthetic_problem):
     rate_rel = np.count_nonzero(state[data.relevant_params]) / 60
     rate_irr = np.count_nonzero(state[~data.relevant_params]) / 140
     assert rate_rel > 3 * rate_irr
+
+
+# ------------------------------------------------------------ smoothed start and trust region
+
+
+def _smoothed_by_enumeration(problem, w, C, tau):
+    """P_tau(w) written out over every labeling: tau log sum_{y != y_i} exp(F(y) / tau) as
+    the smoothed max, tau log(1 + exp(z / tau)) as the smoothed hinge."""
+    m, X = problem.model, problem.X
+    total = w.sum()
+    for s in range(X.n_sentences):
+        a, b = X.offsets[s], X.offsets[s + 1]
+        gold = problem.y[a:b]
+        others = [m.score(X, s, y, w) for y in labelings(b - a, L, np.int32)
+                  if np.any(y != gold)]
+        if not others:
+            continue
+        scores = np.array(others) / tau
+        top = scores.max()
+        smooth_max = tau * (top + np.log(np.exp(scores - top).sum()))
+        z = (1.0 + smooth_max - m.score(X, s, gold, w)) / tau
+        total += C * tau * np.logaddexp(0.0, z)
+    return total
+
+
+@pytest.mark.parametrize("tau", [1.0, 0.3, 0.05])
+def test_smoothed_objective_and_gradient_against_enumeration(tau):
+    from tagger.learners.lp_smoothing import SmoothedLPObjective
+
+    problem = _problem(6)
+    rng = np.random.default_rng(0)
+    C = 2.0
+    objective = SmoothedLPObjective(problem.model, problem.X, problem.y, C)
+    objective.temperature = tau
+    for scale in (0.3, 3.0):      # near the margin, and far beyond it for most sentences
+        w = scale * rng.random(problem.model.n_weights)
+        value, grad = objective(w)
+        # q = 1 - p(gold) comes from log Z: at tau = 0.05 its rounding shows at 1e-9
+        assert value == pytest.approx(_smoothed_by_enumeration(problem, w, C, tau), rel=1e-8)
+        for k in rng.choice(len(w), 8, replace=False):
+            h = 1e-6
+            e = np.zeros_like(w)
+            e[k] = h
+            numeric = (_smoothed_by_enumeration(problem, w + e, C, tau)
+                       - _smoothed_by_enumeration(problem, w - e, C, tau)) / (2 * h)
+            assert grad[k] == pytest.approx(numeric, rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("name", ["lp-simplex", "lp-extragradient"])
+@pytest.mark.parametrize("start_settings", [{"smoothing": 0}, {"smoothing": 50},
+                                            {"trust_region": 0.05}])
+def test_trust_region_reaches_the_full_lp_and_centers_only_descend(name, start_settings):
+    problem = _problem(7, n=14)
+    extra = {"gap_tol": 1e-9} if name == "lp-extragradient" else {}
+    learner = LEARNERS[name](C=1.0, epsilon=1e-9, **start_settings, **extra)
+    w = learner.fit(problem)
+    rows = learner.trace_
+    assert rows[-1]["converged"] is True
+    assert rows[-1]["objective"] == pytest.approx(_full_lp(problem, 1.0, False), rel=1e-6)
+    assert rows[-1]["objective"] == pytest.approx(_objective(problem, w, 1.0, True), rel=1e-9)
+    # one row per LP, the first also describing the start
+    assert [r["epoch"] for r in rows] == list(range(1, len(rows) + 1))
+    objectives = [rows[0]["start_objective"]] + [r["objective"] for r in rows]
+    assert all(b <= a + 1e-12 for a, b in zip(objectives, objectives[1:]))
+    assert rows[0]["start_evaluations"] > 0 if start_settings.get("smoothing") != 0 else \
+        rows[0]["start_evaluations"] == 0
+    assert {r["step"] for r in rows} <= {"serious", "null", "tighten", "optimal"}
+
+
+def test_plain_column_generation_of_the_paper_still_reaches_the_full_lp():
+    problem = _problem(8)
+    learner = LEARNERS["lp-simplex"](C=1.0, epsilon=1e-9, trust_region=0.0, local_rows=False)
+    learner.fit(problem)
+    assert learner.trace_[-1]["converged"] is True
+    assert "step" not in learner.trace_[-1]
+    assert learner.trace_[-1]["objective"] == pytest.approx(_full_lp(problem, 1.0, False),
+                                                            rel=1e-6)

@@ -1,0 +1,151 @@
+"""A smoothed form of the large-margin LP's whole objective, minimized to warm-start the LP
+learners (``lp-simplex``, ``lp-extragradient``) before column generation.
+
+The LP of Wang, Shawe-Taylor & Szedmak (AISTATS 2009) over all labelings is
+
+    P(w) = 1.w + C sum_i [1 - (F(x_i, y_i) - max_{y != y_i} F(x_i, y))]_+ ,   w >= 0.
+
+Column generation started from w = 0 meets a lattice where every labeling ties, so each round's
+rows are arbitrary labelings and its LP solutions jump between far-apart vertices (measured in
+docs/lp_paper.md). Started near the optimum instead, the separation returns the competitors
+that bind there. To get near it cheaply, both maxima are smoothed at a temperature tau:
+
+    max_{y != y_i} F(y)   ->  M_i = tau log sum_{y != y_i} exp(F(y) / tau)
+    [z]_+                 ->  tau log(1 + exp(z / tau))
+
+    P_tau(w) = 1.w + C sum_i tau log(1 + exp((1 + M_i - F(x_i, y_i)) / tau)),
+
+a smooth convex function with P_tau >= P and P_tau - P <= C sum_i tau (log 2 + T_i log L).
+With p_i = P_tau(y_i | x_i), the gold labeling's probability in the chain distribution at
+temperature tau, and q_i = 1 - p_i, the sum over y != y_i is Z_i q_i, so
+
+    term_i = tau [log(p_i + q_i e^{1/tau}) - log p_i]
+    d term_i / dw = k_i (E_{p}[f] - f(x_i, y_i)),   k_i = 1 / (q_i + p_i e^{-1/tau}),
+
+forms that stay finite when p_i rounds to 1 (the sentence is far beyond the margin). The
+expectations come from the CRF's forward-backward kernel at temperature tau. Minimized under
+w >= 0 by L-BFGS-B, with tau lowered step by step, each stage warm-started from the last.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tagger._config import NUMBA_PARALLEL_OPTS
+from tagger.inference.sum_product import fb_buffers, fb_sentence, fb_tables
+from tagger.jit import njit, prange, thread_count
+from tagger.learners.crf_objective import _balanced_chunks
+from tagger.model import ChainModel, FeatureBatch, sentence_state_scores
+
+
+@njit(**NUMBA_PARALLEL_OPTS)
+def _smoothed_hinge_grad(layout, X, w, trans, gold, chunk_bounds, inv_tau, grad_buf, value_buf,
+                         loss_buf):
+    """Per chunk of sentences: the sum of the smoothed terms (in units of tau) into
+    ``value_buf[c]``, their gradient into ``grad_buf[c]`` and the number of sentences whose
+    smoothed margin is below 1 into ``loss_buf[c]``. ``trans`` arrives scaled by 1/tau."""
+    L = trans.shape[0]
+    n_chunks = chunk_bounds.shape[0] - 1
+    indptr, attrs, vals, offsets = X.indptr, X.attrs, X.vals, X.offsets
+    attr_ptr, param_label = layout.attr_ptr, layout.param_label
+    t_off = layout.n_state
+    s_off = layout.start
+    e_off = layout.end
+    has_vals = vals.shape[0] > 0
+    tables = fb_tables(trans)
+    e_inv = math.exp(inv_tau)
+    e_neg = math.exp(-inv_tau)
+    for c in prange(n_chunks):
+        g = grad_buf[c]
+        g[:] = 0.0
+        s0 = chunk_bounds[c]
+        s1 = chunk_bounds[c + 1]
+        tmax = 1
+        for s in range(s0, s1):
+            if offsets[s + 1] - offsets[s] > tmax:
+                tmax = offsets[s + 1] - offsets[s]
+        buffers = fb_buffers(tmax, L)
+        node = np.empty((tmax, L), dtype=np.float64)
+        state = np.empty((tmax, L), dtype=np.float64)
+        edge = np.empty((L, L), dtype=np.float64)
+        value = 0.0
+        losses = 0
+        for s in range(s0, s1):
+            a = offsets[s]
+            b = offsets[s + 1]
+            T = b - a
+            if T == 0:
+                continue
+            st = state[:T]
+            sentence_state_scores(layout, X, w, a, b, st)
+            for i in range(T):
+                for lab in range(L):
+                    st[i, lab] *= inv_tau
+            log_z = fb_sentence(st, trans, tables, buffers, node[:T], edge)
+            gold_score = st[0, gold[a]]
+            for i in range(a + 1, b):
+                gold_score += st[i - a, gold[i]] + trans[gold[i - 1], gold[i]]
+            log_p = min(gold_score - log_z, 0.0)
+            p = math.exp(log_p)
+            q = -math.expm1(log_p)
+            value += math.log(p + q * e_inv) - log_p
+            if q * e_inv > p:     # 1 + M_i - F(y_i) > 0: smoothed margin below 1
+                losses += 1
+            k = 1.0 / (q + p * e_neg)
+            for i in range(a, b):
+                nt = node[i - a]
+                yi = gold[i]
+                for j in range(indptr[i], indptr[i + 1]):
+                    v = vals[j] if has_vals else 1.0
+                    at = attrs[j]
+                    for pp in range(attr_ptr[at], attr_ptr[at + 1]):
+                        lab = param_label[pp]
+                        if lab == yi:
+                            g[pp] += k * v * (nt[lab] - 1.0)
+                        else:
+                            g[pp] += k * v * nt[lab]
+                if i > a:
+                    g[t_off + gold[i - 1] * L + yi] -= k
+            for i in range(L):
+                for j in range(L):
+                    g[t_off + i * L + j] += k * edge[i, j]
+                g[s_off + i] += k * node[0, i]
+                g[e_off + i] += k * node[T - 1, i]
+            g[s_off + gold[a]] -= k
+            g[e_off + gold[b - 1]] -= k
+        value_buf[c] = value
+        loss_buf[c] = losses
+
+
+class SmoothedLPObjective:
+    """``P_tau(w)`` and its gradient over a training set (module docstring); ``temperature``
+    is tau. ``margin_losses`` counts, at the last evaluation, the sentences whose smoothed
+    margin is below 1."""
+
+    def __init__(self, model: ChainModel, X, y: np.ndarray, C: float):
+        self.model, self.X, self.C = model, X, C
+        self.gold = np.ascontiguousarray(y, dtype=np.int32)
+        self.batch = FeatureBatch(X.indptr, X.attrs, np.ascontiguousarray(X.vals, np.float64),
+                                  X.offsets)
+        self.bounds = _balanced_chunks(X.offsets, 2 * thread_count())
+        n_chunks = len(self.bounds) - 1
+        self.grad_buf = np.empty((n_chunks, model.n_weights))
+        self.value_buf = np.empty(n_chunks)
+        self.loss_buf = np.empty(n_chunks, dtype=np.int64)
+        self.temperature = 1.0
+        self.margin_losses = 0
+        self.n_evals = 0
+
+    def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
+        tau = self.temperature
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        trans = np.ascontiguousarray(self.model.transitions(w)) * (1.0 / tau)
+        _smoothed_hinge_grad(self.model.layout, self.batch, w, trans, self.gold, self.bounds,
+                             1.0 / tau, self.grad_buf, self.value_buf, self.loss_buf)
+        self.n_evals += 1
+        self.margin_losses = int(self.loss_buf.sum())
+        grad = self.C * self.grad_buf.sum(axis=0)
+        grad += 1.0
+        return float(w.sum() + self.C * tau * self.value_buf.sum()), grad
