@@ -145,13 +145,15 @@ COMMON_PARAMS = (
           "round, fewer rounds"),
 )
 #: the LP learners' stabilized column generation (tagger.learners.trust_region)
-LP_PARAMS = tuple(p for p in COMMON_PARAMS if p.name != "local_rows") + (
+LP_PARAMS = tuple(p for p in COMMON_PARAMS if p.name not in ("local_rows", "epochs")) + (
+    Param("epochs", 1000, int, "at most this many LP rounds (training stops earlier when "
+          "the optimum is certified)", low=1),
     Param("local_rows", True, bool, "each round also adds every violated labeling that "
           "changes one token of the gold labeling (its best other label)"),
     Param("trust_region", 1.0, float, "first radius of the box around the center each LP is "
           "solved in (tagger.learners.trust_region); 0 = plain column generation from w = 0, "
           "as in the paper", low=0.0),
-    Param("smoothing", 100, int, "L-BFGS-B iterations per temperature of the smoothed "
+    Param("smoothing", 300, int, "L-BFGS-B iterations per temperature of the smoothed "
           "objective whose minimizer starts the trust region (0 = start at w = 0)", low=0),
 )
 TIME_LIMIT = Param("time_limit", 0.0, float, "seconds each HiGHS solve may take (0 = no limit); "
