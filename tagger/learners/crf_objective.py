@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tagger._config import NUMBA_PARALLEL_OPTS
+from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.features import Featurized
 from tagger.inference.sum_product import fb_buffers, fb_sentence, fb_tables
 from tagger.jit import njit, prange, thread_count
@@ -47,12 +47,7 @@ def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg, 
     ``miss_buf[c]`` = the chunk's expected number of wrong labels, sum_i 1 - P(y_i = gold_i)."""
     L = trans.shape[0]
     n_chunks = chunk_bounds.shape[0] - 1
-    indptr, attrs, vals, offsets = X.indptr, X.attrs, X.vals, X.offsets
-    attr_ptr, param_label = layout.attr_ptr, layout.param_label
-    t_off = layout.n_state
-    s_off = layout.start
-    e_off = layout.end
-    has_vals = vals.shape[0] > 0
+    offsets = X.offsets
     keep_marg = marg.shape[0] > 0
     tables = fb_tables(trans)
     for c in prange(n_chunks):
@@ -60,14 +55,7 @@ def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg, 
         g[:] = 0.0
         s0 = chunk_bounds[c]
         s1 = chunk_bounds[c + 1]
-        tmax = 1
-        for s in range(s0, s1):
-            if offsets[s + 1] - offsets[s] > tmax:
-                tmax = offsets[s + 1] - offsets[s]
-        buffers = fb_buffers(tmax, L)
-        node = np.empty((tmax, L), dtype=np.float64)
-        state = np.empty((tmax, L), dtype=np.float64)
-        edge = np.empty((L, L), dtype=np.float64)
+        buffers, node, state, edge = chunk_buffers(offsets, s0, s1, L)
         nll = 0.0
         miss = 0.0
         for s in range(s0, s1):
@@ -90,35 +78,60 @@ def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg, 
                 gold_score += st[i - a, gold[i]] + trans[gold[i - 1], gold[i]]
             nll += log_z - gold_score
             for i in range(a, b):
-                nt = node[i - a]
-                yi = gold[i]
-                miss += 1.0 - nt[yi]
+                miss += 1.0 - node[i - a, gold[i]]
                 if keep_marg:
                     for lab in range(L):
-                        marg[i, lab] = nt[lab]
-                for j in range(indptr[i], indptr[i + 1]):
-                    v = vals[j] if has_vals else 1.0
-                    at = attrs[j]
-                    for p in range(attr_ptr[at], attr_ptr[at + 1]):
-                        lab = param_label[p]
-                        if lab == yi:
-                            g[p] += v * (nt[lab] - 1.0)
-                        else:
-                            g[p] += v * nt[lab]
-                if i > a:
-                    g[t_off + gold[i - 1] * L + yi] -= 1.0
-            for i in range(L):
-                for j in range(L):
-                    g[t_off + i * L + j] += edge[i, j]
-                g[s_off + i] += node[0, i]
-                g[e_off + i] += node[T - 1, i]
-            g[s_off + gold[a]] -= 1.0
-            g[e_off + gold[b - 1]] -= 1.0
+                        marg[i, lab] = node[i - a, lab]
+            scatter_expectations(layout, X, a, b, gold, node, edge, 1.0, g)
         nll_buf[c] = nll
         miss_buf[c] = miss
 
 
-def _balanced_chunks(offsets: np.ndarray, n_chunks: int) -> np.ndarray:
+@njit(**NUMBA_OPTS)
+def chunk_buffers(offsets, s0, s1, L):
+    """Forward-backward buffers, node marginals, state scores (each sized to the longest of
+    sentences s0..s1-1) and summed edge marginals for one chunk."""
+    tmax = 1
+    for s in range(s0, s1):
+        if offsets[s + 1] - offsets[s] > tmax:
+            tmax = offsets[s + 1] - offsets[s]
+    return (fb_buffers(tmax, L), np.empty((tmax, L)), np.empty((tmax, L)), np.empty((L, L)))
+
+
+@njit(**NUMBA_OPTS)
+def scatter_expectations(layout, X, a, b, gold, node, edge, k, g):
+    """g += k (E[f] - f(gold)) for the sentence of tokens a..b-1, from its node marginals
+    (one row per token) and its summed edge marginals."""
+    L = layout.n_labels
+    indptr, attrs, vals = X.indptr, X.attrs, X.vals
+    attr_ptr, param_label = layout.attr_ptr, layout.param_label
+    t_off, s_off, e_off = layout.n_state, layout.start, layout.end
+    has_vals = vals.shape[0] > 0
+    T = b - a
+    for i in range(a, b):
+        nt = node[i - a]
+        yi = gold[i]
+        for j in range(indptr[i], indptr[i + 1]):
+            v = k * (vals[j] if has_vals else 1.0)
+            at = attrs[j]
+            for p in range(attr_ptr[at], attr_ptr[at + 1]):
+                lab = param_label[p]
+                if lab == yi:
+                    g[p] += v * (nt[lab] - 1.0)
+                else:
+                    g[p] += v * nt[lab]
+        if i > a:
+            g[t_off + gold[i - 1] * L + yi] -= k
+    for i in range(L):
+        for j in range(L):
+            g[t_off + i * L + j] += k * edge[i, j]
+        g[s_off + i] += k * node[0, i]
+        g[e_off + i] += k * node[T - 1, i]
+    g[s_off + gold[a]] -= k
+    g[e_off + gold[b - 1]] -= k
+
+
+def balanced_chunks(offsets: np.ndarray, n_chunks: int) -> np.ndarray:
     """Sentence boundaries of ``n_chunks`` chunks holding about equal numbers of tokens."""
     n = len(offsets) - 1
     n_chunks = max(1, min(n_chunks, n))
@@ -150,7 +163,7 @@ class CRFObjective:
         self.vals = np.ascontiguousarray(X.vals, dtype=np.float64)
         self.n_weights = model.n_weights
         chunks = 2 * thread_count()
-        self.bounds = _balanced_chunks(X.offsets, chunks)
+        self.bounds = balanced_chunks(X.offsets, chunks)
         self.grad_buf = np.empty((len(self.bounds) - 1, self.n_weights))
         self.nll_buf = np.empty(len(self.bounds) - 1)
         self.free = _free_mask(model, fixed)

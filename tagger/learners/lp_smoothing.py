@@ -34,9 +34,9 @@ import math
 import numpy as np
 
 from tagger._config import NUMBA_PARALLEL_OPTS
-from tagger.inference.sum_product import fb_buffers, fb_sentence, fb_tables
+from tagger.inference.sum_product import fb_sentence, fb_tables
 from tagger.jit import njit, prange, thread_count
-from tagger.learners.crf_objective import _balanced_chunks
+from tagger.learners.crf_objective import balanced_chunks, chunk_buffers, scatter_expectations
 from tagger.model import ChainModel, FeatureBatch, sentence_state_scores
 
 
@@ -48,12 +48,7 @@ def _smoothed_hinge_grad(layout, X, w, trans, gold, chunk_bounds, inv_tau, grad_
     smoothed margin is below 1 into ``loss_buf[c]``. ``trans`` arrives scaled by 1/tau."""
     L = trans.shape[0]
     n_chunks = chunk_bounds.shape[0] - 1
-    indptr, attrs, vals, offsets = X.indptr, X.attrs, X.vals, X.offsets
-    attr_ptr, param_label = layout.attr_ptr, layout.param_label
-    t_off = layout.n_state
-    s_off = layout.start
-    e_off = layout.end
-    has_vals = vals.shape[0] > 0
+    offsets = X.offsets
     tables = fb_tables(trans)
     e_inv = math.exp(inv_tau)
     e_neg = math.exp(-inv_tau)
@@ -62,14 +57,7 @@ def _smoothed_hinge_grad(layout, X, w, trans, gold, chunk_bounds, inv_tau, grad_
         g[:] = 0.0
         s0 = chunk_bounds[c]
         s1 = chunk_bounds[c + 1]
-        tmax = 1
-        for s in range(s0, s1):
-            if offsets[s + 1] - offsets[s] > tmax:
-                tmax = offsets[s + 1] - offsets[s]
-        buffers = fb_buffers(tmax, L)
-        node = np.empty((tmax, L), dtype=np.float64)
-        state = np.empty((tmax, L), dtype=np.float64)
-        edge = np.empty((L, L), dtype=np.float64)
+        buffers, node, state, edge = chunk_buffers(offsets, s0, s1, L)
         value = 0.0
         losses = 0
         for s in range(s0, s1):
@@ -93,28 +81,7 @@ def _smoothed_hinge_grad(layout, X, w, trans, gold, chunk_bounds, inv_tau, grad_
             value += math.log(p + q * e_inv) - log_p
             if q * e_inv > p:     # 1 + M_i - F(y_i) > 0: smoothed margin below 1
                 losses += 1
-            k = 1.0 / (q + p * e_neg)
-            for i in range(a, b):
-                nt = node[i - a]
-                yi = gold[i]
-                for j in range(indptr[i], indptr[i + 1]):
-                    v = vals[j] if has_vals else 1.0
-                    at = attrs[j]
-                    for pp in range(attr_ptr[at], attr_ptr[at + 1]):
-                        lab = param_label[pp]
-                        if lab == yi:
-                            g[pp] += k * v * (nt[lab] - 1.0)
-                        else:
-                            g[pp] += k * v * nt[lab]
-                if i > a:
-                    g[t_off + gold[i - 1] * L + yi] -= k
-            for i in range(L):
-                for j in range(L):
-                    g[t_off + i * L + j] += k * edge[i, j]
-                g[s_off + i] += k * node[0, i]
-                g[e_off + i] += k * node[T - 1, i]
-            g[s_off + gold[a]] -= k
-            g[e_off + gold[b - 1]] -= k
+            scatter_expectations(layout, X, a, b, gold, node, edge, 1.0 / (q + p * e_neg), g)
         value_buf[c] = value
         loss_buf[c] = losses
 
@@ -129,7 +96,7 @@ class SmoothedLPObjective:
         self.gold = np.ascontiguousarray(y, dtype=np.int32)
         self.batch = FeatureBatch(X.indptr, X.attrs, np.ascontiguousarray(X.vals, np.float64),
                                   X.offsets)
-        self.bounds = _balanced_chunks(X.offsets, 2 * thread_count())
+        self.bounds = balanced_chunks(X.offsets, 2 * thread_count())
         n_chunks = len(self.bounds) - 1
         self.grad_buf = np.empty((n_chunks, model.n_weights))
         self.value_buf = np.empty(n_chunks)
