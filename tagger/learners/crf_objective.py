@@ -64,18 +64,8 @@ def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg, 
             T = b - a
             if T == 0:
                 continue
-            st = state[:T]
-            sentence_state_scores(layout, X, w, a, b, st)
-            if cost != 0.0 or inv_tau != 1.0:
-                for i in range(T):
-                    for lab in range(L):
-                        if lab != gold[a + i]:
-                            st[i, lab] += cost
-                        st[i, lab] *= inv_tau
-            log_z = fb_sentence(st, trans, tables, buffers, node[:T], edge)
-            gold_score = st[0, gold[a]]
-            for i in range(a + 1, b):
-                gold_score += st[i - a, gold[i]] + trans[gold[i - 1], gold[i]]
+            log_z, gold_score = sentence_log_z(layout, X, w, a, b, gold, trans, tables,
+                                               (buffers, state, node, edge), cost, inv_tau)
             nll += log_z - gold_score
             for i in range(a, b):
                 miss += 1.0 - node[i - a, gold[i]]
@@ -85,6 +75,29 @@ def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg, 
             scatter_expectations(layout, X, a, b, gold, node, edge, 1.0, g)
         nll_buf[c] = nll
         miss_buf[c] = miss
+
+
+@njit(**NUMBA_OPTS)
+def sentence_log_z(layout, X, w, a, b, gold, trans, tables, work, cost, inv_tau):
+    """log Z and the gold labeling's score of the sentence of tokens a..b-1 at temperature
+    1 / inv_tau, its state scores raised by ``cost`` off the gold labels (``trans`` arrives
+    scaled); fills the node and edge marginals of ``work`` = (buffers, state, node, edge)."""
+    buffers, state, node, edge = work
+    T = b - a
+    L = trans.shape[0]
+    st = state[:T]
+    sentence_state_scores(layout, X, w, a, b, st)
+    if cost != 0.0 or inv_tau != 1.0:
+        for i in range(T):
+            for lab in range(L):
+                if lab != gold[a + i]:
+                    st[i, lab] += cost
+                st[i, lab] *= inv_tau
+    log_z = fb_sentence(st, trans, tables, buffers, node[:T], edge)
+    gold_score = st[0, gold[a]]
+    for i in range(a + 1, b):
+        gold_score += st[i - a, gold[i]] + trans[gold[i - 1], gold[i]]
+    return log_z, gold_score
 
 
 @njit(**NUMBA_OPTS)

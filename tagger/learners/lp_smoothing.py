@@ -34,10 +34,11 @@ import math
 import numpy as np
 
 from tagger._config import NUMBA_PARALLEL_OPTS
-from tagger.inference.sum_product import fb_sentence, fb_tables
+from tagger.inference.sum_product import fb_tables
 from tagger.jit import njit, prange, thread_count
-from tagger.learners.crf_objective import balanced_chunks, chunk_buffers, scatter_expectations
-from tagger.model import ChainModel, FeatureBatch, sentence_state_scores
+from tagger.learners.crf_objective import (balanced_chunks, chunk_buffers, scatter_expectations,
+                                           sentence_log_z)
+from tagger.model import ChainModel, FeatureBatch
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
@@ -66,15 +67,8 @@ def _smoothed_hinge_grad(layout, X, w, trans, gold, chunk_bounds, inv_tau, grad_
             T = b - a
             if T == 0:
                 continue
-            st = state[:T]
-            sentence_state_scores(layout, X, w, a, b, st)
-            for i in range(T):
-                for lab in range(L):
-                    st[i, lab] *= inv_tau
-            log_z = fb_sentence(st, trans, tables, buffers, node[:T], edge)
-            gold_score = st[0, gold[a]]
-            for i in range(a + 1, b):
-                gold_score += st[i - a, gold[i]] + trans[gold[i - 1], gold[i]]
+            log_z, gold_score = sentence_log_z(layout, X, w, a, b, gold, trans, tables,
+                                               (buffers, state, node, edge), 0.0, inv_tau)
             log_p = min(gold_score - log_z, 0.0)
             p = math.exp(log_p)
             q = -math.expm1(log_p)
