@@ -42,11 +42,10 @@ from tagger.model import ChainModel, FeatureBatch
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
-def _smoothed_hinge_grad(layout, X, w, trans, gold, chunk_bounds, inv_tau, grad_buf, value_buf,
-                         loss_buf):
+def _smoothed_hinge_grad(layout, X, w, trans, gold, chunk_bounds, inv_tau, grad_buf, value_buf):
     """Per chunk of sentences: the sum of the smoothed terms (in units of tau) into
-    ``value_buf[c]``, their gradient into ``grad_buf[c]`` and the number of sentences whose
-    smoothed margin is below 1 into ``loss_buf[c]``. ``trans`` arrives scaled by 1/tau."""
+    ``value_buf[c]`` and their gradient into ``grad_buf[c]``. ``trans`` arrives scaled by
+    1/tau."""
     L = trans.shape[0]
     n_chunks = chunk_bounds.shape[0] - 1
     offsets = X.offsets
@@ -60,7 +59,6 @@ def _smoothed_hinge_grad(layout, X, w, trans, gold, chunk_bounds, inv_tau, grad_
         s1 = chunk_bounds[c + 1]
         buffers, node, state, edge = chunk_buffers(offsets, s0, s1, L)
         value = 0.0
-        losses = 0
         for s in range(s0, s1):
             a = offsets[s]
             b = offsets[s + 1]
@@ -73,17 +71,13 @@ def _smoothed_hinge_grad(layout, X, w, trans, gold, chunk_bounds, inv_tau, grad_
             p = math.exp(log_p)
             q = -math.expm1(log_p)
             value += math.log(p + q * e_inv) - log_p
-            if q * e_inv > p:     # 1 + M_i - F(y_i) > 0: smoothed margin below 1
-                losses += 1
             scatter_expectations(layout, X, a, b, gold, node, edge, 1.0 / (q + p * e_neg), g)
         value_buf[c] = value
-        loss_buf[c] = losses
 
 
 class SmoothedLPObjective:
     """``P_tau(w)`` and its gradient over a training set (module docstring); ``temperature``
-    is tau. ``margin_losses`` counts, at the last evaluation, the sentences whose smoothed
-    margin is below 1."""
+    is tau."""
 
     def __init__(self, model: ChainModel, X, y: np.ndarray, C: float):
         self.model, self.X, self.C = model, X, C
@@ -94,9 +88,7 @@ class SmoothedLPObjective:
         n_chunks = len(self.bounds) - 1
         self.grad_buf = np.empty((n_chunks, model.n_weights))
         self.value_buf = np.empty(n_chunks)
-        self.loss_buf = np.empty(n_chunks, dtype=np.int64)
         self.temperature = 1.0
-        self.margin_losses = 0
         self.n_evals = 0
 
     def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
@@ -104,9 +96,8 @@ class SmoothedLPObjective:
         w = np.ascontiguousarray(w, dtype=np.float64)
         trans = np.ascontiguousarray(self.model.transitions(w)) * (1.0 / tau)
         _smoothed_hinge_grad(self.model.layout, self.batch, w, trans, self.gold, self.bounds,
-                             1.0 / tau, self.grad_buf, self.value_buf, self.loss_buf)
+                             1.0 / tau, self.grad_buf, self.value_buf)
         self.n_evals += 1
-        self.margin_losses = int(self.loss_buf.sum())
         grad = self.C * self.grad_buf.sum(axis=0)
         grad += 1.0
         return float(w.sum() + self.C * tau * self.value_buf.sum()), grad

@@ -39,7 +39,7 @@ took). The smoothed start logs one line per temperature.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import Bounds, minimize
 
 from tagger.learners.base import Stopwatch, TrainingProblem, log
 from tagger.learners.lp_smoothing import SmoothedLPObjective
@@ -59,7 +59,7 @@ def smoothed_start(problem: TrainingProblem, C: float, iterations: int,
     model = problem.model
     objective = SmoothedLPObjective(model, problem.X, problem.y, C)
     w = np.zeros(model.n_weights)
-    bounds = [(0.0, None)] * model.n_weights
+    bounds = Bounds(np.zeros(model.n_weights), np.full(model.n_weights, np.inf))
     for tau in TEMPERATURES:
         objective.temperature = tau
         result = minimize(objective, w, jac=True, method="L-BFGS-B", bounds=bounds,
@@ -99,11 +99,11 @@ def stabilized_generation(learner, problem: TrainingProblem, settings: dict, w0)
         viol[~nonempty] = 0.0
         return viol, float(w.sum() + C * np.maximum(viol, 0.0).sum())
 
-    def add_rows(w, viol):
-        """Rows for the labelings violated at w: the second-best labeling of each sentence
-        (``ws.pred`` from the last separation, which must be at w) and, with ``local_rows``,
-        every violated single-token change of the gold labeling."""
-        xi = learner._slacks(ws, w)
+    def add_rows(w, viol, xi):
+        """Rows for the labelings violated at w beyond the slacks ``xi`` the working sets
+        give w: the second-best labeling of each sentence (``ws.pred`` from the last
+        separation, which must be at w) and, with ``local_rows``, every violated single-token
+        change of the gold labeling."""
         added = ws.add(np.flatnonzero(nonempty & (viol > xi + eps)))[0]
         if settings["local_rows"]:
             tokens, labels = ws.local_violations(w, 1.0 - xi - eps)
@@ -112,7 +112,7 @@ def stabilized_generation(learner, problem: TrainingProblem, settings: dict, w0)
 
     viol_c, f_c = evaluate(center)
     start = {"start_objective": f_c, "start_evaluations": evals, "start_time": round(clock(), 2)}
-    added = add_rows(center, viol_c)
+    added = add_rows(center, viol_c, learner._slacks(ws, center))
     for epoch in range(1, settings["epochs"] + 1):
         cc = center[ws.coords]
         # a weight far from 0 may move in proportion: the half-width is r (1 + c_k)
@@ -136,12 +136,12 @@ def stabilized_generation(learner, problem: TrainingProblem, settings: dict, w0)
         elif c_optimal or w_optimal:
             step = "optimal"
             if w_optimal and f_w < f_c:
-                center, f_c, viol_c = w, f_w, viol_w
+                center, f_c = w, f_w
         elif f_w <= f_c - SERIOUS * predicted:
             step = "serious"
             if boxed and f_c - f_w >= 0.5 * predicted:
                 radius *= 2.0
-            center, f_c, viol_c = w, f_w, viol_w
+            center, f_c = w, f_w
         else:
             step = "null"
             radius *= 0.5
@@ -161,5 +161,5 @@ def stabilized_generation(learner, problem: TrainingProblem, settings: dict, w0)
         if settings["max_seconds"] and clock() > settings["max_seconds"]:
             break
         # the rows violated at w (the new center after a serious step) cut it off
-        added = add_rows(w, viol_w)
+        added = add_rows(w, viol_w, xi_w)
     return center

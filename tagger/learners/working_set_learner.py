@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
+from tagger.learners.trust_region import stabilized_generation
 from tagger.learners.working_sets import LOSS_AUGMENTED, SECOND_BEST, WorkingSets
 
 
@@ -57,8 +58,6 @@ class WorkingSetLearner(Learner):
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
         if settings.get("trust_region", 0.0) > 0:
-            from tagger.learners.trust_region import stabilized_generation
-
             return stabilized_generation(self, problem, settings, w0)
         model = problem.model
         C, eps = settings["C"], settings["epsilon"]
