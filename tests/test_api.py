@@ -357,3 +357,23 @@ def test_loading_the_api_imports_no_learner():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[] False False"
+
+
+def test_getting_one_learner_imports_only_its_module():
+    """`tagger train --learner X` pays for X's imports alone: get_learner imports the module
+    named after the learner, the same class LEARNERS lists, and not the LP learners' scipy
+    optimizers when the learner does not use them."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from tagger.learners import get_learner\n"
+            "cls = get_learner('ssvm-annealing')\n"
+            "mods = [m for m in sys.modules if m.startswith('tagger.learners.')]\n"
+            "print(cls.name, 'tagger.learners.lp_simplex' in mods, 'scipy.optimize' in "
+            "sys.modules)\n"
+            "from tagger.learners import LEARNERS\n"
+            "print(all(get_learner(n) is c for n, c in LEARNERS.items()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["ssvm-annealing", "False", "False", "True"]
