@@ -9,6 +9,9 @@ weights of the point before (a warm start) and the first points, with few non-ze
 are the cheap ones. Each point is scored on dev; the walk stops once ``PATIENCE`` points in a
 row fail to beat the best, and goes on past the weak end of the grid while the last point is
 the best (up to ``MAX_POINTS``). The best point is kept; on a tie the earlier, sparser one.
+A point whose penalty zeroed every weight is not a model: it never beats a point with weights,
+does not use up the patience, and while every point so far is empty the walk goes on to
+weaker penalties (an L1 LP on a small training set is empty at the default C and below).
 
 A learner whose penalty can mix in an L2 term (``mix = "c2"``: the elastic net) then walks a
 second, short path at the chosen strength: the L2 coefficient on ``MIX_VALUES``, smallest
@@ -131,10 +134,10 @@ def run_path(learner, problem, default: float, direction: int, seed: int, scored
                "nonzero": int(np.count_nonzero(w)),
                "seconds": round(time.perf_counter() - t0, 3)}
         path.rows.append(row)
-        if path.best < 0 or main_score(row) > main_score(path.rows[path.best]):
+        if path.best < 0 or _rank(row) > _rank(path.rows[path.best]):
             path.best, path.weights, path.trace = i, w.copy(), list(learner.trace_)
             since_best = 0
-        else:
+        elif row["nonzero"]:
             since_best += 1
         log.info("selection: %s=%.6g %s nonzero=%d (point %d of at most %d, best %s=%.6g)",
                  param, values[i], _scores(row), row["nonzero"], i + 1, len(values),
@@ -144,7 +147,8 @@ def run_path(learner, problem, default: float, direction: int, seed: int, scored
         if since_best >= PATIENCE:
             break
         i += 1
-        if i == len(values) and path.best == i - 1 and len(values) < MAX_POINTS:
+        improving = path.best == i - 1 or not path.rows[path.best]["nonzero"]
+        if i == len(values) and improving and len(values) < MAX_POINTS:
             values.append(values[-1] / GRID_FACTOR ** direction)   # still improving: weaker
         elapsed = time.perf_counter() - started
         if max_seconds and elapsed >= max_seconds and i < len(values):
@@ -174,6 +178,13 @@ def run_path(learner, problem, default: float, direction: int, seed: int, scored
             _refit(learner, problem, path, seed)
     path.rows[path.best]["selected"] = True
     return path
+
+
+def _rank(row: dict) -> tuple[bool, float]:
+    """What makes a point better: having any non-zero weight at all (an empty model tags every
+    token alike; a penalty strong enough to zero every weight says nothing of the data), then
+    its dev score."""
+    return bool(row["nonzero"]), main_score(row)
 
 
 def _spent(max_seconds: float, started: float) -> bool:

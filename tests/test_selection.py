@@ -89,6 +89,40 @@ def test_run_path_goes_past_the_weak_end_while_it_improves():
     assert path.value == min(r["value"] for r in path.rows)
 
 
+class _EmptyAboveLearner(_Learner):
+    """Zeroes every weight while c >= ``empty_from`` (an L1 penalty past the point where no
+    feature pays for itself)."""
+
+    def __init__(self, empty_from):
+        super().__init__()
+        self.empty_from = empty_from
+
+    def fit(self, problem, seed=0, w0=None):
+        w = super().fit(problem, seed, w0)
+        return np.zeros_like(w) if self.settings["c"] >= self.empty_from else w
+
+
+def test_points_without_weights_neither_win_nor_use_up_the_patience():
+    # c = 16 .. 2 zero every weight (the same poor dev score); below, dev peaks at c = 0.5
+    scores = {1.0: 90.0, 0.5: 92.0, 0.25: 91.0, 0.125: 90.5}
+    learner = _EmptyAboveLearner(2.0)
+    problem = _Problem(lambda c: 10.0 if c == 0.0 else scores[c])
+    path = selection.run_path(learner, problem, 1.0, 1, 0, "dev data")
+    assert [r["value"] for r in path.rows] == [16.0, 8.0, 4.0, 2.0, 1.0, 0.5, 0.25, 0.125]
+    assert path.value == 0.5 and path.rows[path.best]["nonzero"] == 1
+
+
+def test_a_path_empty_to_its_weak_end_goes_on_to_weaker_penalties():
+    learner = _EmptyAboveLearner(0.1)   # the whole grid (down to 0.125) is empty
+    problem = _Problem(lambda c: 10.0 if c == 0.0 else 50.0)
+    path = selection.run_path(learner, problem, 1.0, 1, 0, "dev data")
+    assert path.value == 0.0625 and path.rows[path.best]["nonzero"] == 1
+    # an empty model never wins, even against a point that scores no better
+    tie = selection.run_path(_EmptyAboveLearner(2.0), _Problem(lambda c: 10.0), 1.0, 1, 0,
+                             "dev data")
+    assert tie.value == 1.0
+
+
 class _MixLearner(_Learner):
     """A learner with an L2 mix c2 as well; its weights hold (c, c2)."""
 

@@ -23,7 +23,7 @@ class HighsSolver:
         import highspy
 
         self.ws, self.C, self.signed = ws, C, signed
-        self.h = highspy.Highs()
+        self.h = _quiet_highs(highspy)
         self.h.setOptionValue("output_flag", False)
         self.h.setOptionValue("random_seed", 0)
         # one thread, and so the same path on every machine; HiGHS keeps one scheduler per
@@ -114,3 +114,25 @@ class HighsSolver:
         else:
             full[ws.coords] = x[self.N:self.N + ws.n_cols]
         return full, float(info.objective_function_value)
+
+
+def _quiet_highs(highspy):
+    """A new ``highspy.Highs``: its constructor writes a banner to the process's standard
+    output before any option can turn logging off, which would land in the middle of
+    ``tagger train -q`` and of a tagged output; file descriptor 1 points at /dev/null while
+    it runs."""
+    import os
+    import sys
+
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:   # no standard output to protect
+        return highspy.Highs()
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            return highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)

@@ -277,3 +277,19 @@ def test_plain_column_generation_of_the_paper_still_reaches_the_full_lp():
     assert "step" not in learner.trace_[-1]
     assert learner.trace_[-1]["objective"] == pytest.approx(_full_lp(problem, 1.0, False),
                                                             rel=1e-6)
+
+
+def test_lp_simplex_writes_nothing_to_standard_output():
+    """HiGHS prints a banner from its constructor, before logging can be turned off; it must
+    not reach `tagger train -q` (or a tagged stream on stdout). The process's own output
+    after the solver was made still arrives."""
+    import subprocess
+    import sys
+
+    code = ("import highspy\n"
+            "from tagger.learners.highs_solver import _quiet_highs\n"
+            "h = _quiet_highs(highspy)\n"
+            "print('after', type(h).__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out == "after Highs\n"
