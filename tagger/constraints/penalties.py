@@ -231,13 +231,23 @@ def switch_phi(y, ind, a, b, t, new, kind, mask, other, row, segs, phi, out):
     """New phi of the sequence a..b-1 if y[t] became ``new`` (``segs``: its segments per label,
     ``phi``: its current phi). O(C) plus O(1) per constraint, O(b - a) for a ``contains`` or
     ``order`` rule (counted again with y[t] switched for the moment)."""
-    old = y[t]
-    # segment-start changes at t and t+1: (label, +-1) for up to four entries
+    run_phi(y, ind, a, b, t, t + 1, new, kind, mask, other, row, segs, phi, out)
+
+
+@njit(**NUMBA_OPTS)
+def run_phi(y, ind, a, b, t0, t1, new, kind, mask, other, row, segs, phi, out):
+    """New phi of the sequence a..b-1 if the tokens t0..t1-1, all of one label, took label
+    ``new`` (``segs``: its segments per label, ``phi``: its current phi): the counts change
+    only inside the run and at its two ends. O(C (t1 - t0)), O(b - a) for a ``contains`` or
+    ``order`` rule (counted again with the run switched for the moment). Every count is a
+    whole number, so the result equals :func:`sequence_phi` of the new labeling exactly."""
+    old = y[t0]
+    # segment-start changes at t0 and t1: (label, +-1) for up to three entries
     dl = np.empty(4, np.int64)
     dv = np.empty(4, np.int64)
     n = 0
-    s_old = t == a or y[t - 1] != old
-    s_new = t == a or y[t - 1] != new
+    s_old = t0 == a or y[t0 - 1] != old
+    s_new = t0 == a or y[t0 - 1] != new
     if s_old:
         dl[n] = old
         dv[n] = -1
@@ -246,8 +256,8 @@ def switch_phi(y, ind, a, b, t, new, kind, mask, other, row, segs, phi, out):
         dl[n] = new
         dv[n] = 1
         n += 1
-    if t + 1 < b:
-        nx = y[t + 1]
+    if t1 < b:
+        nx = y[t1]
         before = nx != old
         after = nx != new
         if before != after:
@@ -259,8 +269,12 @@ def switch_phi(y, ind, a, b, t, new, kind, mask, other, row, segs, phi, out):
         v = phi[c]
         if k == UNARY:
             r = row[c]
-            if ind[r, t]:
-                v += (1.0 if mask[c, new] else 0.0) - (1.0 if mask[c, old] else 0.0)
+            flagged = 0
+            for t in range(t0, t1):
+                if ind[r, t]:
+                    flagged += 1
+            if flagged:
+                v += flagged * ((1.0 if mask[c, new] else 0.0) - (1.0 if mask[c, old] else 0.0))
         elif k == SEGMENTS:
             # labels touched: apply all deltas to the touched labels' excess
             for i in range(n):
@@ -284,17 +298,19 @@ def switch_phi(y, ind, a, b, t, new, kind, mask, other, row, segs, phi, out):
                 v += after_e - before_e
         elif k == CHANGES:
             r = row[c]
-            if t > a and ind[r, t]:
-                v += (1.0 if y[t - 1] != new else 0.0) - (1.0 if y[t - 1] != old else 0.0)
-            if t + 1 < b and ind[r, t + 1]:
-                v += (1.0 if y[t + 1] != new else 0.0) - (1.0 if y[t + 1] != old else 0.0)
+            if t0 > a and ind[r, t0]:
+                v += (1.0 if y[t0 - 1] != new else 0.0) - (1.0 if y[t0 - 1] != old else 0.0)
+            if t1 < b and ind[r, t1]:
+                v += (1.0 if y[t1] != new else 0.0) - (1.0 if y[t1] != old else 0.0)
         elif k == COUNT_TOKENS:
-            v += (1.0 if mask[c, new] else 0.0) - (1.0 if mask[c, old] else 0.0)
+            v += (t1 - t0) * ((1.0 if mask[c, new] else 0.0) - (1.0 if mask[c, old] else 0.0))
         elif k == CONTAINS or k == ORDER:
             if mask[c, old] or mask[c, new] or other[c, old] or other[c, new]:
-                y[t] = new
+                for t in range(t0, t1):
+                    y[t] = new
                 v = segment_phi(y, ind, a, b, c, kind, mask, other, row)
-                y[t] = old
+                for t in range(t0, t1):
+                    y[t] = old
         else:
             for i in range(n):
                 if mask[c, dl[i]]:
@@ -305,25 +321,32 @@ def switch_phi(y, ind, a, b, t, new, kind, mask, other, row, segs, phi, out):
 @njit(**NUMBA_OPTS)
 def switch_corpus(y, ind, a, b, t, new, ckind, cmask, crow, dnum, dden):
     """Change of every corpus total if y[t] became ``new``."""
-    old = y[t]
+    run_corpus(y, ind, a, b, t, t + 1, new, ckind, cmask, crow, dnum, dden)
+
+
+@njit(**NUMBA_OPTS)
+def run_corpus(y, ind, a, b, t0, t1, new, ckind, cmask, crow, dnum, dden):
+    """Change of every corpus total if the tokens t0..t1-1, all of one label, took label
+    ``new`` (label changes move only at the run's two ends)."""
+    old = y[t0]
     for k in range(ckind.shape[0]):
         dn = 0.0
         dd = 0.0
         if ckind[k] == FRACTION_LABEL:
-            dn = (1.0 if cmask[k, new] else 0.0) - (1.0 if cmask[k, old] else 0.0)
+            dn = (t1 - t0) * ((1.0 if cmask[k, new] else 0.0) - (1.0 if cmask[k, old] else 0.0))
         else:
             r = crow[k]
-            if t > a:
-                ch_o = 1.0 if y[t - 1] != old else 0.0
-                ch_n = 1.0 if y[t - 1] != new else 0.0
+            if t0 > a:
+                ch_o = 1.0 if y[t0 - 1] != old else 0.0
+                ch_n = 1.0 if y[t0 - 1] != new else 0.0
                 dd += ch_n - ch_o
-                if ind[r, t]:
+                if ind[r, t0]:
                     dn += ch_n - ch_o
-            if t + 1 < b:
-                ch_o = 1.0 if y[t + 1] != old else 0.0
-                ch_n = 1.0 if y[t + 1] != new else 0.0
+            if t1 < b:
+                ch_o = 1.0 if y[t1] != old else 0.0
+                ch_n = 1.0 if y[t1] != new else 0.0
                 dd += ch_n - ch_o
-                if ind[r, t + 1]:
+                if ind[r, t1]:
                     dn += ch_n - ch_o
         dnum[k] = dn
         dden[k] = dd

@@ -19,8 +19,8 @@ import numpy as np
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.constraints import Counts, apply_switch, switch_penalty_delta
 from tagger.constraints.penalties import (CorpusRules, InstanceRules, PenaltyRules,
-                                          corpus_penalty, instance_penalty, segments_of,
-                                          sequence_corpus, sequence_phi)
+                                          corpus_penalty, instance_penalty, run_corpus, run_phi,
+                                          segments_of)
 from tagger.inference.max_product import labeling_score
 from tagger.jit import njit, prange
 
@@ -145,7 +145,7 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
     dnum = np.zeros(K)
     dden = np.zeros(K)
     proposal = (phi_new, dnum, dden)
-    cn0, cd0, cn1, cd1 = np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
+    cn1, cd1 = np.zeros(K), np.zeros(K)
     longest = 0
     for q in range(offsets.shape[0] - 1):
         longest = max(longest, offsets[q + 1] - offsets[q])
@@ -177,25 +177,26 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
             else:
                 new = y[r0 - 1] if np.random.random() < 0.5 else y[r1]
             made += 1
-            # the whole sequence's counts before and after (O(T C)); the hinge from the
-            # backward rows the move changed; the kept lattices are redone only if it is taken
+            # the counts change inside the run and at its ends (O(C (r1 - r0))); the hinge
+            # from the backward rows the move changed; the kept lattices are redone only if
+            # the move is taken
             F0 = labeling_score(state[a:b], trans, y[a:b])
             if has_pen:
-                sequence_corpus(y, ind, a, b, ckind, cmask, crow, cn0, cd0)
+                run_phi(y, ind, a, b, r0, r1, new, kind, mask, other, row, segs[s], phi[s],
+                        phi_new)
+                run_corpus(y, ind, a, b, r0, r1, new, ckind, cmask, crow, cn1, cd1)
             for k in range(r0, r1):
                 y[k] = new
             delta = cu * ((_aug_top_after_run(state, trans, y, a, b, r1, bwd, B2)
                            - labeling_score(state[a:b], trans, y[a:b])) - (top[s] - F0))
             if has_pen:
-                sequence_phi(y, ind, a, b, kind, mask, other, row, phi_new)
-                sequence_corpus(y, ind, a, b, ckind, cmask, crow, cn1, cd1)
                 delta += instance_penalty(phi_new, lo, hi, rho, squared) - \
                     instance_penalty(phi[s], lo, hi, rho, squared)
                 if ckind.shape[0] > 0:
                     n_seq = c_offsets.shape[0] - 1
                     for k in range(ckind.shape[0]):
-                        dnum[k] = num[k] - cn0[k] + cn1[k]
-                        dden[k] = den[k] - cd0[k] + cd1[k]
+                        dnum[k] = num[k] + cn1[k]
+                        dden[k] = den[k] + cd1[k]
                     delta += corpus_penalty(dnum, dden, target, tol_c, crho, csquared, n_seq) \
                         - corpus_penalty(num, den, target, tol_c, crho, csquared, n_seq)
             if delta < -1e-12:

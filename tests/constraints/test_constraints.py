@@ -238,6 +238,53 @@ def test_switch_delta_matches_recount():
         assert after - before == pytest.approx(delta, abs=1e-9)
 
 
+def test_run_counts_equal_a_recount_of_the_switched_sequence():
+    """A whole run of equal labels taking a new label (label switching's run move): the counts
+    from the run and its ends equal, exactly, the counts of the changed sequence from scratch."""
+    from tagger.constraints.penalties import (run_corpus, run_phi, segments_of, sequence_corpus,
+                                              sequence_phi)
+
+    cs = ConstraintSet.from_text(FULL)
+    cc = cs.compile(LABELS)
+    rng = np.random.default_rng(2)
+    sents, ys = _corpus(rng, 25)
+    st = ViolationState(cc, cc.indicators(sents), np.concatenate(ys))
+    rules, counts = st.records()
+    kind, mask, other, row = rules.instance[:4]
+    ckind, cmask, crow = rules.corpus[:3]
+    y, ind, offsets = st.y, rules.ind, st.ti.offsets
+    K = cc.n_corpus
+    phi0, phi1 = np.zeros(cc.n_instance), np.zeros(cc.n_instance)
+    n0, d0, n1, d1, dn, dd = (np.zeros(K) for _ in range(6))
+    segs = np.zeros(len(LABELS), np.int64)
+    tried = 0
+    for _ in range(400):
+        s = int(rng.integers(0, len(sents)))
+        a, b = int(offsets[s]), int(offsets[s + 1])
+        t = int(rng.integers(a, b))
+        r0, r1 = t, t + 1
+        while r0 > a and y[r0 - 1] == y[t]:
+            r0 -= 1
+        while r1 < b and y[r1] == y[t]:
+            r1 += 1
+        new = int(rng.integers(0, len(LABELS)))
+        if new == y[t]:
+            continue
+        tried += r1 - r0 > 1
+        sequence_phi(y, ind, a, b, kind, mask, other, row, phi0)
+        sequence_corpus(y, ind, a, b, ckind, cmask, crow, n0, d0)
+        segments_of(y, a, b, segs)
+        run_phi(y, ind, a, b, r0, r1, new, kind, mask, other, row, segs, phi0, phi1)
+        run_corpus(y, ind, a, b, r0, r1, new, ckind, cmask, crow, dn, dd)
+        y[r0:r1] = new
+        expect = np.zeros(cc.n_instance)
+        sequence_phi(y, ind, a, b, kind, mask, other, row, expect)
+        sequence_corpus(y, ind, a, b, ckind, cmask, crow, n1, d1)
+        assert np.array_equal(phi1, expect)
+        assert np.array_equal(n0 + dn, n1) and np.array_equal(d0 + dd, d1)
+    assert tried > 50   # runs longer than one token were switched
+
+
 def test_all_mistakes_reported_at_once():
     text = """
 labels = ["author", "title", "date"]
