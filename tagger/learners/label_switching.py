@@ -4,10 +4,11 @@ a switch kept when ``C_u * hinge + penalties`` falls.
 
 The hinge change of a single switch is exact in O(L) from the loss-augmented max-marginals
 ``M`` of the sentence's lattice (kept current in a :class:`SwitchLattice`); a run move (a whole
-run of equal labels taking a neighbouring run's label) is scored from the backward rows it
-changes. Penalty changes come from :mod:`tagger.constraints` (corpus terms through running
-totals). :func:`no_constraints` gives the records of an empty rule set (switching then lowers
-the hinge alone) and :func:`path_scores` each sentence's score under its labeling.
+run of equal labels taking a neighbouring run's label) is scored from the kept forward rows
+before the run and backward rows after it, in O(run length L^2). Penalty changes come from
+:mod:`tagger.constraints` (corpus terms through running totals). :func:`no_constraints` gives
+the records of an empty rule set (switching then lowers the hinge alone) and
+:func:`path_scores` each sentence's score under its labeling.
 """
 
 from __future__ import annotations
@@ -61,25 +62,28 @@ def aug_max_marginals(state, trans, y, a, b, M, fwd, bwd):
 
 
 @njit(**NUMBA_OPTS)
-def _aug_top_after_run(state, trans, y, a, b, r1, bwd, scratch):
-    """What :func:`aug_max_marginals` would return for the sequence a..b-1 once y[..r1-1]
-    changed, the same floating-point operations in the same order, without its forward pass:
-    the backward rows from r1 - 1 on depend only on y[r1:], so ``bwd`` (kept current for y
-    before the change) holds them, and only rows a..r1-2 are computed (into ``scratch``)."""
+def _aug_top_after_run(state, trans, y, a, b, r0, r1, fwd, bwd, scratch):
+    """What :func:`aug_max_marginals` would return for the sequence a..b-1 once y[r0:r1]
+    changed (up to rounding: the same maximum, summed in another order), from the lattices
+    kept for y before the change: the forward rows before r0 depend only on y[:r0] and the
+    backward rows from r1 - 1 on only on y[r1:], so only the run's own rows are computed (into
+    ``scratch``), O((r1 - r0) L^2)."""
     L = state.shape[1]
-    for t in range(r1 - 2, a - 1, -1):
-        for k in range(L):
-            best = -np.inf
-            for l in range(L):
-                nxt = bwd[t + 1, l] if t + 1 >= r1 - 1 else scratch[t + 1 - a, l]
-                v = trans[k, l] + state[t + 1, l] + (1.0 if l != y[t + 1] else 0.0) + nxt
-                if v > best:
-                    best = v
-            scratch[t - a, k] = best
+    for t in range(r0, r1):
+        for l in range(L):
+            if t == a:
+                best = 0.0
+            else:
+                best = -np.inf
+                for k in range(L):
+                    prev = fwd[t - 1, k] if t == r0 else scratch[t - 1 - r0, k]
+                    v = prev + trans[k, l]
+                    if v > best:
+                        best = v
+            scratch[t - r0, l] = best + state[t, l] + (1.0 if l != y[t] else 0.0)
     top = -np.inf
     for l in range(L):
-        at_a = bwd[a, l] if a >= r1 - 1 else scratch[0, l]
-        v = (state[a, l] + (1.0 if l != y[a] else 0.0)) + at_a
+        v = scratch[r1 - 1 - r0, l] + bwd[r1 - 1, l]
         if v > top:
             top = v
     return top
@@ -97,7 +101,7 @@ class SwitchLattice(NamedTuple):
     """The unlabeled sequences' (N, L) state scores and transitions, and the loss-augmented
     max-marginals ``M`` that label switching keeps current, with the forward and backward
     lattices they come from (``fwd`` / ``bwd``, as :func:`all_max_marginals` fills them: a
-    run move reads the backward rows it does not change) and each sequence's best
+    run move reads the rows it does not change) and each sequence's best
     loss-augmented score ``top``."""
 
     state: np.ndarray
@@ -187,7 +191,7 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
                 run_corpus(y, ind, a, b, r0, r1, new, ckind, cmask, crow, cn1, cd1)
             for k in range(r0, r1):
                 y[k] = new
-            delta = cu * ((_aug_top_after_run(state, trans, y, a, b, r1, bwd, B2)
+            delta = cu * ((_aug_top_after_run(state, trans, y, a, b, r0, r1, fwd, bwd, B2)
                            - labeling_score(state[a:b], trans, y[a:b])) - (top[s] - F0))
             if has_pen:
                 delta += instance_penalty(phi_new, lo, hi, rho, squared) - \

@@ -41,6 +41,26 @@ def test_max_marginals_against_brute_force():
         assert top == pytest.approx(_aug_brute(state, trans, y).max())
 
 
+def test_a_run_moves_top_from_the_kept_rows_equals_a_full_recompute():
+    """A run move is scored from the forward rows before the run and the backward rows after
+    it; the result is the best loss-augmented score of the whole changed sequence."""
+    from tagger.learners.label_switching import _aug_top_after_run
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        T = int(rng.integers(1, 9))
+        state = rng.normal(size=(T, L))
+        trans = rng.normal(size=(L, L))
+        y = rng.integers(0, L, T).astype(np.int32)
+        M, fwd, bwd = np.zeros((T, L)), np.zeros((T, L)), np.zeros((T, L))
+        aug_max_marginals(state, trans, y, 0, T, M, fwd, bwd)
+        r0 = int(rng.integers(0, T))
+        r1 = int(rng.integers(r0 + 1, T + 1))
+        y[r0:r1] = rng.integers(0, L)
+        top = _aug_top_after_run(state, trans, y, 0, T, r0, r1, fwd, bwd, np.zeros((T, L)))
+        assert top == pytest.approx(_aug_brute(state, trans, y).max(), abs=1e-9)
+
+
 CONS = """
 labels = ["a", "b", "c"]
 [[instance]]
