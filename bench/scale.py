@@ -22,6 +22,12 @@ annealing  `tagger train --learner ssvm-annealing` with 20 labeled citations (dr
            (``--set scheduler=``: the same result, the time of the round trips).
            ``--before CHECKOUT`` times that checkout too, and this one on its constraint file
            (the same problem for both: the speed-up).
+memory     the annealing run with the largest ``--unlabeled`` count inside a memory cgroup
+           limited to ``--memory-limit`` MB (less than the run needs): in memory, and with
+           ``--set scratch_dir=`` (the unlabeled arrays memory-mapped on disk). Whether each
+           finishes or is killed by the kernel's out-of-memory killer, its wall seconds, the
+           cgroup's peak usage and the test accuracy. Needs a writable cgroup v1 memory
+           controller (/sys/fs/cgroup/memory, as root); elsewhere the table says so.
 
 Results go to ``bench/out/scale.json``.
 """
@@ -46,7 +52,7 @@ TAGGER = [sys.executable, "-c", "import cli; cli.main()"]
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--tables", default="shards,startup,annealing")
+    p.add_argument("--tables", default="shards,startup,annealing,memory")
     p.add_argument("--repeat", type=int, default=50)
     p.add_argument("--shards", type=int, default=20)
     p.add_argument("--runs", type=int, default=3)
@@ -56,6 +62,8 @@ def parse_args(argv):
                         "tagger train's defaults)")
     p.add_argument("--before", type=Path, default=None,
                    help="an earlier checkout to time the annealing runs against")
+    p.add_argument("--memory-limit", type=int, default=450,
+                   help="MB of the memory table's cgroup")
     return p.parse_args(argv)
 
 
@@ -174,19 +182,7 @@ def annealing_table(counts: list[int], before: Path | None, work: Path) -> tuple
     with ``before``, that checkout and this one on the earlier checkout's constraint file (the
     same problem for both: the speed-up). Each configuration is first run once untimed on
     100 unlabeled citations, so that no timed run compiles kernels."""
-    import numpy as np
-
-    from citations_semisup import SEMISUP, SEMISUP_BY_SIZE, _data
-
-    data = _data(C.corpora())
-    train = _blocks(data["train"])
-    drawn = sorted(np.random.default_rng(0).choice(len(train), 20, replace=False))
-    files = {"train": _write_blocks(work / "train20.tsv", [train[i] for i in drawn], 2),
-             "dev": _write_blocks(work / "dev.tsv", _blocks(data["dev"]), 2),
-             "test": _write_blocks(work / "test.tsv", _blocks(data["test"]), 2)}
-    unl = _blocks(data["unlabeled"])
-    params = {**SEMISUP, **SEMISUP_BY_SIZE[20], "restarts": 1}
-    sets = [a for k, v in params.items() for a in ("--set", f"{k}={v}")]
+    files, unl, sets = _annealing_inputs(work)
     from dask.distributed import LocalCluster
 
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
@@ -205,32 +201,114 @@ def annealing_table(counts: list[int], before: Path | None, work: Path) -> tuple
         return _annealing_runs(counts, configs, files, unl, sets, work)
 
 
+def _annealing_inputs(work: Path) -> tuple[dict, list, list[str]]:
+    """The labeled files (20 citations of draw 0, dev, test), the unlabeled citations and
+    the study's settings for 20 labeled with one restart, as ``--set`` arguments."""
+    import numpy as np
+
+    from citations_semisup import SEMISUP, SEMISUP_BY_SIZE, _data
+
+    data = _data(C.corpora())
+    train = _blocks(data["train"])
+    drawn = sorted(np.random.default_rng(0).choice(len(train), 20, replace=False))
+    files = {"train": _write_blocks(work / "train20.tsv", [train[i] for i in drawn], 2),
+             "dev": _write_blocks(work / "dev.tsv", _blocks(data["dev"]), 2),
+             "test": _write_blocks(work / "test.tsv", _blocks(data["test"]), 2)}
+    params = {**SEMISUP, **SEMISUP_BY_SIZE[20], "restarts": 1}
+    sets = [a for k, v in params.items() for a in ("--set", f"{k}={v}")]
+    return files, _blocks(data["unlabeled"]), sets
+
+
+def _unlabeled_file(unl: list, n: int, work: Path) -> Path:
+    """n unlabeled citations: the pool repeated in a shuffled order (seed n) past its size."""
+    rng = random.Random(n)
+    pool = []
+    while len(pool) < n:
+        block = list(unl)
+        rng.shuffle(block)
+        pool += block
+    return _write_blocks(work / f"unlabeled{n}.tsv", pool[:n], 1)
+
+
+def _train_cmd(repo: Path, files: dict, unlabeled: Path, constraints: Path, sets: list,
+               extra: list, model: Path) -> list[str]:
+    return [*_cli(repo), "train", str(files["train"]), "--unlabeled", str(unlabeled),
+            "--constraints", str(constraints), "--dev", str(files["dev"]), "--features",
+            "citation", "--learner", "ssvm-annealing", *sets, *extra, "--seed", "0", "-q",
+            "-o", str(model)]
+
+
+def _test_accuracy(repo: Path, model: Path, test: Path) -> float:
+    scores = subprocess.run([*_cli(repo), "eval", str(model), str(test), "--json"],
+                            capture_output=True, text=True, check=True)
+    return 100 * json.loads(scores.stdout)["accuracy"]
+
+
 def _annealing_runs(counts, configs, files, unl, sets, work) -> tuple[list, dict]:
     rows, raw = [], {}
     for n in [100] + list(counts):
-        rng = random.Random(n)
-        pool = []
-        while len(pool) < n:
-            block = list(unl)
-            rng.shuffle(block)
-            pool += block
-        unlabeled = _write_blocks(work / f"unlabeled{n}.tsv", pool[:n], 1)
+        unlabeled = _unlabeled_file(unl, n, work)
         for name, repo, constraints, extra in configs:
             model = work / "semisup.tgm"
-            cmd = [*_cli(repo), "train", str(files["train"]), "--unlabeled", str(unlabeled),
-                   "--constraints", str(constraints), "--dev", str(files["dev"]), "--features",
-                   "citation", "--learner", "ssvm-annealing", *sets, *extra, "--seed", "0",
-                   "-q", "-o", str(model)]
-            run = run_sampled(cmd)
+            run = run_sampled(_train_cmd(repo, files, unlabeled, constraints, sets, extra,
+                                         model))
             if n == 100 and 100 not in counts:
                 continue  # the untimed first run
-            scores = subprocess.run([*_cli(repo), "eval", str(model), str(files["test"]),
-                                     "--json"], capture_output=True, text=True, check=True)
-            acc = 100 * json.loads(scores.stdout)["accuracy"]
+            acc = _test_accuracy(repo, model, files["test"])
             raw.setdefault(n, {})[name] = {**run, "test_accuracy": acc}
             note = "" if n <= len(unl) else f" ({len(unl):,} repeated, shuffled)"
             rows.append([f"{n:,}{note}", name, f"{run['wall']:.1f}", f"{n / run['wall']:.0f}",
                          f"{run['max_process_mb']:.0f}", f"{acc:.2f}"])
+    return rows, raw
+
+
+CGROUP_V1 = Path("/sys/fs/cgroup/memory")
+
+
+def memory_table(n: int, limit_mb: int, work: Path) -> tuple[list, dict]:
+    """The annealing run on ``n`` unlabeled citations in a memory cgroup of ``limit_mb`` MB,
+    in memory and with ``scratch_dir`` (see the module docstring)."""
+    import os
+    import time
+
+    files, unl, sets = _annealing_inputs(work)
+    unlabeled = _unlabeled_file(unl, n, work)
+    constraints = C.REPO / "constraints" / "citations.toml"
+    group = CGROUP_V1 / f"tagger-bench-{os.getpid()}"
+    try:
+        group.mkdir()
+        (group / "memory.limit_in_bytes").write_text(str(limit_mb * 2**20))
+    except OSError as exc:
+        why = f"not measured: no writable cgroup v1 memory controller here ({exc.strerror})"
+        return [[f"{n:,}", "-", f"{limit_mb}", why, "-", "-", "-"]], {"skipped": why}
+    scratch = work / "scratch"
+    scratch.mkdir(exist_ok=True)
+    rows, raw = [], {}
+    try:
+        for name, extra in (("in memory", []),
+                            ("--set scratch_dir=DIR (memory-mapped files)",
+                             ["--set", f"scratch_dir={scratch}"])):
+            model = work / "limited.tgm"
+            model.unlink(missing_ok=True)
+            (group / "memory.max_usage_in_bytes").write_text("0")
+            cmd = _train_cmd(C.REPO, files, unlabeled, constraints, sets, extra, model)
+            # the shell joins the cgroup, then becomes the command (its children stay in it)
+            joined = ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh", *cmd]
+            t0 = time.perf_counter()
+            code = subprocess.run(joined, cwd=C.REPO, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE).returncode
+            wall = time.perf_counter() - t0
+            peak = int((group / "memory.max_usage_in_bytes").read_text()) / 2**20
+            done = code == 0 and model.exists()
+            outcome = ("finished" if done else "killed by the out-of-memory killer"
+                       if code in (-9, 137) else f"failed (exit {code})")
+            acc = _test_accuracy(C.REPO, model, files["test"]) if done else None
+            raw[name] = {"exit": code, "wall": wall, "cgroup_peak_mb": peak,
+                         "test_accuracy": acc, "limit_mb": limit_mb}
+            rows.append([f"{n:,}", name, f"{limit_mb}", outcome, f"{wall:.1f}",
+                         f"{peak:.0f}", "-" if acc is None else f"{acc:.2f}"])
+    finally:
+        group.rmdir()
     return rows, raw
 
 
@@ -262,6 +340,13 @@ def main(argv: list[str]) -> int:
             rows, results["annealing"] = annealing_table(args.unlabeled, args.before, work)
             print(C.markdown_table(["unlabeled citations (20 labeled)", "code", "train s",
                                     "unlabeled per s", "peak MB", "test accuracy"], rows))
+            print(flush=True)
+        if "memory" in tables:
+            rows, results["memory"] = memory_table(max(args.unlabeled), args.memory_limit,
+                                                   work)
+            print(C.markdown_table(["unlabeled citations (20 labeled)", "arrays",
+                                    "cgroup limit MB", "outcome", "wall s", "cgroup peak MB",
+                                    "test accuracy"], rows))
             print(flush=True)
     print(f"load average at the end: {C.load_average()}")
     C.write_json(C.BENCH / "out" / "scale.json", results)

@@ -30,6 +30,7 @@ from tagger.model import ChainModel
 from tagger.model_header import check_header
 from tagger import selection
 from tagger.reports import inspect_report, jsonable
+from tagger.scratch import ScratchSpace
 from tagger.sentence import Sentence
 from tagger.training_data import (HELD_OUT, build_problem, check_columns, conllu_label_info,
                                   constraint_set, labeled_list)
@@ -142,19 +143,27 @@ class Tagger:
             sentences = labeled_list(sentences, "training data")
             path = self._held_out_path(learner, sentences, progress)
             t_held = time.perf_counter() - t0
-        train, featurizer, labels, problem = self._problem(
-            sentences, dev, progress, unlabeled=unlabeled, constraints=cset, test=test)
-        X, model = problem.X, problem.model
-        t_feat = time.perf_counter() - t0 - t_held
-        if selecting and dev is not None:
-            path = selection.run_path(learner, problem, self._strength_default(learner_cls),
-                                      learner_cls.strength[1], int(self.seed), "dev data",
-                                      progress, float(self.max_seconds), t0,
-                                      mix=self._mixes(learner_cls))
-            w = path.weights
-            learner.trace_ = path.trace
-        else:
-            w = learner.fit(problem, seed=int(self.seed))
+        # the unlabeled text's arrays: memory, or memory-mapped files under scratch_dir
+        scratch = ScratchSpace(learner.settings.get("scratch_dir"))
+        try:
+            train, featurizer, labels, problem = self._problem(
+                sentences, dev, progress, unlabeled=unlabeled, constraints=cset, test=test,
+                scratch=scratch)
+            X, model = problem.X, problem.model
+            n_unlabeled = 0 if problem.unlabeled is None else int(problem.unlabeled.n_sentences)
+            t_feat = time.perf_counter() - t0 - t_held
+            if selecting and dev is not None:
+                path = selection.run_path(learner, problem, self._strength_default(learner_cls),
+                                          learner_cls.strength[1], int(self.seed), "dev data",
+                                          progress, float(self.max_seconds), t0,
+                                          mix=self._mixes(learner_cls))
+                w = path.weights
+                learner.trace_ = path.trace
+            else:
+                w = learner.fit(problem, seed=int(self.seed))
+        finally:
+            scratch.close()
+        del problem
         n_params = model.n_weights
         w = self._keep(learner, featurizer, labels, model, w)
         # the row of the weights kept: learners that choose along training (best dev score)
@@ -165,8 +174,7 @@ class Tagger:
             "learner": learner.name, "params": learner.validated(), "seed": int(self.seed),
             "n_params": int(n_params), "n_nonzero": int(np.count_nonzero(w)),
             "n_train_sentences": len(train), "n_train_tokens": int(X.n_tokens),
-            "n_unlabeled_sentences": (0 if problem.unlabeled is None
-                                      else int(problem.unlabeled.n_sentences)),
+            "n_unlabeled_sentences": n_unlabeled,
             "constraints": cset_source,
             "featurize_seconds": round(t_feat, 3),
             "train_seconds": round(time.perf_counter() - t0 - t_feat, 3),
@@ -226,12 +234,12 @@ class Tagger:
         return w
 
     def _problem(self, sentences, dev, progress, unlabeled=None, constraints=None, test=None,
-                 dev_what="dev data"):
+                 dev_what="dev data", scratch=None):
         """(train list, featurizer, labels, problem): see
         :func:`tagger.training_data.build_problem`."""
         spec = self.features if isinstance(self.features, FeatureSpec) else FeatureSpec.load(self.features)
         return build_problem(spec, sentences, dev, progress, unlabeled, constraints, test,
-                             dev_what)
+                             dev_what, scratch)
 
     def path(self, sentences: Iterable[Sentence], dev: Iterable[Sentence], values: Sequence[float],
              param: str | None = None, progress: Callable[[dict], None] | None = None

@@ -19,7 +19,9 @@ from tagger.labels import LabelIndex
 from tagger.metrics import evaluate as evaluate_labels
 from tagger.learners import TrainingProblem
 from tagger.model import ChainModel
+from tagger.scratch import ScratchSpace
 from tagger.sentence import Sentence
+from tagger.unlabeled_data import UnlabeledBatches
 
 
 def conllu_label_info(train: Sequence[Sentence]) -> dict:
@@ -81,41 +83,6 @@ def constraint_set(constraints):
     return ConstraintSet.load(constraints)
 
 
-#: unlabeled sentences read (and reported) per batch
-UNLABELED_BATCH = 4096
-
-
-def unlabeled_list(sentences: Iterable[Sentence], spec: FeatureSpec, progress) -> list[Sentence]:
-    """Unlabeled sentences read in batches (a large file is never held as text), keeping only
-    the input columns the features read; progress is reported per batch."""
-    out: list[Sentence] = []
-    it = iter(sentences)
-    need = spec.n_columns
-    while True:
-        batch = [s for s in itertools.islice(it, UNLABELED_BATCH) if len(s)]
-        if not batch:
-            break
-        check_columns(batch, spec, "unlabeled data")
-        out.extend(Sentence(s.columns[:need]) for s in batch)
-        if progress is not None:
-            progress({"unlabeled_read": len(out)})
-    if not out:
-        raise CorpusFormatError("the unlabeled data contains no sentences")
-    return out
-
-
-def transform_batches(featurizer: Featurizer, sentences: list[Sentence]) -> Featurized:
-    parts = [featurizer.transform(sentences[i:i + UNLABELED_BATCH])
-             for i in range(0, len(sentences), UNLABELED_BATCH)]
-    indptr = [parts[0].indptr]
-    offsets = [parts[0].offsets]
-    for p in parts[1:]:
-        indptr.append(p.indptr[1:] + indptr[-1][-1])
-        offsets.append(p.offsets[1:] + offsets[-1][-1])
-    return Featurized(np.concatenate(indptr), np.concatenate([p.attrs for p in parts]),
-                      np.concatenate(offsets))
-
-
 def check_columns(sentences: Sequence[Sentence], spec: FeatureSpec, what: str) -> None:
     need = spec.n_columns
     for i, s in enumerate(sentences):
@@ -156,11 +123,16 @@ class FeaturizeProgress:
         self.log = logging.getLogger("tagger.train")
 
     def add(self, part) -> None:
-        """Count a part that is featurized later (dev, test, unlabeled) into the total."""
+        """Count a part that is featurized later (dev, test) into the total."""
         self.total += _tokens(part)
 
-    def step(self, phase: str, part) -> None:
-        n = _tokens(part)
+    def add_tokens(self, n: int) -> None:
+        """Count tokens read as they come (the unlabeled text: its vocabulary pass, then its
+        attributes) into the total."""
+        self.total += 2 * n
+
+    def step(self, phase: str, part, extra: int = 0) -> None:
+        n = _tokens(part) + extra
         self.done += n
         self.log.info("featurize: %s, %d tokens (%d of %d)", phase, n, self.done,
                       max(self.total, self.done),
@@ -176,11 +148,14 @@ def _tokens(part) -> int:
 
 
 def build_problem(spec: FeatureSpec, sentences, dev, progress, unlabeled=None, constraints=None,
-                  test=None, dev_what: str = "dev data"):
+                  test=None, dev_what: str = "dev data", scratch: ScratchSpace | None = None):
     """The learners' view of a training run: the training (and dev, test, unlabeled) data
     checked and featurized with ``spec``, the label index (the data's labels and the
-    constraint file's), the model layout and the dev / test scorers. Returns
-    ``(train list, featurizer, labels, TrainingProblem)``."""
+    constraint file's), the model layout and the dev / test scorers. The unlabeled text is
+    read once in batches and not kept (:mod:`tagger.unlabeled_data`); its arrays live in
+    ``scratch`` (memory by default). Returns ``(train list, featurizer, labels,
+    TrainingProblem)``."""
+    scratch = ScratchSpace() if scratch is None else scratch
     train = spec.relabel(labeled_list(sentences, "training data"))
     featurizer = Featurizer(spec)
     check_columns(train, spec, "training data")
@@ -191,16 +166,22 @@ def build_problem(spec: FeatureSpec, sentences, dev, progress, unlabeled=None, c
 
         check_training_labels(cset, sorted(label_names))   # before reading unlabeled text
         label_names |= set(cset.labels)
-    unl = None
+    labels = LabelIndex(sorted(label_names))
+    work = FeaturizeProgress(train, train, dev, test)
+    featurizer.begin_fit()
+    parts = [featurizer.grow_views(train)]
+    unl = compiled = None
     if unlabeled is not None:
-        unl = unlabeled_list(unlabeled, spec, progress)
-    seen = train if unl is None else train + unl
-    work = FeaturizeProgress(seen, train, dev, test, unl)
-    featurizer.fit(seen)
-    work.step("vocabulary", seen)
+        if cset is not None:
+            compiled = cset.compile(labels.labels)
+        unl = UnlabeledBatches(unlabeled, spec, featurizer, scratch, compiled,
+                               check=lambda batch: check_columns(batch, spec, "unlabeled data"),
+                               progress=progress, on_batch=work.add_tokens)
+        parts = itertools.chain(parts, unl.batches())
+    featurizer.end_fit(parts)
+    work.step("vocabulary", train, 0 if unl is None else unl.n_tokens)
     X = featurizer.transform(train)
     work.step("training data", train)
-    labels = LabelIndex(sorted(label_names))
     y = labels.encode([lab for s in train for lab in s.labels])
     # with unlabeled data every (attribute, label) pair may be learned from imputed labels
     model = ChainModel.from_data(X, y, len(labels), featurizer.n_attributes,
@@ -224,14 +205,14 @@ def build_problem(spec: FeatureSpec, sentences, dev, progress, unlabeled=None, c
     report_score = scorer(test, "test data")
     XU = cdata = None
     if unl is not None:
-        XU = transform_batches(featurizer, unl)
-        work.step("unlabeled data", unl)
-        if cset is not None:
+        XU = unl.featurize()
+        work.step("unlabeled data", None, XU.n_tokens)
+        if compiled is not None:
             from tagger.constraints import ConstraintData
 
-            compiled = cset.compile(labels.labels)
-            cdata = ConstraintData(compiled, compiled.indicators(unl))
+            cdata = ConstraintData(compiled, unl.indicators())
         del unl
     problem = TrainingProblem(model, X, y, dev_score=dev_score, progress=progress,
-                              unlabeled=XU, constraints=cdata, report_score=report_score)
+                              unlabeled=XU, constraints=cdata, report_score=report_score,
+                              scratch=scratch)
     return train, featurizer, labels, problem

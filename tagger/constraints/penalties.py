@@ -365,5 +365,3 @@ def segments_of(y, a, b, segs):
 def all_segments(y, offsets, segs):
     for s in prange(offsets.shape[0] - 1):
         segments_of(y, offsets[s], offsets[s + 1], segs[s])
-
-

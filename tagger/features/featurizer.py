@@ -186,17 +186,37 @@ class Featurizer:
     # ---- fitting
     def fit(self, sentences: Sequence) -> "Featurizer":
         """Build view vocabularies and the attribute set from training sentences."""
+        self.begin_fit()
+        return self.end_fit([self.grow_views(sentences)])
+
+    # A fit in parts, for text read once in batches and not kept: begin_fit(), then
+    # grow_views(batch) for every batch in order (the vocabularies grow; keep what it returns,
+    # in memory or on disk), then end_fit(all of those). The attribute set and every id are
+    # those of fit() over the batches joined.
+    def begin_fit(self) -> None:
+        """Start a fit in parts: empty vocabularies."""
         self.vocabs_ = [dict() for _ in self.spec.views]
         self._reset_type_cache()
+
+    def grow_views(self, sentences: Sequence) -> tuple[np.ndarray, np.ndarray]:
+        """(view ids, offsets) of a batch of a fit in parts, the vocabularies grown by it."""
         offsets = _offsets(sentences)
-        view_ids = self._view_ids(sentences, offsets, grow=True)
+        return self._view_ids(sentences, offsets, grow=True), offsets
+
+    def end_fit(self, parts) -> "Featurizer":
+        """The attribute set of a fit in parts from every batch's (view ids, offsets)."""
         self.t_mult_ = self._compute_multipliers()
         t_ptr, t_view, t_off = self._template_arrays()
-        keys = np.empty((offsets[-1], len(self.spec.templates)), dtype=np.int64)
-        template_keys(view_ids, offsets, t_ptr, t_view, t_off, self.t_mult_, keys)
-        flat = keys.ravel()
-        flat = flat[flat >= 0]
-        uniq, counts = np.unique(flat, return_counts=True)
+        found, weight = [], []
+        for view_ids, offsets in parts:
+            keys = np.empty((offsets[-1], len(self.spec.templates)), dtype=np.int64)
+            template_keys(view_ids, offsets, t_ptr, t_view, t_off, self.t_mult_, keys)
+            flat = keys.ravel()
+            uniq, counts = np.unique(flat[flat >= 0], return_counts=True)
+            found.append(uniq)
+            weight.append(counts)
+        uniq, inverse = np.unique(np.concatenate(found), return_inverse=True)
+        counts = np.bincount(inverse, weights=np.concatenate(weight), minlength=len(uniq))
         if self.spec.min_count > 1:
             uniq = uniq[counts >= self.spec.min_count]
         self.attr_keys_ = uniq
@@ -225,7 +245,10 @@ class Featurizer:
         if self.attr_keys_ is None:
             raise RuntimeError("Featurizer.transform called before fit")
         offsets = _offsets(sentences)
-        view_ids = self._view_ids(sentences, offsets, grow=False)
+        return self.transform_views(self._view_ids(sentences, offsets, grow=False), offsets)
+
+    def transform_views(self, view_ids: np.ndarray, offsets: np.ndarray) -> Featurized:
+        """:meth:`transform` of sentences whose view ids are known (:meth:`grow_views`)."""
         t_ptr, t_view, t_off = self._template_arrays()
         n_tok = int(offsets[-1])
         slots = np.empty((n_tok, len(self.spec.templates)), dtype=np.int32)

@@ -102,6 +102,9 @@ class TrainingProblem:
     unlabeled: Featurized | None = None
     constraints: Any = None
     report_score: Callable[[np.ndarray], dict] | None = None
+    # where large per-token arrays go (tagger.scratch.ScratchSpace): memory, or memory-mapped
+    # files with a scratch directory; None: memory
+    scratch: Any = None
 
     @property
     def n_sentences(self) -> int:

@@ -321,6 +321,9 @@ class SDMSolver:
     scale
         None (all ones) or the float array s (one per weight of ``model``): the solver
         minimises over w with effective weights ``s * w``.
+    scratch
+        None, or a :class:`~tagger.scratch.ScratchSpace` that holds the working sets (their
+        labelings take ``max_working_set`` ints per token: memory-mapped with a directory).
 
     Typical use, including repeated calls with changing weights and imputed labelings (the
     semi-supervised learner)::
@@ -340,7 +343,7 @@ class SDMSolver:
 
     def __init__(self, model: ChainModel, X: Featurized, y: np.ndarray, C=1.0,
                  scale: np.ndarray | None = None, max_working_set: int = 32,
-                 max_inner: int = 10, seed: int = 0, eps: float = 1e-9):
+                 max_inner: int = 10, seed: int = 0, eps: float = 1e-9, scratch=None):
         if max_working_set < 1:
             raise bad_value("max_working_set", "an integer in [1, inf)", max_working_set,
                             "SDMSolver")
@@ -354,10 +357,13 @@ class SDMSolver:
         self.u = np.zeros(n_w)
         self.w = np.zeros(n_w)
         self._refresh_w()
+        # the working sets grow with the data: a scratch space (tagger.scratch) may map them
+        zeros = np.zeros if scratch is None else (
+            lambda shape, dtype=np.float64: scratch.zeros("working-sets", shape, dtype))
         self.ws_n = np.zeros(n, dtype=np.int32)
-        self.ws_alpha = np.zeros((n, max_working_set))
-        self.ws_loss = np.zeros((n, max_working_set))
-        self.ws_lab = np.zeros((max_working_set, n_tok), dtype=np.int32)
+        self.ws_alpha = zeros((n, max_working_set))
+        self.ws_loss = zeros((n, max_working_set))
+        self.ws_lab = zeros((max_working_set, n_tok), dtype=np.int32)
         self.max_inner = int(max_inner)
         self.eps = float(eps)
         self.rng = np.random.default_rng(seed)

@@ -58,12 +58,22 @@ from tagger.learners.label_switching import (SwitchLattice, SwitchPlan, all_max_
                                              label_switching, no_constraints, path_scores)
 from tagger.learners.sdm_solver import SDMSolver
 from tagger.learners.unlabeled_decoding import unlabeled_decoding
+from tagger.scratch import ScratchSpace
 
 
-def _concat(X1: Featurized, X2: Featurized) -> Featurized:
-    indptr = np.concatenate([X1.indptr, X2.indptr[1:] + X1.indptr[-1]])
-    attrs = np.concatenate([X1.attrs, X2.attrs])
-    offsets = np.concatenate([X1.offsets, X2.offsets[1:] + X1.offsets[-1]])
+def _concat(X1: Featurized, X2: Featurized, scratch: ScratchSpace) -> Featurized:
+    """The labeled and the unlabeled sentences as one batch (in ``scratch``)."""
+    def joined(name, a, b, shift=0):
+        out = scratch.zeros(name, len(a) + len(b), a.dtype)
+        out[:len(a)] = a
+        out[len(a):] = b
+        if shift:
+            out[len(a):] += shift
+        return out
+
+    indptr = joined("indptr", X1.indptr, X2.indptr[1:], X1.indptr[-1])
+    attrs = joined("attrs", X1.attrs, X2.attrs)
+    offsets = joined("offsets", X1.offsets, X2.offsets[1:], X1.offsets[-1])
     kwargs = {}
     v1, v2 = X1.vals, X2.vals
     if v1.shape[0] or v2.shape[0]:
@@ -126,6 +136,10 @@ class SSVMAnnealing(Learner):
               "(empty: in this process)"),
         Param("partitions", 0, int, "with a scheduler, parts of whole unlabeled sentences "
               "decoded as separate tasks (0: two per worker)", low=0),
+        Param("scratch_dir", "", str, "a directory on a disk with room: the unlabeled "
+              "sentences' features, working sets and lattices are memory-mapped files there "
+              "(removed at the end), for unlabeled text that does not fit in memory (empty: "
+              "in memory)"),
     )
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
@@ -142,14 +156,15 @@ class SSVMAnnealing(Learner):
         L = problem.model.n_labels
         best = {"score": -math.inf, "w": None, "imputed": np.zeros(L, np.int64)}
         clock = Stopwatch()
+        scratch = getattr(problem, "scratch", None) or ScratchSpace()
         decoding = unlabeled_decoding(problem.model, U, getattr(problem, "constraints", None),
-                                      settings["scheduler"], settings["partitions"])
+                                      settings["scheduler"], settings["partitions"], scratch)
         try:
             for r in range(settings["restarts"]):
                 run_seed = seed if r == 0 else int(
                     np.random.SeedSequence([seed, r]).generate_state(1)[0] % (2**31 - 1))
                 self._anneal(problem, U, settings, run_seed, best, clock,
-                             r if settings["restarts"] > 1 else None, decoding)
+                             r if settings["restarts"] > 1 else None, decoding, scratch)
         finally:
             decoding.close()
         # where each label was learned from: tokens of the labeled sentences, and tokens of the
@@ -159,26 +174,27 @@ class SSVMAnnealing(Learner):
         return best["w"]
 
     def _anneal(self, problem: TrainingProblem, U: Featurized, settings: dict, seed: int,
-                best: dict, clock: Stopwatch, restart: int | None, decoding) -> None:
+                best: dict, clock: Stopwatch, restart: int | None, decoding,
+                scratch: ScratchSpace) -> None:
         """One annealing run from the supervised start; ``best`` keeps the weights with the
         best dev score over every run so far."""
         model, XL = problem.model, problem.X
         L = model.n_labels
         nL, nU = XL.n_sentences, U.n_sentences
-        X = _concat(XL, U)
+        X = _concat(XL, U, scratch)
         y = np.concatenate([np.asarray(problem.y, np.int32), np.zeros(U.n_tokens, np.int32)])
         Cl = settings["C"]
         Cvec = np.concatenate([np.full(nL, Cl), np.zeros(nU)])
         solver = SDMSolver(model, X, y, C=Cvec, max_working_set=settings["max_working_set"],
-                           max_inner=settings["max_inner"], seed=seed)
+                           max_inner=settings["max_inner"], seed=seed, scratch=scratch)
         cons = getattr(problem, "constraints", None)
         rng = np.random.default_rng(seed)
         uo = U.offsets
         seq_of = np.repeat(np.arange(nU, dtype=np.int64), np.diff(uo))
         NU = U.n_tokens
-        M = np.zeros((NU, L))
-        fwd = np.zeros((NU, L))
-        bwd = np.zeros((NU, L))
+        M = scratch.zeros("max-marginals", (NU, L))
+        fwd = scratch.zeros("forward", (NU, L))
+        bwd = scratch.zeros("backward", (NU, L))
         top = np.zeros(nU)
         yU = np.zeros(NU, np.int32)
 

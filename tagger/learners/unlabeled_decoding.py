@@ -31,10 +31,12 @@ from tagger.inference.max_product import viterbi_batch_into
 CONNECT_TIMEOUT = "10s"
 
 
-def decode(model, U: Featurized, w: np.ndarray, constraints) -> tuple[np.ndarray, np.ndarray]:
+def decode(model, U: Featurized, w: np.ndarray, constraints,
+           state: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(state scores, labels) of the sentences of ``U`` at the weights ``w``; under the hard
-    rules of ``constraints`` (compiled rules and ``U``'s token indicators) when given."""
-    state = model.state_scores(U, w)
+    rules of ``constraints`` (compiled rules and ``U``'s token indicators) when given. The
+    state scores are written into ``state`` when given."""
+    state = model.state_scores(U, w, out=state)
     trans = np.ascontiguousarray(model.transitions(w))
     if constraints is not None:
         compiled, indicators = constraints
@@ -48,13 +50,16 @@ def decode(model, U: Featurized, w: np.ndarray, constraints) -> tuple[np.ndarray
 class LocalDecoding:
     """The unlabeled sentences decoded in this process."""
 
-    def __init__(self, model, U: Featurized, constraints=None):
+    def __init__(self, model, U: Featurized, constraints=None, scratch=None):
         self.model, self.U = model, U
         self.constraints = (None if constraints is None
                             else (constraints.compiled, constraints.indicators))
+        # one (N, L) buffer for every round's state scores, mapped with a scratch directory
+        self.state = None if scratch is None else scratch.zeros(
+            "state-scores", (U.n_tokens, model.n_labels))
 
     def __call__(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return decode(self.model, self.U, w, self.constraints)
+        return decode(self.model, self.U, w, self.constraints, self.state)
 
     def close(self) -> None:
         pass
@@ -108,8 +113,9 @@ class DaskDecoding:
 
 
 def unlabeled_decoding(model, U: Featurized, constraints, scheduler: str = "",
-                       partitions: int = 0):
-    """:class:`DaskDecoding` when a scheduler address is given, else :class:`LocalDecoding`."""
+                       partitions: int = 0, scratch=None):
+    """:class:`DaskDecoding` when a scheduler address is given, else :class:`LocalDecoding`
+    (its state scores in ``scratch`` when given)."""
     if scheduler:
         return DaskDecoding(model, U, constraints, scheduler, partitions)
-    return LocalDecoding(model, U, constraints)
+    return LocalDecoding(model, U, constraints, scratch)

@@ -194,3 +194,41 @@ def test_restarts_need_a_dev_set(address_task):
             address_task["train"], unlabeled=address_task["unlabeled"],
             constraints=address_task["rules"])
 
+
+# ---- unlabeled text read in batches, and memory-mapped with scratch_dir
+
+def test_scratch_dir_maps_the_arrays_and_trains_the_same_model(address_task, tmp_path,
+                                                               monkeypatch):
+    """With scratch_dir the unlabeled features, working sets and lattices are memory-mapped
+    files (seen while training), the weights are those of the run in memory to the bit, and
+    the files are gone afterwards; small batches (the text read in many parts) change
+    nothing either."""
+    import tagger.learners.sdm_solver as sdm
+    import tagger.unlabeled_data as ud
+
+    mapped = []
+    real = sdm.SDMSolver.__init__
+
+    def spy(self, model, X, *a, **k):
+        real(self, model, X, *a, **k)
+        mapped.append((type(self.ws_lab), type(X.attrs), k.get("scratch").root))
+
+    monkeypatch.setattr(sdm.SDMSolver, "__init__", spy)
+    in_memory = _annealed(address_task)
+    where = tmp_path / "scratch"
+    where.mkdir()
+    on_disk = _annealed(address_task, scratch_dir=str(where))
+    assert mapped[0][:2] == (np.ndarray, np.ndarray)
+    assert mapped[1][:2] == (np.memmap, np.memmap) and mapped[1][2].parent == where
+    np.testing.assert_array_equal(in_memory.weights_, on_disk.weights_)
+    assert list(where.iterdir()) == []
+    monkeypatch.setattr(ud, "UNLABELED_BATCH", 7)   # 30 sentences: five batches
+    batched = _annealed(address_task, scratch_dir=str(where))
+    np.testing.assert_array_equal(in_memory.weights_, batched.weights_)
+
+
+def test_a_missing_scratch_dir_is_a_clear_error(address_task, tmp_path):
+    from tagger.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="scratch_dir .* is not a directory"):
+        _annealed(address_task, scratch_dir=str(tmp_path / "nowhere"))

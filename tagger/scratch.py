@@ -1,0 +1,95 @@
+"""Where a training run keeps its large per-token arrays: in memory, or in memory-mapped files
+on disk when the unlabeled text of semi-supervised training does not fit in memory.
+
+A :class:`ScratchSpace` without a directory hands out ordinary arrays. With one (``tagger
+train --set scratch_dir=DIR``), every array it hands out is a file in a fresh directory under
+DIR, mapped into memory (``numpy.lib.format.open_memmap``): the operating system keeps the
+pages in use and writes the others back to the file, so a run needs address space, not memory,
+for them. The numba kernels read and write the mapped arrays as they do any other. The
+directory is removed by :meth:`ScratchSpace.close` (also on an error or an interrupt).
+
+Arrays whose length is known only at the end (text read in batches) grow through an
+:class:`Appender`: batches are written to the end of a file and the whole mapped at the end.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from tagger.errors import ParameterError
+
+
+class Appender:
+    """An array built batch by batch along its first axis: in memory (a list joined at the
+    end) or appended to a file mapped at the end."""
+
+    def __init__(self, path: Path | None, dtype, tail: tuple = ()):
+        self.path, self.dtype, self.tail = path, np.dtype(dtype), tuple(tail)
+        self.n = 0
+        self.parts: list[np.ndarray] = []
+        self.file = None if path is None else open(path, "wb")
+
+    def append(self, batch: np.ndarray) -> None:
+        batch = np.ascontiguousarray(batch, dtype=self.dtype)
+        if batch.shape[1:] != self.tail:
+            raise ValueError(f"batch of shape {batch.shape} appended to rows of {self.tail}")
+        self.n += batch.shape[0]
+        if self.file is None:
+            self.parts.append(batch)
+        else:
+            self.file.write(batch.tobytes())
+
+    def finish(self) -> np.ndarray:
+        """The whole array (read and write)."""
+        if self.file is None:
+            if not self.parts:
+                return np.zeros((0, *self.tail), self.dtype)
+            return np.concatenate(self.parts)
+        self.file.close()
+        if self.n == 0:
+            return np.zeros((0, *self.tail), self.dtype)
+        return np.memmap(self.path, dtype=self.dtype, mode="r+", shape=(self.n, *self.tail))
+
+
+class ScratchSpace:
+    """Arrays in memory (``directory`` None or empty) or memory-mapped in a fresh directory
+    under ``directory``; see the module docstring."""
+
+    def __init__(self, directory: str | Path | None = None):
+        self.root: Path | None = None
+        self.count = 0
+        if directory:
+            base = Path(directory)
+            if not base.is_dir():
+                raise ParameterError(f"scratch_dir {str(base)!r} is not a directory; create it "
+                                     f"or name an existing one (it holds memory-mapped arrays "
+                                     f"while training)")
+            self.root = Path(tempfile.mkdtemp(prefix="tagger-scratch-", dir=base))
+
+    @property
+    def on_disk(self) -> bool:
+        return self.root is not None
+
+    def _path(self, name: str, suffix: str) -> Path:
+        self.count += 1
+        return self.root / f"{self.count:04d}-{name}{suffix}"
+
+    def zeros(self, name: str, shape, dtype=np.float64) -> np.ndarray:
+        """A zeroed array (a file mapped with ``open_memmap`` on disk: zero until written)."""
+        if self.root is None:
+            return np.zeros(shape, dtype)
+        return np.lib.format.open_memmap(self._path(name, ".npy"), mode="w+", dtype=dtype,
+                                         shape=tuple(np.atleast_1d(shape)))
+
+    def appender(self, name: str, dtype, tail: tuple = ()) -> Appender:
+        return Appender(None if self.root is None else self._path(name, ".bin"), dtype, tail)
+
+    def close(self) -> None:
+        """Remove the directory and its files (the arrays must no longer be used)."""
+        if self.root is not None:
+            shutil.rmtree(self.root, ignore_errors=True)
+            self.root = None
