@@ -28,13 +28,17 @@ def _aug_brute(state, trans, y):
     return M
 
 
+def _random_chain(rng, longest):
+    """A chain of 1..longest tokens: state scores, transitions and a labeling."""
+    T = int(rng.integers(1, longest + 1))
+    return (T, rng.normal(size=(T, L)), rng.normal(size=(L, L)),
+            rng.integers(0, L, T).astype(np.int32))
+
+
 def test_max_marginals_against_brute_force():
     rng = np.random.default_rng(0)
     for _ in range(20):
-        T = int(rng.integers(1, 6))
-        state = rng.normal(size=(T, L))
-        trans = rng.normal(size=(L, L))
-        y = rng.integers(0, L, T).astype(np.int32)
+        T, state, trans, y = _random_chain(rng, 5)
         M = np.zeros((T, L))
         top = aug_max_marginals(state, trans, y, 0, T, M, np.zeros((T, L)), np.zeros((T, L)))
         np.testing.assert_allclose(M, _aug_brute(state, trans, y), atol=1e-9)
@@ -48,10 +52,7 @@ def test_a_run_moves_top_from_the_kept_rows_equals_a_full_recompute():
 
     rng = np.random.default_rng(3)
     for _ in range(200):
-        T = int(rng.integers(1, 9))
-        state = rng.normal(size=(T, L))
-        trans = rng.normal(size=(L, L))
-        y = rng.integers(0, L, T).astype(np.int32)
+        T, state, trans, y = _random_chain(rng, 8)
         M, fwd, bwd = np.zeros((T, L)), np.zeros((T, L)), np.zeros((T, L))
         aug_max_marginals(state, trans, y, 0, T, M, fwd, bwd)
         r0 = int(rng.integers(0, T))
