@@ -47,11 +47,12 @@ without constraints" row of the benchmark).
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
 from tagger.constraints import ViolationState
-from tagger.errors import ParameterError
+from tagger.errors import ParameterError, bad_value
 from tagger.features import Featurized
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.learners.label_switching import (SwitchLattice, SwitchPlan, all_max_marginals,
@@ -141,6 +142,15 @@ class SSVMAnnealing(Learner):
               "(removed at the end), for unlabeled text that does not fit in memory (empty: "
               "in memory)"),
     )
+
+    def validated(self) -> dict:
+        settings = super().validated()
+        where = settings["scratch_dir"]
+        if where and not os.path.isdir(where):   # before any data is read
+            raise bad_value("scratch_dir", "an existing directory on a disk with room (it "
+                            "holds memory-mapped arrays while training)", where,
+                            type(self).__name__)
+        return settings
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
         U = getattr(problem, "unlabeled", None)

@@ -228,8 +228,16 @@ def test_scratch_dir_maps_the_arrays_and_trains_the_same_model(address_task, tmp
     np.testing.assert_array_equal(in_memory.weights_, batched.weights_)
 
 
-def test_a_missing_scratch_dir_is_a_clear_error(address_task, tmp_path):
-    from tagger.errors import ParameterError
+def test_a_missing_scratch_dir_is_a_usage_error_before_any_data_is_read(tmp_path):
+    from click.testing import CliRunner
 
-    with pytest.raises(ParameterError, match="scratch_dir .* is not a directory"):
-        _annealed(address_task, scratch_dir=str(tmp_path / "nowhere"))
+    from tagger.cli import cli
+
+    missing = tmp_path / "nowhere"
+    args = ["train", str(tmp_path / "never-read.txt"), "--unlabeled",
+            str(tmp_path / "never-read-either.txt"), "--set", f"scratch_dir={missing}", "-o",
+            str(tmp_path / "m.tgm")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2
+    assert "'scratch_dir'" in result.output and "an existing directory" in result.output
+    assert str(missing) in result.output
