@@ -9,8 +9,11 @@ input, each written atomically, so that a shard's output exists only once it is 
 - **The model travels once**: its bytes are scattered to every worker (``broadcast=True``) and
   each worker process loads them once (cached by their digest), not once per shard.
 - **No scheduler given**: a ``LocalCluster`` of ``workers`` processes with one thread each
-  (the kernels use one core per process, as ``--jobs`` does), forked where the platform can,
-  after the model is loaded and its kernels compiled here, so that the workers start ready.
+  (the kernels use one core per process, as ``--jobs`` does), started by ``spawn``: each
+  imports the package and loads the kernels itself. Forking them from this process, which
+  starts ready workers sooner, is not safe: the scheduler's threads run here, and a child
+  forked while one of them holds a lock (an output stream's, while it logs) waits for it
+  forever (seen: a forked worker hung writing to standard error).
 
 Why Dask: it is what the scientific Python stack already runs on (numpy, pandas, scikit-learn's
 joblib backend), a ``LocalCluster`` needs nothing installed but the package, its scheduler
@@ -72,12 +75,8 @@ def _client(scheduler: str | None, workers: int):
                           ) from None
     if scheduler:
         return Client(scheduler), None
-    import multiprocessing as mp
-
-    # forked, the worker processes start with this process's imports, its compiled kernels
-    # and the loaded model (in _MODELS); spawned, each would import and load them again
-    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-    with dask.config.set({"distributed.worker.multiprocessing-method": method}):
+    # spawned, not forked: see the module docstring
+    with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}):
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                dashboard_address=None)
     return Client(cluster), cluster
@@ -119,11 +118,6 @@ def tag_shards(model_path, inputs, output_dir, scheduler: str | None = None,
         return results
     model_bytes = tagger.to_bytes()
     digest = hashlib.sha256(model_bytes).hexdigest()
-    if scheduler is None:  # a local cluster's workers are forked from here: ready to tag
-        from tagger.parallel import warm_up
-
-        warm_up(tagger)
-        _MODELS[digest] = tagger
     client, cluster = _client(scheduler, workers)
     try:
         from dask.distributed import as_completed
