@@ -8,12 +8,14 @@ input, each written atomically, so that a shard's output exists only once it is 
   (``.tagger-*.part``) is removed once every shard is whole.
 - **The model travels once**: its bytes are scattered to every worker (``broadcast=True``) and
   each worker process loads them once (cached by their digest), not once per shard.
-- **No scheduler given**: a ``LocalCluster`` of ``workers`` processes with one thread each
-  (the kernels use one core per process, as ``--jobs`` does), started by ``spawn``: each
-  imports the package and loads the kernels itself. Forking them from this process, which
-  starts ready workers sooner, is not safe: the scheduler's threads run here, and a child
-  forked while one of them holds a lock (an output stream's, while it logs) waits for it
-  forever (seen: a forked worker hung writing to standard error).
+- **No scheduler given**: a local scheduler and ``workers`` worker processes with one thread
+  each (the kernels use one core per process, as ``--jobs`` does). Where this process runs no
+  other thread yet (the command line), the workers are forked *before* the scheduler starts,
+  after the model is loaded and its kernels compiled, so they start ready to tag. Forking
+  once the scheduler's threads run is not safe (a child forked while one of them holds a lock,
+  an output stream's while it logs, waits for it forever: seen in a test run), and neither is
+  forking beside a caller's own threads; then Dask spawns the workers, and each imports the
+  package and loads the kernels itself.
 
 Why Dask: it is what the scientific Python stack already runs on (numpy, pandas, scikit-learn's
 joblib backend), a ``LocalCluster`` needs nothing installed but the package, its scheduler
@@ -66,7 +68,7 @@ def expand_inputs(patterns) -> list[str]:
     return shards
 
 
-def _client(scheduler: str | None, workers: int):
+def _client(scheduler: str | None, workers: int, tagger, digest: str):
     try:
         import dask
         from dask.distributed import Client, LocalCluster
@@ -75,11 +77,87 @@ def _client(scheduler: str | None, workers: int):
                           ) from None
     if scheduler:
         return Client(scheduler), None
-    # spawned, not forked: see the module docstring
+    import multiprocessing as mp
+    import threading
+
+    if threading.active_count() == 1 and "fork" in mp.get_all_start_methods():
+        return _forked_cluster(workers, tagger, digest)
+    # other threads run here: spawned workers (see the module docstring)
     with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}):
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                dashboard_address=None)
     return Client(cluster), cluster
+
+
+class _ForkedWorkers:
+    """A scheduler in this process and worker processes forked before it started."""
+
+    def __init__(self, cluster, processes):
+        self.cluster, self.processes = cluster, processes
+
+    def close(self) -> None:
+        # closing the scheduler closes its workers, which tidy up and exit
+        self.cluster.close()
+        for p in self.processes:
+            p.join(10)
+            if p.is_alive():
+                p.terminate()
+                p.join(5)
+
+
+def _forked_cluster(workers: int, tagger, digest: str):
+    """``workers`` processes forked from this one while it runs no other thread (the model
+    loaded, its kernels compiled), then a scheduler they join."""
+    import multiprocessing as mp
+
+    from dask.distributed import Client, LocalCluster
+
+    from tagger.parallel import warm_up
+
+    warm_up(tagger)
+    _MODELS[digest] = tagger
+    ctx = mp.get_context("fork")
+    pipes, processes = [], []
+    for _ in range(workers):
+        ours, theirs = ctx.Pipe()
+        p = ctx.Process(target=_serve, args=(theirs,), daemon=True)
+        p.start()
+        theirs.close()
+        pipes.append(ours)
+        processes.append(p)
+    cluster = LocalCluster(n_workers=0, processes=True, dashboard_address=None)
+    try:
+        for pipe in pipes:
+            pipe.send(cluster.scheduler_address)
+            pipe.close()
+        client = Client(cluster)
+        client.wait_for_workers(workers, timeout=120)
+    except BaseException:
+        _ForkedWorkers(cluster, processes).close()
+        raise
+    return client, _ForkedWorkers(cluster, processes)
+
+
+def _serve(pipe) -> None:
+    """A forked worker process: a Dask worker of one thread at the address it is sent."""
+    import asyncio
+    import logging
+
+    from distributed import Worker
+
+    from tagger import jit
+
+    jit.set_threads(1)
+    # as quiet as a LocalCluster's own workers
+    logging.getLogger("distributed").setLevel(logging.WARNING)
+    address = pipe.recv()
+    pipe.close()
+
+    async def run():
+        async with Worker(address, nthreads=1) as worker:
+            await worker.finished()
+
+    asyncio.run(run())
 
 
 def _tag_shard(model_bytes: bytes, digest: str, shard: str, output: str, options: dict) -> str:
@@ -118,7 +196,7 @@ def tag_shards(model_path, inputs, output_dir, scheduler: str | None = None,
         return results
     model_bytes = tagger.to_bytes()
     digest = hashlib.sha256(model_bytes).hexdigest()
-    client, cluster = _client(scheduler, workers)
+    client, cluster = _client(scheduler, workers, tagger, digest)
     try:
         from dask.distributed import as_completed
 

@@ -158,3 +158,41 @@ def test_annealing_with_no_scheduler_at_the_address_says_so(monkeypatch):
     unlabeled = load_corpus(ROOT / "corpora" / "recipes_unlabeled.txt", "text", labeled=False)
     with pytest.raises(TaggerError, match="no Dask scheduler answers at tcp://127.0.0.1:9"):
         tg.fit(train, unlabeled=unlabeled[:20])
+
+
+def test_workers_are_forked_only_while_no_other_thread_runs(model, shards, tmp_path,
+                                                            monkeypatch):
+    """A fresh process (the command line) forks ready workers before the scheduler starts;
+    a process with other threads running gets spawned workers (forking beside threads can
+    leave a child waiting for a lock forever). Both give the outputs of tagging each file."""
+    import subprocess
+    import sys
+    import threading
+
+    import tagger.distributed as distributed
+
+    out = tmp_path / "forked"
+    code = ("import sys, tagger.distributed as d\n"
+            "used = []\n"
+            "real = d._forked_cluster\n"
+            "d._forked_cluster = lambda *a: (used.append(1), real(*a))[1]\n"
+            "d.tag_shards(sys.argv[1], sys.argv[2], sys.argv[3], workers=2)\n"
+            "print(len(used))\n")
+    done = subprocess.run([sys.executable, "-c", code, str(model), str(shards), str(out)],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["1"]
+    assert done.stderr == ""
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        monkeypatch.setattr(distributed, "_forked_cluster", lambda *a: pytest.fail("forked"))
+        spawned = tmp_path / "spawned"
+        tag_shards(model, str(shards), spawned, workers=2)
+    finally:
+        stop.set()
+        other.join()
+    for shard in sorted(shards.iterdir()):
+        expected = _expected(model, shard, tmp_path)
+        assert (out / shard.name).read_text() == expected
+        assert (spawned / shard.name).read_text() == expected
