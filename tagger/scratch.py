@@ -93,3 +93,39 @@ class ScratchSpace:
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
             self.root = None
+
+
+def available_memory(proc: Path = Path("/proc"),
+                     cgroups: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """Bytes this process can still take: the system's available memory (``MemAvailable``),
+    or less where its memory cgroup (v1 or v2) sets a lower limit; None where neither can be
+    read. (``proc`` and ``cgroups`` are where those file systems are mounted.)"""
+    found = []
+    try:
+        with open(proc / "meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+    except OSError:
+        pass
+    try:
+        with open(proc / "self" / "cgroup") as fh:
+            entries = [line.rstrip("\n").split(":", 2) for line in fh]
+    except OSError:
+        entries = []
+    for _, controllers, path in entries:
+        if controllers == "memory":        # cgroup v1
+            base = cgroups / "memory" / path.lstrip("/")
+            limit, used = base / "memory.limit_in_bytes", base / "memory.usage_in_bytes"
+        elif controllers == "":            # cgroup v2
+            base = cgroups / path.lstrip("/")
+            limit, used = base / "memory.max", base / "memory.current"
+        else:
+            continue
+        try:
+            cap, now = limit.read_text().strip(), int(used.read_text())
+        except (OSError, ValueError):
+            continue
+        if cap.isdigit() and int(cap) < 2**60:
+            found.append(max(int(cap) - now, 0))
+    return min(found) if found else None

@@ -48,18 +48,19 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 
 import numpy as np
 
 from tagger.constraints import ViolationState
-from tagger.errors import ParameterError, bad_value
+from tagger.errors import ParameterError, TaggerWarning, bad_value
 from tagger.features import Featurized
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.learners.label_switching import (SwitchLattice, SwitchPlan, all_max_marginals,
                                              label_switching, no_constraints, path_scores)
 from tagger.learners.sdm_solver import SDMSolver
 from tagger.learners.unlabeled_decoding import unlabeled_decoding
-from tagger.scratch import ScratchSpace
+from tagger.scratch import ScratchSpace, available_memory
 
 
 def _concat(X1: Featurized, X2: Featurized, scratch: ScratchSpace) -> Featurized:
@@ -167,6 +168,8 @@ class SSVMAnnealing(Learner):
         best = {"score": -math.inf, "w": None, "imputed": np.zeros(L, np.int64)}
         clock = Stopwatch()
         scratch = getattr(problem, "scratch", None) or ScratchSpace()
+        if not scratch.on_disk:
+            _warn_if_short_of_memory(U, problem.model.n_labels, settings["max_working_set"])
         decoding = unlabeled_decoding(problem.model, U, getattr(problem, "constraints", None),
                                       settings["scheduler"], settings["partitions"], scratch)
         try:
@@ -291,6 +294,21 @@ class SSVMAnnealing(Learner):
         if best["w"] is None:  # no dev set and select = "dev": the last weights
             best["w"] = solver.weights()
             best["imputed"] = np.bincount(yU, minlength=L)
+
+
+def _warn_if_short_of_memory(U: Featurized, n_labels: int, max_working_set: int) -> None:
+    """A warning, before the run starts, when the arrays that grow with the unlabeled text
+    (working sets, lattices, state scores, the joined features) will not fit in the memory
+    left: ``scratch_dir`` keeps them in files."""
+    need = (U.n_tokens * (4 * max_working_set + 5 * 8 * n_labels + 16)
+            + U.n_sentences * 16 * max_working_set + 4 * int(U.indptr[-1]))
+    free = available_memory()
+    if free is not None and need > free:
+        warnings.warn(TaggerWarning(
+            f"training on {U.n_sentences:,} unlabeled sentences needs about {need / 2**20:,.0f} "
+            f"MB more for their working sets and lattices, and about {free / 2**20:,.0f} MB "
+            f"are left: give --set scratch_dir=DIR (a directory on a disk with room) to keep "
+            f"them in memory-mapped files there"), stacklevel=2)
 
 
 def _selection_score(row: dict) -> float:

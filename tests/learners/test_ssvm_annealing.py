@@ -241,3 +241,51 @@ def test_a_missing_scratch_dir_is_a_usage_error_before_any_data_is_read(tmp_path
     assert result.exit_code == 2
     assert "'scratch_dir'" in result.output and "an existing directory" in result.output
     assert str(missing) in result.output
+
+
+def test_short_of_memory_warns_and_names_scratch_dir(address_task, tmp_path, monkeypatch):
+    import warnings
+
+    import tagger.learners.ssvm_annealing as annealing
+    from tagger.errors import TaggerWarning
+
+    def said(**params) -> list[str]:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            _annealed(address_task, **params)
+        return [str(w.message) for w in seen
+                if issubclass(w.category, TaggerWarning) and "scratch_dir" in str(w.message)]
+
+    monkeypatch.setattr(annealing, "available_memory", lambda: 1000)
+    short = said()
+    assert len(short) == 1 and "30 unlabeled sentences" in short[0]
+    assert "scratch_dir=DIR" in short[0]
+    assert said(scratch_dir=str(tmp_path)) == []          # in files already: nothing to say
+    monkeypatch.setattr(annealing, "available_memory", lambda: None)   # unknown: silent
+    assert said() == []
+
+
+def test_available_memory_takes_the_tighter_of_the_system_and_the_cgroup(tmp_path):
+    from tagger.scratch import available_memory
+
+    proc, groups = tmp_path / "proc", tmp_path / "cgroup"
+    (proc / "self").mkdir(parents=True)
+    (proc / "meminfo").write_text("MemTotal: 8000000 kB\nMemAvailable: 4000000 kB\n")
+    (proc / "self" / "cgroup").write_text("5:cpu:/job\n4:memory:/job\n")
+    assert available_memory(proc, groups) == 4000000 * 1024     # no cgroup files: the system
+    v1 = groups / "memory" / "job"
+    v1.mkdir(parents=True)
+    (v1 / "memory.limit_in_bytes").write_text("1000000000\n")
+    (v1 / "memory.usage_in_bytes").write_text("300000000\n")
+    assert available_memory(proc, groups) == 700000000
+    (v1 / "memory.limit_in_bytes").write_text(str(2**63 - 4096))  # v1's "no limit"
+    assert available_memory(proc, groups) == 4000000 * 1024
+    (proc / "self" / "cgroup").write_text("0::/user/job\n")       # v2
+    v2 = groups / "user" / "job"
+    v2.mkdir(parents=True)
+    (v2 / "memory.max").write_text("500000000\n")
+    (v2 / "memory.current").write_text("600000000\n")
+    assert available_memory(proc, groups) == 0                     # over its limit already
+    (v2 / "memory.max").write_text("max\n")
+    assert available_memory(proc, groups) == 4000000 * 1024
+    assert available_memory(tmp_path / "none", tmp_path / "none") is None
