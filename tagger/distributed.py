@@ -11,7 +11,7 @@ input, each written atomically, so that a shard's output exists only once it is 
 - **No scheduler given**: a local scheduler and ``workers`` worker processes with one thread
   each (the kernels use one core per process, as ``--jobs`` does). Where this process runs no
   other thread yet (the command line), the workers are forked *before* the scheduler starts,
-  after the model is loaded and its kernels compiled, so they start ready to tag. Forking
+  after the model is loaded (they load its kernels while the scheduler starts). Forking
   once the scheduler's threads run is not safe (a child forked while one of them holds a lock,
   an output stream's while it logs, waits for it forever: seen in a test run), and neither is
   forking beside a caller's own threads; then Dask spawns the workers, and each imports the
@@ -107,20 +107,17 @@ class _ForkedWorkers:
 
 def _forked_cluster(workers: int, tagger, digest: str):
     """``workers`` processes forked from this one while it runs no other thread (the model
-    loaded, its kernels compiled), then a scheduler they join."""
+    loaded), then a scheduler they join. Each loads the kernels while the scheduler starts."""
     import multiprocessing as mp
 
     from dask.distributed import Client, LocalCluster
 
-    from tagger.parallel import warm_up
-
-    warm_up(tagger)
     _MODELS[digest] = tagger
     ctx = mp.get_context("fork")
     pipes, processes = [], []
     for _ in range(workers):
         ours, theirs = ctx.Pipe()
-        p = ctx.Process(target=_serve, args=(theirs,), daemon=True)
+        p = ctx.Process(target=_serve, args=(theirs, digest), daemon=True)
         p.start()
         theirs.close()
         pipes.append(ours)
@@ -138,16 +135,19 @@ def _forked_cluster(workers: int, tagger, digest: str):
     return client, _ForkedWorkers(cluster, processes)
 
 
-def _serve(pipe) -> None:
-    """A forked worker process: a Dask worker of one thread at the address it is sent."""
+def _serve(pipe, digest: str) -> None:
+    """A forked worker process: the kernels of the model ``digest`` loaded, then a Dask worker
+    of one thread at the address it is sent."""
     import asyncio
     import logging
 
     from distributed import Worker
 
     from tagger import jit
+    from tagger.parallel import warm_up
 
     jit.set_threads(1)
+    warm_up(_MODELS[digest])
     # as quiet as a LocalCluster's own workers
     logging.getLogger("distributed").setLevel(logging.WARNING)
     address = pipe.recv()
