@@ -233,6 +233,8 @@ def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats,
             if down != n_i:
                 ws_alpha[i, down] = 0.0 if delta >= cap else ws_alpha[i, down] - delta
             stats[1] += 1
+            if it + 1 == max_inner:
+                break  # the visit's last step: nothing reads the scores after it
             if table:
                 sentence_state_scores_table(layout, X, w, a, b, attr_row, ptable, state)
             else:
