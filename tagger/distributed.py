@@ -36,6 +36,8 @@ from tagger.errors import TaggerError
 
 #: the worker process's models, by the digest of their bytes
 _MODELS: dict[str, object] = {}
+#: how long forked local workers may take to join the scheduler
+WORKER_START_SECONDS = 120
 
 
 @dataclass
@@ -95,11 +97,11 @@ class _ForkedWorkers:
     def __init__(self, cluster, processes):
         self.cluster, self.processes = cluster, processes
 
-    def close(self) -> None:
+    def close(self, wait: float = 10.0) -> None:
         # closing the scheduler closes its workers, which tidy up and exit
         self.cluster.close()
         for p in self.processes:
-            p.join(10)
+            p.join(wait)
             if p.is_alive():
                 p.terminate()
                 p.join(5)
@@ -128,9 +130,16 @@ def _forked_cluster(workers: int, tagger, digest: str):
             pipe.send(cluster.scheduler_address)
             pipe.close()
         client = Client(cluster)
-        client.wait_for_workers(workers, timeout=120)
-    except BaseException:
-        _ForkedWorkers(cluster, processes).close()
+        client.wait_for_workers(workers, timeout=WORKER_START_SECONDS)
+    except BaseException as exc:
+        dead = [p.exitcode for p in processes if p.exitcode is not None]
+        _ForkedWorkers(cluster, processes).close(wait=0.0)
+        if isinstance(exc, (TimeoutError, BrokenPipeError)):   # a worker died or hung
+            why = (f"{len(dead)} of them exited (codes {dead})" if dead else
+                   f"they did not join within {WORKER_START_SECONDS} s")
+            raise TaggerError(f"the {workers} local Dask workers did not start: {why}; run "
+                              f"again, or give --scheduler ADDRESS of a running "
+                              f"cluster") from None
         raise
     return client, _ForkedWorkers(cluster, processes)
 

@@ -196,3 +196,23 @@ def test_workers_are_forked_only_while_no_other_thread_runs(model, shards, tmp_p
         expected = _expected(model, shard, tmp_path)
         assert (out / shard.name).read_text() == expected
         assert (spawned / shard.name).read_text() == expected
+
+
+def test_local_workers_that_die_at_start_are_a_clear_error(model, shards, tmp_path):
+    """A forked worker that exits before joining the scheduler ends the command with one
+    line naming what happened, not a broken-pipe traceback or a wait."""
+    import subprocess
+    import sys
+
+    code = ("import os, sys, tagger.distributed as d\n"
+            "from tagger.errors import TaggerError\n"
+            "d._serve = lambda pipe, digest: os._exit(3)\n"
+            "try:\n"
+            "    d.tag_shards(sys.argv[1], sys.argv[2], sys.argv[3], workers=2)\n"
+            "except TaggerError as exc:\n"
+            "    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(model), str(shards),
+                           str(tmp_path / "out")], capture_output=True, text=True, check=True,
+                          timeout=120)
+    assert done.stdout.startswith("the 2 local Dask workers did not start: 2 of them exited "
+                                  "(codes [3, 3])")
