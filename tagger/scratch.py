@@ -20,8 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from tagger.errors import ParameterError
-
 
 class Appender:
     """An array built batch by batch along its first axis: in memory (a list joined at the
@@ -57,18 +55,14 @@ class Appender:
 
 class ScratchSpace:
     """Arrays in memory (``directory`` None or empty) or memory-mapped in a fresh directory
-    under ``directory``; see the module docstring."""
+    under ``directory``, an existing one (``ssvm-annealing`` checks its ``scratch_dir``
+    before any data is read); see the module docstring."""
 
     def __init__(self, directory: str | Path | None = None):
         self.root: Path | None = None
         self.count = 0
         if directory:
-            base = Path(directory)
-            if not base.is_dir():
-                raise ParameterError(f"scratch_dir {str(base)!r} is not a directory; create it "
-                                     f"or name an existing one (it holds memory-mapped arrays "
-                                     f"while training)")
-            self.root = Path(tempfile.mkdtemp(prefix="tagger-scratch-", dir=base))
+            self.root = Path(tempfile.mkdtemp(prefix="tagger-scratch-", dir=directory))
 
     @property
     def on_disk(self) -> bool:

@@ -64,7 +64,8 @@ class UnlabeledBatches:
         if self.sentence_cuts[-1] == 0:
             raise CorpusFormatError("the unlabeled data contains no sentences")
         self.views = views.finish()           # (N, n_views)
-        self.lengths = lengths.finish()
+        self.offsets = scratch.zeros("unlabeled-offsets", self.sentence_cuts[-1] + 1, np.int64)
+        np.cumsum(lengths.finish(), out=self.offsets[1:])
         self._ind = None if ind is None else ind.finish()   # (N, n_rows)
 
     @property
@@ -75,16 +76,11 @@ class UnlabeledBatches:
         """Each batch's (view ids (n_views, n) contiguous, offsets)."""
         for k in range(len(self.cuts) - 1):
             a, b = self.cuts[k], self.cuts[k + 1]
-            offsets = np.zeros(self.sentence_cuts[k + 1] - self.sentence_cuts[k] + 1, np.int64)
-            np.cumsum(self.lengths[self.sentence_cuts[k]:self.sentence_cuts[k + 1]],
-                      out=offsets[1:])
+            offsets = self.offsets[self.sentence_cuts[k]:self.sentence_cuts[k + 1] + 1] - a
             yield np.ascontiguousarray(self.views[a:b].T), offsets
 
     def featurize(self) -> Featurized:
         """The featurized sentences (after the fit), batch by batch into the scratch space."""
-        n = self.sentence_cuts[-1]
-        offsets = self.scratch.zeros("unlabeled-offsets", n + 1, np.int64)
-        np.cumsum(self.lengths, out=offsets[1:])
         indptr = self.scratch.zeros("unlabeled-indptr", self.n_tokens + 1, np.int64)
         attrs = self.scratch.appender("unlabeled-attrs", np.int32)
         done = 0
@@ -95,7 +91,7 @@ class UnlabeledBatches:
             done += int(part.indptr[-1])
             attrs.append(part.attrs)
         self.views = None   # the view ids are spent
-        return Featurized(indptr, attrs.finish(), offsets)
+        return Featurized(indptr, attrs.finish(), self.offsets)
 
     def indicators(self):
         """The constraints' token indicators of every sentence (a ``TokenIndicators``)."""
@@ -107,6 +103,4 @@ class UnlabeledBatches:
             a, b = self.cuts[k], self.cuts[k + 1]
             ind[:, a:b] = self._ind[a:b].T
         self._ind = None
-        offsets = np.zeros(self.sentence_cuts[-1] + 1, np.int64)
-        np.cumsum(self.lengths, out=offsets[1:])
-        return TokenIndicators(ind, offsets)
+        return TokenIndicators(ind, self.offsets)

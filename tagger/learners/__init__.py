@@ -44,15 +44,12 @@ _REGISTRY = (
 )
 _MODULES = {module.replace("_", "-"): (module, name) for module, name in _REGISTRY}
 _learners: dict[str, type[Learner]] | None = None
-_one: dict[str, type[Learner]] = {}
 
 
 def _load() -> dict[str, type[Learner]]:
     global _learners
     if _learners is None:
-        classes = [getattr(importlib.import_module(f"tagger.learners.{module}"), name)
-                   for module, name in _REGISTRY]
-        _learners = {cls.name: cls for cls in classes}
+        _learners = {name: get_learner(name) for name in _MODULES}
     return _learners
 
 
@@ -66,10 +63,8 @@ def get_learner(name: str) -> type[Learner]:
     if name not in _MODULES:
         raise ParameterError(f"unknown learner {name!r}; available: "
                              f"{', '.join(sorted(_MODULES))}")
-    if name not in _one:
-        module, cls = _MODULES[name]
-        _one[name] = getattr(importlib.import_module(f"tagger.learners.{module}"), cls)
-    return _one[name]
+    module, cls = _MODULES[name]
+    return getattr(importlib.import_module(f"tagger.learners.{module}"), cls)
 
 
 def parse_settings(name: str, pairs) -> dict:

@@ -181,9 +181,9 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
             else:
                 new = y[r0 - 1] if np.random.random() < 0.5 else y[r1]
             made += 1
-            # the counts change inside the run and at its ends (O(C (r1 - r0))); the hinge
-            # from the backward rows the move changed; the kept lattices are redone only if
-            # the move is taken
+            # the counts change inside the run and at its ends (O(C (r1 - r0))), and the hinge
+            # is scored from the kept rows around the run; the kept lattices are redone only
+            # if the move is taken
             F0 = labeling_score(state[a:b], trans, y[a:b])
             if has_pen:
                 run_phi(y, ind, a, b, r0, r1, new, kind, mask, other, row, segs[s], phi[s],
