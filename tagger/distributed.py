@@ -6,8 +6,10 @@ input, each written atomically, so that a shard's output exists only once it is 
   command after a failure (a killed worker, a lost machine) does only what is left. Dask itself
   reruns the tasks of a worker that dies during the run; the partial file such a worker leaves
   (``.tagger-*.part``) is removed once every shard is whole.
-- **The model travels once**: its bytes are scattered to every worker (``broadcast=True``) and
-  each worker process loads them once (cached by their digest), not once per shard.
+- **The model travels once**: its bytes (the model file's own, when given a path) are scattered
+  to every worker (``broadcast=True``) and each worker process loads them once (cached by
+  their digest), not once per shard. Local workers forked from this process hold the loaded
+  model already and get nothing.
 - **No scheduler given**: a local scheduler and ``workers`` worker processes with one thread
   each (the kernels use one core per process, as ``--jobs`` does). Where this process runs no
   other thread yet (the command line), the workers are forked *before* the scheduler starts,
@@ -71,6 +73,7 @@ def expand_inputs(patterns) -> list[str]:
 
 
 def _client(scheduler: str | None, workers: int, tagger, digest: str):
+    """(client, cluster to close or None, whether the workers hold the model already)."""
     try:
         import dask
         from dask.distributed import Client, LocalCluster
@@ -78,17 +81,17 @@ def _client(scheduler: str | None, workers: int, tagger, digest: str):
         raise TaggerError("sharded tagging needs Dask: pip install 'sparse-m3n-tagger[dask]'"
                           ) from None
     if scheduler:
-        return Client(scheduler), None
+        return Client(scheduler), None, False
     import multiprocessing as mp
     import threading
 
     if threading.active_count() == 1 and "fork" in mp.get_all_start_methods():
-        return _forked_cluster(workers, tagger, digest)
+        return (*_forked_cluster(workers, tagger, digest), True)
     # other threads run here: spawned workers (see the module docstring)
     with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}):
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                dashboard_address=None)
-    return Client(cluster), cluster
+    return Client(cluster), cluster, False
 
 
 class _ForkedWorkers:
@@ -169,8 +172,10 @@ def _serve(pipe, digest: str) -> None:
     asyncio.run(run())
 
 
-def _tag_shard(model_bytes: bytes, digest: str, shard: str, output: str, options: dict) -> str:
-    """Runs on a worker: the shard tagged into ``output`` (atomically)."""
+def _tag_shard(model_bytes: bytes | None, digest: str, shard: str, output: str,
+               options: dict) -> str:
+    """Runs on a worker: the shard tagged into ``output`` (atomically). ``model_bytes`` is
+    None on a forked local worker, which holds the model from before the fork."""
     from tagger import jit
     from tagger.api import Tagger
     from tagger.tagging import tag_file
@@ -191,7 +196,10 @@ def tag_shards(model_path, inputs, output_dir, scheduler: str | None = None,
     finishes."""
     from tagger.api import Tagger
 
-    tagger = model_path if isinstance(model_path, Tagger) else Tagger.load(model_path)
+    if isinstance(model_path, Tagger):
+        tagger, model_bytes = model_path, None
+    else:   # the file's bytes are the model's: no second serialization to ship it
+        tagger, model_bytes = Tagger.load(model_path), Path(model_path).read_bytes()
     shards = expand_inputs(inputs)
     out_dir = Path(output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -203,13 +211,15 @@ def tag_shards(model_path, inputs, output_dir, scheduler: str | None = None,
             progress(r)
     if not todo:
         return results
-    model_bytes = tagger.to_bytes()
+    if model_bytes is None:
+        model_bytes = tagger.to_bytes()
     digest = hashlib.sha256(model_bytes).hexdigest()
-    client, cluster = _client(scheduler, workers, tagger, digest)
+    client, cluster, forked = _client(scheduler, workers, tagger, digest)
     try:
         from dask.distributed import as_completed
 
-        model = client.scatter(model_bytes, broadcast=True)
+        # forked workers hold the model already; others get its bytes once each
+        model = None if forked else client.scatter(model_bytes, broadcast=True)
         futures = {client.submit(_tag_shard, model, digest, s, o, options, pure=False,
                                  key=f"tag-{digest[:12]}-{os.path.basename(s)}"): (s, o)
                    for s, o in todo}
