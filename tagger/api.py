@@ -217,10 +217,13 @@ class Tagger:
                                          [sentences[i] for i in held], progress,
                                          dev_what=HELD_OUT)
         cls = type(learner)
-        return selection.run_path(learner, problem, self._strength_default(cls),
-                                  cls.strength[1], int(self.seed),
-                                  HELD_OUT, progress,
-                                  float(self.max_seconds), refit=False, mix=self._mixes(cls))
+        path = selection.run_path(learner, problem, self._strength_default(cls),
+                                  cls.strength[1], int(self.seed), HELD_OUT, progress,
+                                  float(self.max_seconds), mix=self._mixes(cls))
+        # all the sentences are trained as the kept weights were (e.g. the stages that scored
+        # best on the held-out part), but what the user set stays
+        learner.settings.update({k: v for k, v in path.recipe.items() if k not in self.params})
+        return path
 
     def _keep(self, learner, featurizer: Featurizer, labels: LabelIndex, model: ChainModel,
               w: np.ndarray) -> np.ndarray:

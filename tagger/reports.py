@@ -116,7 +116,9 @@ def selection_text(sel: dict | None) -> str:
     return (f"regularization chosen on the {sel['scored_on']} (--set {sel['param']}=VALUE "
             f"fixes it):\n{path_table(sel['rows'], sel['param'])}\n"
             f"chose {sel['param']}={sel['value']:g}"
-            + "".join(f", {k}={v:g}" for k, v in sel.get("mix", {}).items()) + "\n")
+            + "".join(f", {k}={v:g}" for k, v in sel.get("mix", {}).items())
+            + ("; trained with " + ", ".join(f"{k}={v:g}" for k, v in sel["recipe"].items())
+               if sel.get("recipe") else "") + "\n")
 
 
 def learner_choice_text(choice: dict | None) -> str:
@@ -136,14 +138,17 @@ def learner_choice_text(choice: dict | None) -> str:
 
 
 def path_table(rows: list[dict], param: str) -> str:
-    """The regularization path, one line per value."""
+    """The regularization path, one line per value: the deciding dev score (chunk F1 for
+    chunks, else accuracy), token accuracy beside chunk F1, non-zeros and seconds."""
     score = "dev_f1" if "dev_f1" in rows[0] else "dev_acc"
-    lines = [f"{param:>12}  {score:>7}  {'dev_acc':>7}  {'nonzero':>9}  {'seconds':>8}"]
+    cols = [score] + (["dev_acc"] if score != "dev_acc" else [])
+    lines = [f"{param:>12}  " + "".join(f"{c:>7}  " for c in cols)
+             + f"{'nonzero':>9}  {'seconds':>8}"]
     for r in rows:
         seconds = f"{r['seconds']:>8.1f}" if "seconds" in r else f"{'-':>8}"  # not saved
         mix = "".join(f"  (+ {k}={v:g})" for k, v in r.get("mix", {}).items())
-        lines.append(f"{r['value']:>12g}  {r[score]:>7.2f}  {r['dev_acc']:>7.2f}  "
-                     f"{r['nonzero']:>9d}  {seconds}"
+        lines.append(f"{r['value']:>12g}  " + "".join(f"{r[c]:>7.2f}  " for c in cols)
+                     + f"{r['nonzero']:>9d}  {seconds}"
                      + ("  *" if r.get("selected") else "") + mix)
     return "\n".join(lines)
 

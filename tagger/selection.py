@@ -85,6 +85,10 @@ class Path:
     weights: np.ndarray | None = None    # of the best point
     trace: list[dict] = field(default_factory=list)   # the best point's training trace
     notes: list[str] = field(default_factory=list)
+    #: the learner settings, beside the strength and mix, that trained the kept weights (a
+    #: path's cheaper ones, or what the refit chose on dev): they train the model on all the
+    #: data after a held-out path
+    recipe: dict = field(default_factory=dict)
 
     @property
     def value(self) -> float:
@@ -102,20 +106,21 @@ class Path:
             info["mix"] = self.mix
         if self.notes:
             info["notes"] = list(self.notes)
+        if self.recipe:
+            info["recipe"] = dict(self.recipe)
         return info
 
 
 def run_path(learner, problem, default: float, direction: int, seed: int, scored_on: str,
              report: Callable[[dict], None] | None = None, max_seconds: float = 0.0,
-             started: float | None = None, refit: bool = True, mix: bool = True) -> Path:
+             started: float | None = None, mix: bool = True) -> Path:
     """Train ``learner`` along the path on ``problem`` (whose ``dev_score`` scores a point).
 
     ``started`` is the ``time.perf_counter()`` that ``max_seconds`` counts from (default:
     now). A learner whose ``path_settings`` train the points more cheaply (fewer iterations)
-    trains the chosen point again with its own settings, warm-started, when ``refit``
-    (:func:`_refit`); without it (a held-out path, whose choice is trained again on all the
-    data anyway) the learner is left with its own settings. ``mix``: walk the learner's L2 mix
-    too (not when the user set it)."""
+    trains the chosen point again with its own settings, warm-started (:func:`_refit`), and
+    keeps whichever scores better; ``Path.recipe`` says which settings trained the kept
+    weights. ``mix``: walk the learner's L2 mix too (not when the user set it)."""
     started = time.perf_counter() if started is None else started
     param = learner.strength[0]
     values = grid(default, direction)
@@ -169,7 +174,8 @@ def run_path(learner, problem, default: float, direction: int, seed: int, scored
     learner.settings.update(full)
     learner.settings[param] = path.value
     learner.settings.update(path.mix)
-    if full and refit:
+    path.recipe = dict(cheap)   # unless the refit below does better
+    if full:
         if max_seconds and time.perf_counter() - started >= max_seconds:
             path.notes.append(f"--max-seconds {max_seconds:g} was spent before the chosen "
                               f"point could be trained to the learner's own settings; the "
@@ -232,6 +238,7 @@ def _refit(learner, problem, path: "Path", seed: int) -> None:
     if main_score(row) >= main_score(path.rows[path.best]):
         path.weights, path.trace = w, list(learner.trace_)
         path.rows[path.best] = row
+        path.recipe = dict(learner.chosen_)
     else:   # not a warning: the path's cheaper weights simply scored better
         path.rows[path.best]["refit_score"] = main_score(row)
 

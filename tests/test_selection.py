@@ -48,6 +48,7 @@ class _Learner:
 
     def __init__(self):
         self.settings, self.trace_, self.calls = {"c": 1.0}, [], []
+        self.chosen_ = {}
         self.warm_start = False
 
     def fit(self, problem, seed=0, w0=None):
@@ -212,6 +213,19 @@ def test_train_without_dev_holds_out_a_tenth(tmp_path):
     assert r.exit_code == 0, r.output
     assert "chosen on the held-out tenth of the training data" in r.stderr
     assert "trained m3n-subgradient (features chunk) on 74 sentences" in r.stderr
+
+
+def test_without_dev_all_sentences_are_trained_as_the_kept_held_out_weights_were():
+    from tagger import Tagger, read_corpus
+
+    train = list(read_corpus(SAMPLE))
+    tg = Tagger(select=True).fit(train)
+    sel = tg.info_["selection"]
+    assert tg.info_["learner"] == "m3n-owlqn" and sel["recipe"]
+    assert {k: tg.info_["params"][k] for k in sel["recipe"]} == sel["recipe"]
+    # a setting the user gave is kept over the recipe
+    mine = Tagger(select=True, params={"stages": 3}).fit(train)
+    assert mine.info_["params"]["stages"] == 3
 
 
 @pytest.mark.parametrize("fixed", [["--set", "radius=500"], ["--no-select"]])
@@ -389,11 +403,11 @@ def test_cheap_path_points_then_the_chosen_one_trained_fully(longer_helps):
     if longer_helps:
         assert path.weights[1] == 5.0 and chosen["refit"] and chosen["dev_acc"] == 3.4
         assert path.trace == [{"epoch": 5}] and not path.notes
+        assert path.recipe == {}   # the learner's own settings trained the kept weights
     else:
         assert path.weights[1] == 1.0 and "refit" not in chosen and chosen["dev_acc"] == 3.0
         assert chosen["refit_score"] == pytest.approx(2.6) and not path.notes
-    held = selection.run_path(_CheapPathLearner(), problem, 1.0, 1, 0, "dev data", refit=False)
-    assert held.weights[1] == 1.0 and held.rows[held.best]["value"] == 8.0
+        assert path.recipe == {"budget": 1}   # the path's cheaper settings did
 
 
 def test_train_walks_the_mix_unless_c2_is_set(tmp_path):

@@ -135,6 +135,9 @@ class Learner:
         # __init__ stores, fit validates
         self.settings = {p.name: kwargs.get(p.name, p.default) for p in self.params}
         self.trace_: list[dict] = []
+        #: settings a learner chose on the dev data while training (e.g. how many stages),
+        #: which train the same model on other data: see tagger.selection
+        self.chosen_: dict = {}
 
     @classmethod
     def param(cls, name: str) -> Param:
@@ -165,7 +168,7 @@ class Learner:
 
     def fit(self, problem: TrainingProblem, seed: int = 0, w0: np.ndarray | None = None) -> np.ndarray:
         settings = self.validated()
-        self.trace_ = []
+        self.trace_, self.chosen_ = [], {}
         return self._fit(problem, settings, seed, w0)
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int,

@@ -45,6 +45,7 @@ from tagger.inference.max_product import loss_augmented_viterbi_batch_into
 from tagger.learners.base import Param, Stopwatch, TrainingProblem
 from tagger.learners.crf_base import CRFLearner, quasi_newton_params, with_l2
 from tagger.learners.owlqn import OWLQN, Convergence
+from tagger.selection import main_score
 
 
 def hinge(problem: TrainingProblem, w: np.ndarray, cost: float) -> float:
@@ -87,9 +88,11 @@ class M3NOWLQN(CRFLearner):
     name = "m3n-owlqn"
     strength = ("c1", 1)  # the regularization parameter, +1: larger is stronger
     #: a path ranks strengths by the first stage alone (the softmax-margin at tau = 1, whose
-    #: dev scores measured as good as the later stages' on citations and UD English GUM); the
-    #: chosen point then runs every stage
-    path_settings = {"stages": 1, "epochs": 100}
+    #: dev scores measured as good as the later stages' on citations and UD English GUM),
+    #: stopped once 10 iterations lower its objective by less than 0.3 % (on GUM the dev scores
+    #: there are within 0.05 of those after 100 iterations, in under half the iterations); the
+    #: chosen point then runs its stages to the learner's own rule
+    path_settings = {"stages": 1, "epochs": 100, "delta": 3e-3}
     #: the path then tries an L2 term at the chosen c1 (the elastic net), kept if it helps
     mix = "c2"
     #: the scores are max-margin scores, not log-probabilities
@@ -109,6 +112,11 @@ class M3NOWLQN(CRFLearner):
               "by the stages; a stage ends early when OWL-QN converges)", low=1),
         Param("gap", 0.01, float, "stop once the certified gap P(w) - D is at most this "
               "fraction of P(w)", low=0.0),
+        Param("select", "dev", str, "with dev data, the weights of the stage that scores best "
+              "on it, stopping after the first stage that scores lower (colder stages fit the "
+              "training hinge more closely, which can score lower on new text); 'last': the "
+              "last stage's weights, the closest to the certified optimum",
+              choices=("dev", "last")),
     ) + quasi_newton_params(400)
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
@@ -119,6 +127,9 @@ class M3NOWLQN(CRFLearner):
         clock = Stopwatch()
         n_stages, budget = settings["stages"], settings["epochs"]
         tau, it, best_dual = settings["tau"], 0, -np.inf
+        # the stage scoring best on dev so far: (score, weights, its row)
+        selecting = settings["select"] == "dev" and problem.dev_score is not None
+        best = (-np.inf, None, None)
         for stage in range(1, n_stages + 1):
             fun.temperature = tau
             opt = OWLQN(with_l2(fun, c2), w, c1, settings["memory"])
@@ -135,12 +146,20 @@ class M3NOWLQN(CRFLearner):
                 cert = self._certificate(problem, fun, w, settings, best_dual)
                 best_dual = cert["dual"]
                 done = cert["rel_gap"] <= settings["gap"]
-                self._row(problem, it, stage, tau, opt.objective, w, fun.n_evals, clock,
-                          **cert, converged=done)
+                row = self._row(problem, it, stage, tau, opt.objective, w, fun.n_evals, clock,
+                                **cert, converged=done)
                 break
+            if selecting:
+                if main_score(row) <= best[0]:
+                    break   # colder and no better on dev: the stages after it would fit closer
+                best = (main_score(row), w.copy(), row)
+                self.chosen_ = {"stages": stage, "epochs": it}
             if done or it >= budget:
                 break
             tau *= settings["tau_factor"]
+        if selecting:
+            best[2]["selected"] = True
+            return best[1]
         return w
 
     @staticmethod
@@ -166,3 +185,4 @@ class M3NOWLQN(CRFLearner):
             row.update(problem.dev_score(w))
         row["time"] = round(clock(), 2)
         self._report(problem, row)
+        return row

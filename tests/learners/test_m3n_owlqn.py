@@ -95,3 +95,29 @@ def test_the_gap_rule_stops_early_and_elastic_net_bounds_hold():
         bound = dual_bound(g, fun.expected_misses, 1.0, c1, c2)
         for u in (w, v, np.zeros_like(w)):
             assert bound <= hinge(problem, u, 1.0) + c1 * np.abs(u).sum() + c2 * u @ u + 1e-9
+
+
+def test_with_dev_data_the_best_stage_is_kept_and_the_stages_stop_after_a_worse_one():
+    problem = _problem(3)
+    settings = dict(c1=0.3, stages=5, epochs=500, gap=0.0)
+    seen = []
+
+    def record(w):
+        seen.append(w.copy())
+        return {"dev_acc": 0.0}
+
+    problem.dev_score = record
+    last = LEARNERS["m3n-owlqn"](**settings, select="last")
+    last.fit(problem)
+    ends = [i for i, r in enumerate(last.trace_) if "gap" in r]
+    assert len(ends) == 5   # one dev_score call per trace row: the rows' weights are seen[i]
+    stage2 = seen[ends[1]]
+    assert not np.array_equal(seen[ends[2]], stage2)
+    # a dev score that peaks exactly at the end of stage 2
+    problem.dev_score = lambda w: {"dev_acc": -float(np.abs(w - stage2).sum())}
+    chosen = LEARNERS["m3n-owlqn"](**settings)
+    w = chosen.fit(problem)
+    rows = [r for r in chosen.trace_ if "gap" in r]
+    assert [r["stage"] for r in rows] == [1, 2, 3]   # stopped after the first worse stage
+    assert np.array_equal(w, stage2)
+    assert [r.get("selected", False) for r in rows] == [False, True, False]
