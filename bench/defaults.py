@@ -111,7 +111,8 @@ def worker_ours(job: dict) -> dict:
     sel = tg.info_.get("selection") or {}
     return {"seconds": seconds, "model_bytes": size, "n_nonzero": tg.n_nonzero_,
             "test": score([s.labels for s in test], tg.predict(test), job["chunk"]),
-            "chosen": {sel.get("param", "?"): sel.get("value")},
+            "chosen": {sel.get("param", "?"): sel.get("value"), **sel.get("mix", {})},
+            "recipe": sel.get("recipe", {}),
             "scored_on": sel.get("scored_on"), "path_points": len(sel.get("rows", [])),
             "path": sel.get("rows", []), "learner": tg.info_["learner"],
             "learner_choice": tg.info_.get("learner_choice")}
