@@ -66,6 +66,9 @@ def train_summary(tagger, model_path: str, size: int) -> str:
     info = tagger.info_
     final = info.get("final", {})
     dev_txt = ", ".join(f"{k} {final[k]}" for k in ("dev_f1", "dev_acc") if k in final)
+    # a learner that kept one of its stages by the dev score says which
+    kept = (f" (stage {final['stage']}, iteration {final['epoch']}: the best stage on dev)"
+            if final.get("selected") and "stage" in final else "")
     seconds = info.get("featurize_seconds", 0) + info.get("train_seconds", 0)
     return (
         f"trained {info['learner']} (features {tagger.featurizer_.spec.name}) on "
@@ -73,7 +76,7 @@ def train_summary(tagger, model_path: str, size: int) -> str:
         f"{seconds:.1f} s (featurize {info.get('featurize_seconds', 0):.1f} s)\n"
         f"parameters {info['n_params']}, non-zero weights {info['n_nonzero']}, "
         f"labels {len(tagger.labels_)}\n"
-        + (f"dev of the saved weights: {dev_txt}\n" if dev_txt else "")
+        + (f"dev of the saved weights{kept}: {dev_txt}\n" if dev_txt else "")
         + selection_text(info.get("selection"))
         + evidence_text(info.get("evidence"))
         + learner_choice_text(info.get("learner_choice"))

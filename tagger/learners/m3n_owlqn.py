@@ -135,7 +135,8 @@ class M3NOWLQN(CRFLearner):
         n_stages, budget = settings["stages"], settings["epochs"]
         tau, it, best_dual = settings["tau"], 0, -np.inf
         # the stage scoring best on dev so far: (score, weights, its row)
-        selecting = settings["select"] == "dev" and problem.dev_score is not None
+        selecting = (settings["select"] == "dev" and problem.dev_score is not None
+                     and n_stages > 1)
         best = (-np.inf, None, None)
         for stage in range(1, n_stages + 1):
             fun.temperature = tau

@@ -121,3 +121,21 @@ def test_with_dev_data_the_best_stage_is_kept_and_the_stages_stop_after_a_worse_
     assert [r["stage"] for r in rows] == [1, 2, 3]   # stopped after the first worse stage
     assert np.array_equal(w, stage2)
     assert [r.get("selected", False) for r in rows] == [False, True, False]
+
+
+@pytest.mark.parametrize("select", ["dev", "last"])
+def test_the_summary_says_which_stage_was_kept(tmp_path, select):
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from tagger.cli import cli
+
+    corpora = Path(__file__).resolve().parents[2] / "corpora"
+    r = CliRunner().invoke(cli, ["train", str(corpora / "sample_chunk.txt"), "--dev",
+                                 str(corpora / "sample_chunk_dev.txt"), "--no-select", "--set",
+                                 f"select={select}", "-o", str(tmp_path / "m.tgm")],
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    line = next(ln for ln in r.stderr.splitlines() if ln.startswith("dev of the saved weights"))
+    assert ("the best stage on dev" in line) == (select == "dev")
