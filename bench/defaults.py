@@ -293,14 +293,16 @@ def main(argv: list[str]) -> int:
     import tempfile
 
     results = {"machine": mach, "tasks": {}}
+    out = Path(args.json) if args.json else C.BENCH / "out" / "defaults.json"
     with tempfile.TemporaryDirectory(prefix="tagger-defaults-") as tmp:
         for task in args.tasks:
             res = run_task(task, args, d, Path(tmp))
             results["tasks"][task] = res
             print_task(task, res)
             sys.stdout.flush()
+            # written after every task: a run of several hours that is stopped keeps its tables
+            C.write_json(out, results)
     print(f"load average at the end: {C.load_average()}")
-    C.write_json(Path(args.json) if args.json else C.BENCH / "out" / "defaults.json", results)
     return 0
 
 
