@@ -173,12 +173,11 @@ def worker_crfsuite(job: dict) -> dict:
     _GRID.update(feats={id(s): attributes(s) for s in itertools.chain(train, dev, test)},
                  fit_part=fit_part, dev=dev, chunk=job["chunk"], model=job["model"])
     c1s, c2s = GRIDS[job["grid"]]
-    grid = list(itertools.product(c1s, c2s))
+    grid, jobs = list(itertools.product(c1s, c2s)), job.get("jobs", 1)
     t0 = time.perf_counter()
     # Forked workers share the attribute lists instead of pickling them; the grid's order is
     # kept so that "first of the best" does not depend on the number of jobs.
-    with ProcessPoolExecutor(job.get("jobs", 1),
-                             mp_context=multiprocessing.get_context("fork")) as pool:
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
         points = list(pool.map(_crfsuite_point, *zip(*grid)))
     grid_wall = time.perf_counter() - t0
     best = max(points, key=lambda p: p["dev"])   # first of the best: the grid's order
@@ -188,7 +187,7 @@ def worker_crfsuite(job: dict) -> dict:
     seconds = _crfsuite_fit(train, best["c1"], best["c2"], model)
     counts = C.crfsuite_model_counts(model)
     return {"seconds": seconds, "grid_seconds": sum(p["seconds"] for p in points),
-            "grid_wall_seconds": grid_wall, "grid_jobs": job.get("jobs", 1),
+            "grid_wall_seconds": grid_wall, "grid_jobs": jobs,
             "model_bytes": os.path.getsize(model),
             "n_nonzero": counts["n_nonzero"], "chosen": {"c1": best["c1"], "c2": best["c2"]},
             "test": score([s.labels for s in test], _crfsuite_tag(model, test), job["chunk"]),
@@ -246,8 +245,8 @@ def run_task(task: str, args, d: Path, work: Path) -> dict:
     systems += [(f"ours {x} (auto)", {"system": "ours", "learner": x})
                 for x in args.learners if x != args.default_learner]
     if not args.no_crfsuite:
-        systems.append(("crfsuite tuned", {"system": "crfsuite", "grid": args.grid,
-                                            "jobs": args.grid_jobs}))
+        systems.append(("crfsuite tuned",
+                        {"system": "crfsuite", "grid": args.grid, "jobs": args.grid_jobs}))
     for name, extra in systems:
         slug = name.replace(" ", "-").replace("(", "").replace(")", "")
         job = dict(base, **extra, model=str(work / f"{task}-{slug}.model"))
@@ -266,8 +265,7 @@ def print_task(task: str, res: dict) -> None:
         chosen = ", ".join(f"{k}={v:g}" for k, v in r["chosen"].items() if v is not None)
         if "grid_seconds" in r:
             chosen += (f" (grid of {len(r['points'])}: {r['grid_seconds']:.0f} s, "
-                       f"{r.get('grid_wall_seconds', r['grid_seconds']):.0f} s wall with "
-                       f"{r.get('grid_jobs', 1)} at once)")
+                       f"{r['grid_wall_seconds']:.0f} s wall with {r['grid_jobs']} at once)")
         elif r.get("scored_on"):
             chosen += f" on {r['scored_on']} ({r['path_points']} points)"
         table.append([name, f"{r['test']:.2f}", C.fmt_int(r["n_nonzero"]),
