@@ -12,7 +12,7 @@ LEARNER:key=value`` overrides them; a plain ``--set key=value`` is for the ``our
 Every system is trained on CoNLL-2000 train.txt with the ``chunk`` preset's templates (the
 CRFsuite rows get the same attributes as strings) in its own process, so that its peak RSS
 (``wait4``'s ``ru_maxrss``) is its own, and evaluated on test.txt with
-``tagger.metrics.evaluate`` (conlleval's chunk F1). Columns:
+``tagger.evaluation.metrics.evaluate`` (conlleval's chunk F1). Columns:
 
 - training seconds: ``Tagger.fit`` (featurisation + learning) for ours; building the
   attribute strings + ``Trainer.append`` + ``Trainer.train`` for CRFsuite;
@@ -161,7 +161,7 @@ def evaluate_ours(model_path: str, test, gold) -> dict:  # any of our learners
     import numpy as np
 
     from tagger.inference.max_product import viterbi_batch_into
-    from tagger.metrics import evaluate
+    from tagger.evaluation.metrics import evaluate
 
     tg = Tagger.load(model_path)
     pred = tg.predict(test)
@@ -193,7 +193,7 @@ def evaluate_ours(model_path: str, test, gold) -> dict:  # any of our learners
 def evaluate_crfsuite(model_path: str, test, gold, attributes: str) -> dict:
     import pycrfsuite
 
-    from tagger.metrics import evaluate
+    from tagger.evaluation.metrics import evaluate
 
     fn = C.attribute_function("chunk", attributes)
     tagger = pycrfsuite.Tagger()

@@ -177,7 +177,7 @@ def _crfsuite(train, test) -> float:
     import pycrfsuite
 
     from tagger.features import FeatureSpec, Featurizer
-    from tagger.metrics import evaluate
+    from tagger.evaluation.metrics import evaluate
 
     fz = Featurizer(FeatureSpec.load("citation"))
     trainer = pycrfsuite.Trainer(verbose=False)

@@ -60,9 +60,9 @@ def log(msg):
 
 def setup(train):
     from tagger.features import FeatureSpec, Featurizer
-    from tagger.labels import LabelIndex
+    from tagger.evaluation.labels import LabelIndex
     from tagger.learners import TrainingProblem
-    from tagger.model import ChainModel
+    from tagger.chain.layout import ChainModel
 
     spec = FeatureSpec.load("chunk")
     t0 = time.perf_counter()
@@ -75,7 +75,7 @@ def setup(train):
 
 
 def f1_of(pred_fn, test):
-    from tagger.metrics import evaluate
+    from tagger.evaluation.metrics import evaluate
 
     return 100 * evaluate([s.labels for s in test], pred_fn(test))["f1"]
 
@@ -130,7 +130,7 @@ def run_crfsuite(name, c, train, test, problem, fz, labels, workdir):
     attr_id = {fz.attribute_name(a): a for a in range(fz.n_attributes)}
     w = np.zeros(model.n_weights)
     lab = {name_: i for i, name_ in enumerate(labels.labels)}
-    from tagger.model import param_index
+    from tagger.chain.layout import param_index
 
     missing = 0
     for (attr, label), value in info.state_features.items():
@@ -142,7 +142,7 @@ def run_crfsuite(name, c, train, test, problem, fz, labels, workdir):
         w[p] = value
     for (i, j), value in info.transitions.items():
         w[model.n_state + lab[i] * L + lab[j]] = value
-    from tagger.learners.crf_objective import CRFObjective
+    from tagger.learners.solvers.crf_objective import CRFObjective
 
     nll, _ = CRFObjective(model, problem.X, problem.y)(w)
     ours = nll + (params["c2"] * float(w @ w) + params["c1"] * float(np.abs(w).sum()))

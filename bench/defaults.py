@@ -94,7 +94,7 @@ def load(spec: dict) -> list:
 
 
 def score(gold: list, pred: list, chunk: bool) -> float:
-    from tagger.metrics import evaluate
+    from tagger.evaluation.metrics import evaluate
 
     m = evaluate(gold, pred, chunk_level=chunk)
     return 100 * (m["f1"] if chunk else m["accuracy"])
@@ -161,7 +161,7 @@ def worker_crfsuite(job: dict) -> dict:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from tagger import selection
+    from tagger.training import selection
 
     train, test = load(job["train"]), load(job["test"])
     attributes = C.attribute_function(job["preset"], "featurizer")

@@ -127,10 +127,10 @@ def spacy_table(model: str, test: Path, work: Path) -> tuple[list, dict]:
     import spacy
     from spacy.tokens import Doc
 
-    import tagger.spacy_component  # noqa: F401  (registers the factory without an install)
+    import tagger.integrations.spacy_component  # noqa: F401  (registers the factory without an install)
     from tagger import Tagger
     from tagger.io import gc_paused, load_corpus, read_corpus, write_corpus
-    from tagger.labels import bio_spans
+    from tagger.evaluation.labels import bio_spans
     from tagger.io.sources import without_gold
 
     sents = load_corpus(test)

@@ -5,7 +5,7 @@
                                 [--limit N] [--json PATH]
 
 ``synthetic``: the slides' setting, 2000 state weights (1000 real-valued inputs x 2 labels, 30
-relevant in correlated groups; ``tagger.synthetic``, the KDD'09 generator) and 4 transition
+relevant in correlated groups; ``tagger.training.synthetic``, the KDD'09 generator) and 4 transition
 weights; 1000 training and 1000 test sequences of length 8 from one generating CRF. ``np``:
 CoNLL-2000 NP chunking with the ``np-chunk-large`` preset (about 4.0 million candidate
 weights), trained on train.txt and scored on test.txt.
@@ -78,7 +78,7 @@ def log(msg):
 
 def synthetic_data(seed):
     from tagger.learners import TrainingProblem
-    from tagger.synthetic import generate
+    from tagger.training.synthetic import generate
 
     data = generate(n_sequences=2000, length=8, n_features=1000, n_relevant=30, seed=seed)
     Xtr, ytr = data.subset(np.arange(1000))
@@ -102,10 +102,10 @@ def synthetic_data(seed):
 def np_data(limit):
     from tagger.io import read_corpus
     from tagger.features import FeatureSpec, Featurizer
-    from tagger.labels import LabelIndex
+    from tagger.evaluation.labels import LabelIndex
     from tagger.learners import TrainingProblem
-    from tagger.metrics import evaluate
-    from tagger.model import ChainModel
+    from tagger.evaluation.metrics import evaluate
+    from tagger.chain.layout import ChainModel
 
     root = C.corpora() / "conll2000"
     spec = FeatureSpec.load("np-chunk-large")

@@ -94,7 +94,7 @@ def to_docbin(path: Path, out: Path) -> None:
     from spacy.tokens import Doc, DocBin, Span
 
     from tagger.io import load_corpus
-    from tagger.labels import bio_spans
+    from tagger.evaluation.labels import bio_spans
 
     nlp = spacy.blank("en")
     db = DocBin()

@@ -3,7 +3,7 @@
     python bench/synthetic.py [--quick] [--learners NAME,...] [--sets 10] [--folds N]
                               [--json PATH] [--png DIR]
 
-Data: ``tagger.synthetic.generate_sets`` (10 sets of 1000 sequences from 10 generating CRFs,
+Data: ``tagger.training.synthetic.generate_sets`` (10 sets of 1000 sequences from 10 generating CRFs,
 d = 100 real-valued inputs, 30 relevant in 10 correlated groups, length 8, binary labels).
 Every learner is called by name through ``tagger.learners.LEARNERS`` on the same data, so
 learners registered later become rows without changes here (a learner with none of the
@@ -41,7 +41,7 @@ import _common as Cm  # noqa: E402
 
 from tagger.inference import viterbi_batch  # noqa: E402
 from tagger.learners import LEARNERS, TrainingProblem  # noqa: E402
-from tagger.synthetic import generate, generate_sets, kfold_parts, true_error  # noqa: E402
+from tagger.training.synthetic import generate, generate_sets, kfold_parts, true_error  # noqa: E402
 
 #: regularization constant and grid per learner (fixed settings alongside)
 GRIDS = {

@@ -104,7 +104,7 @@ def log(msg: str) -> None:
 
 def accuracy_ours(model: str, sets: dict) -> dict:
     from tagger.api import Tagger
-    from tagger.metrics import evaluate
+    from tagger.evaluation.metrics import evaluate
 
     tg = Tagger.load(model)
     out = {"n_nonzero": tg.n_nonzero_}
@@ -116,7 +116,7 @@ def accuracy_ours(model: str, sets: dict) -> dict:
 def accuracy_crfsuite(model: str, preset: str, sets: dict) -> dict:
     import pycrfsuite
 
-    from tagger.metrics import evaluate
+    from tagger.evaluation.metrics import evaluate
 
     fn = C.attribute_function(preset, "featurizer")
     tagger = pycrfsuite.Tagger()

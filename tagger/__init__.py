@@ -11,7 +11,7 @@ _LAZY = {
     "FeatureSpec": ("tagger.features", "FeatureSpec"),
     "read_corpus": ("tagger.io", "read_corpus"),
     "write_corpus": ("tagger.io", "write_corpus"),
-    "evaluate": ("tagger.metrics", "evaluate"),
+    "evaluate": ("tagger.evaluation.metrics", "evaluate"),
     "LEARNERS": ("tagger.learners", "LEARNERS"),
 }
 

@@ -23,18 +23,18 @@ from tagger.features import Featurized, FeatureSpec, Featurizer
 from tagger.inference import forward_backward_batch
 from tagger.inference.max_product import viterbi_batch_into
 from tagger.io.sources import as_sentences
-from tagger.labels import LabelIndex, is_bio
+from tagger.evaluation.labels import LabelIndex, is_bio
 from tagger.learners import AUTO, DEFAULT_LEARNER, get_learner
-from tagger.metrics import by_vocabulary, evaluate as evaluate_labels, word_set
-from tagger.model import ChainModel
-from tagger.model_header import check_header
-from tagger import selection
-from tagger.reports import inspect_report, jsonable
-from tagger.scratch import ScratchSpace
+from tagger.evaluation.metrics import by_vocabulary, evaluate as evaluate_labels, word_set
+from tagger.chain.layout import ChainModel
+from tagger.model.header import check_header
+from tagger.training import selection
+from tagger.model.inspect import inspect_report, jsonable
+from tagger.io.scratch import ScratchSpace
 from tagger.sentence import Sentence
-from tagger.training_data import (HELD_OUT, build_problem, check_columns, conllu_label_info,
+from tagger.training.data import (HELD_OUT, build_problem, check_columns, conllu_label_info,
                                   constraint_set, labeled_list)
-from tagger.serialize import load_model_file, save_model_file
+from tagger.model.files import load_model_file, save_model_file
 
 #: sentences featurized and decoded together when tagging a stream
 TAG_BATCH = 4096
@@ -71,13 +71,13 @@ class Tagger:
     learner
         a learner name (see ``tagger.learners.LEARNERS``), or ``"auto"``: train each of
         ``AUTO_CANDIDATES`` with its own choice of strength and keep the best on dev
-        (:mod:`tagger.learner_choice`)
+        (:mod:`tagger.training.auto`)
     params
         the learner's parameters (its table: ``tagger learners``)
     seed
         makes training deterministic
     select
-        choose the regularization strength (:mod:`tagger.selection`): a warm-started path
+        choose the regularization strength (:mod:`tagger.training.selection`): a warm-started path
         scored on the dev data, or on a held-out tenth of the training data without dev data.
         Only when ``params`` does not set the strength and the learner has one (``tagger
         train`` selects by default; ``--no-select`` turns it off)
@@ -122,7 +122,7 @@ class Tagger:
             if unlabeled is not None or constraints is not None:
                 raise TaggerError("learner 'auto' trains on labeled data only; name "
                                   "ssvm-annealing for unlabeled data and constraints")
-            from tagger.learner_choice import fit_auto
+            from tagger.training.auto import fit_auto
 
             return fit_auto(self, sentences, dev, progress, test)
         learner_cls = get_learner(self.learner)
@@ -239,7 +239,7 @@ class Tagger:
     def _problem(self, sentences, dev, progress, unlabeled=None, constraints=None, test=None,
                  dev_what="dev data", scratch=None):
         """(train list, featurizer, labels, problem): see
-        :func:`tagger.training_data.build_problem`."""
+        :func:`tagger.training.data.build_problem`."""
         spec = self.features if isinstance(self.features, FeatureSpec) else FeatureSpec.load(self.features)
         return build_problem(spec, sentences, dev, progress, unlabeled, constraints, test,
                              dev_what, scratch)
@@ -304,7 +304,7 @@ class Tagger:
         The batch is featurized and scored once (attribute lookup fused with scoring) and
         decoded by one kernel call: Viterbi, or with ``constraints`` (a constraint file, a
         :class:`~tagger.constraints.ConstraintSet` or one compiled for this model's labels)
-        the constrained decoder of :mod:`tagger.constrained`. With ``marginals`` the node
+        the constrained decoder of :mod:`tagger.constraints.decoding`. With ``marginals`` the node
         marginals of the model's Gibbs distribution come from forward-backward over the same
         scores (meaningful as probabilities for CRF models only: see
         :attr:`probabilistic_`). Empty sentences take no rows."""
@@ -324,7 +324,7 @@ class Tagger:
             ids = np.empty(int(E.offsets[-1]), dtype=np.int32)
             viterbi_batch_into(state, E.offsets, trans, ids, np.empty(len(nonempty)))
         else:
-            from tagger.constrained import constrained_decode
+            from tagger.constraints.decoding import constrained_decode
 
             compiled = self.compile_constraints(constraints)
             ids, _ = constrained_decode(state, E.offsets, trans, compiled,
@@ -343,7 +343,7 @@ class Tagger:
     def predict(self, sentences: Iterable[Sentence], constraints=None) -> list[list[str]]:
         """Predicted label sequences, one per sentence (under ``constraints``, a constraint
         file or :class:`~tagger.constraints.ConstraintSet`, when given: see
-        :mod:`tagger.constrained`)."""
+        :mod:`tagger.constraints.decoding`)."""
         out: list[list[str]] = []
         for _, labels in self.tag_stream(sentences, constraints=constraints):
             out.append(labels)
@@ -545,7 +545,7 @@ class Tagger:
 
     def inspect(self, top: int = 10) -> dict:
         """Parameter counts, the strongest state features per label, and transitions
-        (:func:`tagger.reports.inspect_report`)."""
+        (:func:`tagger.model.inspect.inspect_report`)."""
         self._check_fitted()
         return inspect_report(self, top)
 

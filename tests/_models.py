@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tagger.serialize import load_model_file
+from tagger.model.files import load_model_file
 
 
 def same_model(a, b) -> bool:

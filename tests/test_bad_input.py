@@ -23,7 +23,7 @@ from tagger.cli import cli
 from tagger.constraints import ConstraintSet
 from tagger.constraints.language import _COMMON_KEYS, _RULE_KEYS, CORPUS_RULES, INSTANCE_RULES
 from tagger.errors import ConstraintError
-from tagger.serialize import HEADER_NAME, load_model_file, save_model_file
+from tagger.model.files import HEADER_NAME, load_model_file, save_model_file
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "corpora" / "sample_chunk.txt"

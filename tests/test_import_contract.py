@@ -93,12 +93,12 @@ def test_the_check_catches_a_private_import(tmp_path):
     # package and the shared settings are not
     fake = tmp_path / "tagger" / "learners" / "example_learner.py"
     fake.parent.mkdir(parents=True)
-    fake.write_text("from tagger.model import _hidden, ChainModel\n"
+    fake.write_text("from tagger.chain.layout import _hidden, ChainModel\n"
                     "from tagger._config import NUMBA_OPTS\n"
                     "from tagger.inference._impl import viterbi\n"
                     "from tagger.learners._helpers import project\n"
                     "from .example_learner import _own\n")
     found = violations(fake, tmp_path)
     assert len(found) == 2
-    assert "_hidden from tagger.model" in found[0]
+    assert "_hidden from tagger.chain.layout" in found[0]
     assert "private module tagger.inference._impl" in found[1]

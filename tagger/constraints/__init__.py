@@ -20,7 +20,7 @@ d = max(0, |r_c - p_c| - tolerance_c). The penalty is rho_c * d (``shape = "line
 rho_c * d^2 (``"squared"``); a corpus penalty is further multiplied by the number of sequences,
 so that a weight means the same for a corpus term as for one instance term per sequence. Hard
 constraints get a very large rho (chosen by the caller: ``hard_weight``) and, at tag time, are
-enforced exactly where the expanded-state Viterbi of :mod:`tagger.constrained` can.
+enforced exactly where the expanded-state Viterbi of :mod:`tagger.constraints.decoding` can.
 """
 
 from tagger.constraints.language import (CHANGES, CONTAINS, CORPUS_RULES, COUNT_SEGMENTS,

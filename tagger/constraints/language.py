@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 
-from tagger import toml_file
+from tagger.io import toml_file
 from tagger.errors import ConstraintError
 
 if TYPE_CHECKING:

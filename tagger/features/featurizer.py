@@ -324,7 +324,7 @@ class Featurizer:
 
     # ---- persistence (arrays + JSON-able meta; no pickle)
     def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
-        from tagger.serialize import pack_strings
+        from tagger.model.files import pack_strings
 
         arrays: dict[str, np.ndarray] = {"feat.attr_keys": self.attr_keys_}
         sizes = []
@@ -339,7 +339,7 @@ class Featurizer:
 
     @classmethod
     def from_arrays(cls, meta: dict, arrays: dict[str, np.ndarray]) -> "Featurizer":
-        from tagger.serialize import unpack_strings
+        from tagger.model.files import unpack_strings
 
         spec = FeatureSpec.from_dict(meta["spec"], name=meta.get("name", "custom"))
         self = cls(spec)

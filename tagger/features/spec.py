@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 
-from tagger import toml_file
+from tagger.io import toml_file
 from tagger.errors import FeatureSpecError
 
 UNKNOWN, BEFORE, AFTER = 0, 1, 2

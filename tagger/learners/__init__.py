@@ -17,7 +17,7 @@ from tagger.learners.base import Learner, Param, TrainingProblem
 #: the L1-M3N in penalized form by OWL-QN: exact zeros, a certified gap, and across the
 #: tasks measured (bench/defaults.py) the most accurate of our learners where they differ
 DEFAULT_LEARNER = "m3n-owlqn"
-#: the name that asks training to choose between learners (tagger.learner_choice), and the
+#: the name that asks training to choose between learners (tagger.training.auto), and the
 #: learners it chooses between: the max-margin and the likelihood objective, both L1 with
 #: exact zeros and a strength the path can choose
 AUTO = "auto"

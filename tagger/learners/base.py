@@ -17,8 +17,8 @@ import numpy as np
 
 from tagger.errors import ParameterError, bad_value
 from tagger.features import Featurized
-from tagger.model import ChainModel
-from tagger.progress import duration_text
+from tagger.chain.layout import ChainModel
+from tagger.cli.progress import duration_text
 
 log = logging.getLogger("tagger.train")
 
@@ -102,7 +102,7 @@ class TrainingProblem:
     unlabeled: Featurized | None = None
     constraints: Any = None
     report_score: Callable[[np.ndarray], dict] | None = None
-    # where large per-token arrays go (tagger.scratch.ScratchSpace): memory, or memory-mapped
+    # where large per-token arrays go (tagger.io.scratch.ScratchSpace): memory, or memory-mapped
     # files with a scratch directory; None: memory
     scratch: Any = None
 
@@ -118,10 +118,10 @@ class Learner:
     params: ClassVar[tuple[Param, ...]] = ()
     #: (parameter, direction) of the regularization strength, direction +1 when a larger
     #: value penalizes more: what a regularization path varies and training can choose
-    #: (tagger.selection); None for a learner that does not choose its strength this way
+    #: (tagger.training.selection); None for a learner that does not choose its strength this way
     strength: ClassVar[tuple[str, int] | None] = None
     #: settings for the points of a regularization path, when they can be trained more
-    #: cheaply than the final model and still rank the strengths (tagger.selection)
+    #: cheaply than the final model and still rank the strengths (tagger.training.selection)
     path_settings: ClassVar[dict] = {}
     #: True for a learner computed in one closed-form step (no ``epochs``, one progress row)
     closed_form: ClassVar[bool] = False
@@ -136,7 +136,7 @@ class Learner:
         self.settings = {p.name: kwargs.get(p.name, p.default) for p in self.params}
         self.trace_: list[dict] = []
         #: settings a learner chose on the dev data while training (e.g. how many stages),
-        #: which train the same model on other data: see tagger.selection
+        #: which train the same model on other data: see tagger.training.selection
         self.chosen_: dict = {}
 
     @classmethod
@@ -186,7 +186,7 @@ class Learner:
         if eta:
             parts.append(f"eta<={eta}")
         key, bound = self.progress_counter
-        # the record carries the row itself, for progress bars (tagger.console)
+        # the record carries the row itself, for progress bars (tagger.cli.console)
         log.info("%s: %s", self.name, " ".join(parts),
                  extra={"row": row, "learner": self.name, "counter": key,
                         "total": self.settings.get(bound), "first": len(self.trace_) == 1})

@@ -37,9 +37,9 @@ from __future__ import annotations
 import numpy as np
 
 from tagger.learners.base import Param, Stopwatch, TrainingProblem
-from tagger.learners.crf_base import CRFLearner, l2_param, with_l2
-from tagger.learners.crf_objective import WorkingSetObjective
-from tagger.learners.owlqn import OWLQN, Convergence
+from tagger.learners.solvers.crf_base import CRFLearner, l2_param, with_l2
+from tagger.learners.solvers.crf_objective import WorkingSetObjective
+from tagger.learners.solvers.owlqn import OWLQN, Convergence
 
 
 def violators(g: np.ndarray, active: np.ndarray, c1: float, free: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from tagger.learners.base import TrainingProblem
-from tagger.learners.crf_base import CRFLearner
+from tagger.learners.solvers.crf_base import CRFLearner
 from tagger.learners.crf_grafting import GRAFTING_PARAMS, GraftingWorkingSet
 
 

@@ -3,7 +3,7 @@ or the elastic net with ``c2`` > 0 as well (CRFsuite's ``lbfgs`` with both)::
 
     min_w  L(w) + c1 ||w||_1 + c2 ||w||_2^2
 
-minimised by OWL-QN (Andrew & Gao, ICML 2007; :mod:`tagger.learners.owlqn`) over every weight,
+minimised by OWL-QN (Andrew & Gao, ICML 2007; :mod:`tagger.learners.solvers.owlqn`) over every weight,
 the L2 term joining the smooth part (Zou & Hastie, JRSS B 2005, for the elastic net).
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from tagger.learners.base import Param, Stopwatch, TrainingProblem
-from tagger.learners.crf_base import CRFLearner, l2_param, quasi_newton_params, with_l2
-from tagger.learners.owlqn import OWLQN, Convergence
+from tagger.learners.solvers.crf_base import CRFLearner, l2_param, quasi_newton_params, with_l2
+from tagger.learners.solvers.owlqn import OWLQN, Convergence
 
 
 class CRFL1(CRFLearner):

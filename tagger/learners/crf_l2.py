@@ -18,8 +18,8 @@ import numpy as np
 from scipy.optimize import minimize
 
 from tagger.learners.base import Param, Stopwatch, TrainingProblem
-from tagger.learners.crf_base import CRFLearner, l2_param, quasi_newton_params, with_l2
-from tagger.learners.owlqn import OWLQN, Convergence, dot
+from tagger.learners.solvers.crf_base import CRFLearner, l2_param, quasi_newton_params, with_l2
+from tagger.learners.solvers.owlqn import OWLQN, Convergence, dot
 
 
 class CRFL2(CRFLearner):

@@ -25,7 +25,7 @@ import numpy as np
 
 from tagger.errors import ParameterError
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.model import FeatureBatch, add_joint_features
+from tagger.chain.layout import FeatureBatch, add_joint_features
 
 
 class HMM(Learner):

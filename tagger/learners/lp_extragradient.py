@@ -5,8 +5,8 @@ method (Wang, Shawe-Taylor & Szedmak, AISTATS 2009; docs/algorithms.md section 2
 from __future__ import annotations
 
 from tagger.learners.base import Param
-from tagger.learners.extragradient import ExtragradientSolver
-from tagger.learners.working_set_learner import LP_PARAMS, WorkingSetLearner
+from tagger.learners.solvers.extragradient import ExtragradientSolver
+from tagger.learners.solvers.working_set_learner import LP_PARAMS, WorkingSetLearner
 
 class LPExtragradient(WorkingSetLearner):
     """Large-margin LP with column generation, solved by the extragradient method (Wang,

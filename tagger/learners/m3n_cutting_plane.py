@@ -5,9 +5,9 @@ KDD 2009, Algorithm 1; docs/algorithms.md section 1b).
 from __future__ import annotations
 
 from tagger.learners.base import Param
-from tagger.learners.highs_solver import HighsSolver
-from tagger.learners.working_set_learner import COMMON_PARAMS, TIME_LIMIT, WorkingSetLearner
-from tagger.learners.working_sets import LOSS_AUGMENTED
+from tagger.learners.solvers.highs_solver import HighsSolver
+from tagger.learners.solvers.working_set_learner import COMMON_PARAMS, TIME_LIMIT, WorkingSetLearner
+from tagger.learners.solvers.working_sets import LOSS_AUGMENTED
 
 class M3NCuttingPlane(WorkingSetLearner):
     """L1-M3N by the cutting-plane method with an LP (Zhu, Xing & Zhang, KDD 2009, Algorithm 1).

@@ -15,7 +15,7 @@ it alternates
 
 1. M-step (beta fixed): the L2 M3N ``min_gamma lambda ||gamma||^2 + C sum_i R_i(beta * gamma)``,
    i.e. ``(1/2)||gamma||^2 + (C / 2 lambda) sum_i R_i`` on features scaled by beta, solved by the
-   Sequential Dual Method (:class:`tagger.learners.sdm_solver.SDMSolver`) warm-started from the
+   Sequential Dual Method (:class:`tagger.learners.solvers.sdm_solver.SDMSolver`) warm-started from the
    previous M-step's duals (which stay feasible when beta changes);
 2. beta-step (w fixed), closed form: ``beta_k = sqrt(K |w_k| / sum_j |w_j|)`` (the paper prints
    it in gamma, garbled in extraction; this is the minimiser of sum_k w_k^2 / tau_k under the
@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.learners.sdm_solver import SDMSolver, warm_state
+from tagger.learners.solvers.sdm_solver import SDMSolver, warm_state
 
 
 class M3NEM(Learner):

@@ -1,5 +1,5 @@
 """``m3n-l2``: the L2 M3N (structural SVM with Hamming loss) solved in the dual by the
-Sequential Dual Method of :mod:`tagger.learners.sdm_solver`.
+Sequential Dual Method of :mod:`tagger.learners.solvers.sdm_solver`.
 """
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.learners.sdm_solver import SDMSolver, warm_state
+from tagger.learners.solvers.sdm_solver import SDMSolver, warm_state
 
 
 class M3NL2(Learner):

@@ -60,9 +60,9 @@ import numpy as np
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.inference.max_product import labeling_score, loss_augmented_viterbi_into
 from tagger.jit import njit, prange
-from tagger.learners.l1_ball import project_l1_ball_into
+from tagger.learners.solvers.l1_ball import project_l1_ball_into
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.model import (FeatureBatch, SparseAccumulator, add_difference,
+from tagger.chain.layout import (FeatureBatch, SparseAccumulator, add_difference,
                           sentence_state_scores, transitions_of)
 
 

@@ -25,7 +25,7 @@ from tagger._config import NUMBA_OPTS
 from tagger.inference.max_product import labeling_score, viterbi_into
 from tagger.jit import njit
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.model import FeatureBatch, SparseAccumulator, add_difference, sentence_state_scores, \
+from tagger.chain.layout import FeatureBatch, SparseAccumulator, add_difference, sentence_state_scores, \
     transitions_of
 
 

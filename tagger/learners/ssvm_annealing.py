@@ -13,13 +13,13 @@ hard ones with rho = ``hard_weight``).
 Algorithm:
 
 1. w <- supervised L2 SSVM on L alone (C_u = 0), by the Sequential Dual Method
-   (:class:`~tagger.learners.sdm_solver.SDMSolver`, one solver object for the whole run).
+   (:class:`~tagger.learners.solvers.sdm_solver.SDMSolver`, one solver object for the whole run).
 2. For C_u on a geometric schedule from ``cu_start * C`` to ``cu_end * C`` (``steps`` values):
    a. *constraint matching*, w fixed: y_j <- the best labeling under the hard instance rules
-      (exact, by the expanded-state Viterbi of :mod:`tagger.constrained`; plain Viterbi
+      (exact, by the expanded-state Viterbi of :mod:`tagger.constraints.decoding`; plain Viterbi
       without constraints; on a Dask cluster with ``scheduler``, see
-      :mod:`tagger.learners.unlabeled_decoding`); then label switching
-      (:mod:`tagger.learners.label_switching`): pick a
+      :mod:`tagger.learners.solvers.unlabeled_decoding`); then label switching
+      (:mod:`tagger.learners.solvers.label_switching`): pick a
       random unlabeled sequence j, position t and new label; keep the switch if
       ``C_u R_j(w; y_j) + penalties`` falls. The hinge change is exact in O(L): the
       max-marginals M[t, l] of the loss-augmented lattice of sequence j (recomputed only after
@@ -56,11 +56,11 @@ from tagger.constraints import ViolationState
 from tagger.errors import ParameterError, TaggerWarning, bad_value
 from tagger.features import Featurized
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.learners.label_switching import (SwitchLattice, SwitchPlan, all_max_marginals,
+from tagger.learners.solvers.label_switching import (SwitchLattice, SwitchPlan, all_max_marginals,
                                              label_switching, no_constraints, path_scores)
-from tagger.learners.sdm_solver import SDMSolver
-from tagger.learners.unlabeled_decoding import unlabeled_decoding
-from tagger.scratch import ScratchSpace, available_memory
+from tagger.learners.solvers.sdm_solver import SDMSolver
+from tagger.learners.solvers.unlabeled_decoding import unlabeled_decoding
+from tagger.io.scratch import ScratchSpace, available_memory
 
 
 def _concat(X1: Featurized, X2: Featurized, scratch: ScratchSpace) -> Featurized:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tagger.constrained import constrained_decode
+from tagger.constraints.decoding import constrained_decode
 from tagger.constraints import ConstraintSet, ViolationState
 
 from _brute import labelings, path_score, path_scores

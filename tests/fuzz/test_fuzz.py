@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from tagger.cli import cli
 from tagger import Sentence, Tagger
-from tagger.constrained import constrained_decode
+from tagger.constraints.decoding import constrained_decode
 from tagger.constraints import CORPUS_RULES, INSTANCE_RULES, ConstraintSet
 from tagger.constraints.language import PROPERTIES
 from tagger.features import Featurizer, FeatureSpec

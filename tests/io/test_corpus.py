@@ -33,7 +33,7 @@ from tagger.io import (
     write_text,
 )
 from tagger.errors import CorpusFormatError
-from tagger.labels import is_bio
+from tagger.evaluation.labels import is_bio
 
 SAMPLES = Path(__file__).resolve().parents[2] / "corpora"
 
@@ -432,7 +432,7 @@ def test_read_raw_uses_spacy_tokenizer(tmp_path):
 
 
 def test_importing_corpus_does_not_import_spacy():
-    code = "import sys, tagger.io, tagger.labels, tagger.metrics; print('spacy' in sys.modules)"
+    code = "import sys, tagger.io, tagger.evaluation.labels, tagger.evaluation.metrics; print('spacy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -18,7 +18,7 @@ from seqeval.metrics import f1_score as seqeval_f1
 
 from tagger.api import Tagger
 from tagger.io import load_corpus, read_split
-from tagger.metrics import evaluate
+from tagger.evaluation.metrics import evaluate
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner  # noqa: E402
 from datasets import ClassLabel, Dataset, Features, List, Value  # noqa: E402
 
 from _models import same_model  # noqa: E402
-from tagger.cli import cli  # noqa: E402
+from tagger.cli.commands import cli  # noqa: E402
 from tagger import Tagger  # noqa: E402
 from tagger.io import hf  # noqa: E402
 from tagger.io import load_corpus, write_corpus  # noqa: E402

@@ -12,7 +12,7 @@ import pytest
 
 from tagger.features import Featurized
 from tagger.learners import LEARNERS, TrainingProblem
-from tagger.model import ChainModel
+from tagger.chain.layout import ChainModel
 
 from _brute import labelings
 

@@ -17,9 +17,9 @@ from tagger.api import Tagger
 from tagger.errors import TaggerError
 from tagger.features import Featurized, FeatureSpec
 from tagger.learners import LEARNERS, TrainingProblem
-from tagger.learners.crf_objective import CRFObjective
-from tagger.learners.owlqn import OWLQN, pseudo_gradient
-from tagger.model import ChainModel
+from tagger.learners.solvers.crf_objective import CRFObjective
+from tagger.learners.solvers.owlqn import OWLQN, pseudo_gradient
+from tagger.chain.layout import ChainModel
 from tagger.sentence import Sentence
 
 from _brute import labelings, sentence_features
@@ -148,7 +148,7 @@ def test_owlqn_solves_a_lasso_exactly(adaptive_step):
 
 def _problem(train, spec=SPEC):
     from tagger.features import Featurizer
-    from tagger.labels import LabelIndex
+    from tagger.evaluation.labels import LabelIndex
 
     fz = Featurizer(spec).fit(train)
     X = fz.transform(train)
@@ -318,7 +318,7 @@ def test_label_table_maps_gold_labels():
 @pytest.mark.parametrize("real", [False, True])
 @pytest.mark.parametrize("ends", [(), ("ends",)])
 def test_working_set_objective_equals_the_full_one(real, ends):
-    from tagger.learners.crf_objective import WorkingSetObjective
+    from tagger.learners.solvers.crf_objective import WorkingSetObjective
 
     X, y, model, w = random_problem(11, n_sent=6, n_attrs=7, all_pairs=True, real=real)
     rng = np.random.default_rng(3)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from tagger.learners.l1_ball import project_l1_ball, project_l1_ball_into
+from tagger.learners.solvers.l1_ball import project_l1_ball, project_l1_ball_into
 
 # ------------------------------------------------------------------------------ references
 

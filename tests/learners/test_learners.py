@@ -25,11 +25,11 @@ from tagger.api import Tagger
 from tagger.io import read_corpus
 from tagger.errors import ParameterError
 from tagger.features import FeatureSpec, Featurized, Featurizer
-from tagger.labels import LabelIndex
+from tagger.evaluation.labels import LabelIndex
 from tagger.inference import viterbi_batch
 from tagger.learners import LEARNERS, get_learner
 from tagger.learners.base import Learner, TrainingProblem
-from tagger.model import ChainModel
+from tagger.chain.layout import ChainModel
 from tagger.sentence import Sentence
 
 from _brute import labelings
@@ -482,9 +482,9 @@ def test_l2_variant_stays_in_its_ball(lam, chunk_sample):
 
 def _tiny_problem(seed: int):
     from tagger.features import Featurizer
-    from tagger.labels import LabelIndex
+    from tagger.evaluation.labels import LabelIndex
     from tagger.learners.base import TrainingProblem
-    from tagger.model import ChainModel
+    from tagger.chain.layout import ChainModel
 
     rng = np.random.default_rng(seed)
     vocab = ["p", "q", "r", "s"]

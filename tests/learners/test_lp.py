@@ -15,8 +15,8 @@ from scipy.optimize import linprog
 
 from tagger.features import Featurized
 from tagger.learners import LEARNERS, TrainingProblem
-from tagger.model import ChainModel
-from tagger.synthetic import generate
+from tagger.chain.layout import ChainModel
+from tagger.training.synthetic import generate
 
 from _brute import labelings
 
@@ -227,7 +227,7 @@ def _smoothed_by_enumeration(problem, w, C, tau):
 
 @pytest.mark.parametrize("tau", [1.0, 0.3, 0.05])
 def test_smoothed_objective_and_gradient_against_enumeration(tau):
-    from tagger.learners.lp_smoothing import SmoothedLPObjective
+    from tagger.learners.solvers.lp_smoothing import SmoothedLPObjective
 
     problem = _problem(6)
     rng = np.random.default_rng(0)
@@ -287,7 +287,7 @@ def test_lp_simplex_writes_nothing_to_standard_output():
     import sys
 
     code = ("import highspy\n"
-            "from tagger.learners.highs_solver import _quiet_highs\n"
+            "from tagger.learners.solvers.highs_solver import _quiet_highs\n"
             "h = _quiet_highs(highspy)\n"
             "print('after', type(h).__name__)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tagger.learners import LEARNERS
-from tagger.learners.crf_objective import CRFObjective
+from tagger.learners.solvers.crf_objective import CRFObjective
 from tagger.learners.m3n_owlqn import dual_bound, hinge
 
 from _brute import logsumexp, sentence_features

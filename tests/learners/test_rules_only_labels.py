@@ -50,6 +50,6 @@ def test_a_label_only_the_rules_name_is_learned_from_the_unlabeled_text(tmp_path
     test = with_zip(10, True)
     pred = tg.predict(test)
     assert all(p[-1] == "zip" for p in pred)
-    from tagger.reports import evidence_text
+    from tagger.cli.reports import evidence_text
 
     assert "zip" in evidence_text(evidence) and "from the rules alone" in evidence_text(evidence)

@@ -1,4 +1,4 @@
-"""The Sequential Dual Method solver (tagger.learners.sdm_solver) against independent references.
+"""The Sequential Dual Method solver (tagger.learners.solvers.sdm_solver) against independent references.
 
 The reference for the optimum is the primal QP written out over *every* labeling of tiny
 sentences (brute-force enumeration):
@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from tagger.features import Featurized, FeatureSpec, Featurizer
-from tagger.labels import LabelIndex
-from tagger.learners.sdm_solver import SDMSolver, restrict_featurized
-from tagger.model import ChainModel
+from tagger.evaluation.labels import LabelIndex
+from tagger.learners.solvers.sdm_solver import SDMSolver, restrict_featurized
+from tagger.chain.layout import ChainModel
 from tagger.sentence import Sentence
 
 from _brute import labelings
@@ -421,7 +421,7 @@ def test_table_rescoring_takes_the_same_steps_as_the_plain_gather(valued, all_pa
     the plain pass that gathers from the whole weight vector: the same steps, bit for bit,
     over several passes with full working sets, real-valued or indicator features, every or
     only the seen (attribute, label) pairs."""
-    from tagger.learners.sdm_solver import _sdm_epoch
+    from tagger.learners.solvers.sdm_solver import _sdm_epoch
 
     rng = np.random.default_rng(7)
     n, L, n_attrs = 40, 5, 60

@@ -10,7 +10,7 @@ from _addresses import RULES, addresses
 from _brute import labelings
 
 from tagger.constraints import ConstraintSet, ViolationState
-from tagger.learners.label_switching import (SwitchLattice, SwitchPlan, all_max_marginals,
+from tagger.learners.solvers.label_switching import (SwitchLattice, SwitchPlan, all_max_marginals,
                                              aug_max_marginals, label_switching,
                                              no_constraints, path_scores)
 
@@ -48,7 +48,7 @@ def test_max_marginals_against_brute_force():
 def test_a_run_moves_top_from_the_kept_rows_equals_a_full_recompute():
     """A run move is scored from the forward rows before the run and the backward rows after
     it; the result is the best loss-augmented score of the whole changed sequence."""
-    from tagger.learners.label_switching import _aug_top_after_run
+    from tagger.learners.solvers.label_switching import _aug_top_after_run
 
     rng = np.random.default_rng(3)
     for _ in range(200):
@@ -204,8 +204,8 @@ def test_scratch_dir_maps_the_arrays_and_trains_the_same_model(address_task, tmp
     files (seen while training), the weights are those of the run in memory to the bit, and
     the files are gone afterwards; small batches (the text read in many parts) change
     nothing either."""
-    import tagger.learners.sdm_solver as sdm
-    import tagger.unlabeled_data as ud
+    import tagger.learners.solvers.sdm_solver as sdm
+    import tagger.training.unlabeled as ud
 
     mapped = []
     real = sdm.SDMSolver.__init__
@@ -266,7 +266,7 @@ def test_short_of_memory_warns_and_names_scratch_dir(address_task, tmp_path, mon
 
 
 def test_available_memory_takes_the_tighter_of_the_system_and_the_cgroup(tmp_path):
-    from tagger.scratch import available_memory
+    from tagger.io.scratch import available_memory
 
     proc, groups = tmp_path / "proc", tmp_path / "cgroup"
     (proc / "self").mkdir(parents=True)

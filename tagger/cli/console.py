@@ -1,0 +1,248 @@
+"""What the command line needs around the API: data errors as one line with exit status 1,
+usage errors (exit 2) for bad learner settings, a quiet end when stdout's reader goes away,
+JSON output, the training configuration a run resolves (file, model, options) and the sharded
+tagging command."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import click
+
+
+def quiet_broken_pipe() -> None:
+    """The reader of stdout went away (``tagger tag ... | head``): stop without a word.
+
+    stdout is pointed at /dev/null so that the interpreter's final flush cannot fail again.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout without a descriptor (tests)
+        pass
+
+
+class TaggerGroup(click.Group):
+    """A click group that turns data errors into one line on stderr and exit status 1."""
+
+    def invoke(self, ctx: click.Context):
+        from tagger.errors import TaggerError, describe, one_line
+
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            quiet_broken_pipe()
+            ctx.exit(0)
+        except (TaggerError, OSError, UnicodeDecodeError) as exc:
+            click.echo(f"error: {one_line(describe(exc))}", err=True)
+            ctx.exit(1)
+        except KeyboardInterrupt:
+            click.echo("error: interrupted", err=True)
+            ctx.exit(130)
+
+
+def run(group: click.Group) -> None:
+    """Run the command line and exit with its status, flushing what stdout still buffers."""
+    _show_tagger_warnings()
+    try:
+        group.main(prog_name="tagger")
+    except SystemExit as exc:
+        code = exc.code
+    else:
+        code = 0
+    # the command is over: a Ctrl-C from here on would only turn a finished run (its output
+    # written, its status decided) into one killed while the interpreter shuts down
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:  # what is still buffered (short outputs such as `tagger learners | head -1`)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        quiet_broken_pipe()
+    except (OSError, ValueError):
+        pass
+    sys.exit(code)
+
+
+def _show_tagger_warnings() -> None:
+    """The API's :class:`~tagger.errors.TaggerWarning` as one ``warning: ...`` line on stderr
+    (without Python's file and line of the ``warnings.warn`` call); other warnings as usual."""
+    import warnings
+
+    from tagger.errors import TaggerWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, TaggerWarning):
+            click.echo(f"warning: {message}", err=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    warnings.simplefilter("always", TaggerWarning)
+
+
+def learner_settings(learner: str, pairs: tuple[str, ...]) -> dict:
+    """The learner's ``--set key=value`` settings; any mistake is a usage error (exit 2)
+    whose message lists the learner's parameters."""
+    from tagger.errors import ParameterError
+    from tagger.learners import AUTO, get_learner, parse_settings
+
+    if learner == AUTO:
+        if pairs:
+            raise click.BadParameter("--learner auto chooses each candidate's parameters "
+                                     "itself; name a learner to --set its parameters",
+                                     param_hint="'--set'")
+        return {}
+    try:
+        get_learner(learner)
+    except ParameterError as exc:
+        raise click.BadParameter(f"{exc}; see 'tagger learners'", param_hint="'--learner'")
+    try:
+        return parse_settings(learner, pairs)
+    except ParameterError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--set'")
+
+
+def load_constraints(path: str | None):
+    """The constraint file, every mistake reported before any data is read."""
+    if path is None:
+        return None
+    from tagger.constraints import ConstraintSet
+
+    return ConstraintSet.load(path)
+
+
+def path_values(text: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated numbers, got {text!r}",
+                                 param_hint="'--values'")
+    if not values:
+        raise click.BadParameter("no values given", param_hint="'--values'")
+    return values
+
+
+def path_param(learner: str, params: dict, param: str | None, values: list[float]) -> str:
+    """The parameter the path varies (the learner's own by default), each value checked."""
+    from tagger.errors import ParameterError
+    from tagger.learners import get_learner
+
+    try:
+        cls = get_learner(learner)
+        param = param or (cls.strength[0] if cls.strength else None)
+        if param is None:
+            raise click.BadParameter(f"learner {learner} needs --param", param_hint="'--param'")
+        p = cls.param(param)
+        for v in values:
+            cls(**dict(params, **{param: p.kind(v) if p.kind is int else v})).validated()
+    except ParameterError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--values'")
+    return param
+
+
+def to_json(obj) -> str:
+    import json
+
+    from tagger.cli.reports import jsonable
+
+    return json.dumps(jsonable(obj), ensure_ascii=False)
+
+
+def check_plot(path: str | None, inputs) -> None:
+    """A usage error, before any work, when a picture is asked for (``--plot PATH``) and
+    cannot be drawn or written there."""
+    if path is None:
+        return
+    from tagger.cli.plots import plot_available
+
+    check_output(path, inputs, "'--plot'")
+    if not plot_available():
+        raise click.UsageError("--plot needs matplotlib (pip install matplotlib)")
+
+
+def check_features(value: str | None) -> str | None:
+    """A feature preset name or an existing TOML file; anything else is a usage error."""
+    from tagger.features import PRESETS
+
+    if value is None or value in PRESETS or os.path.isfile(value):
+        return value
+    raise click.BadParameter(f"{value!r} is neither a preset ({', '.join(PRESETS)}) nor an "
+                             f"existing TOML file", param_hint="'--features'")
+
+
+def check_output(path: str | None, inputs, option: str = "'-o' / '--output'") -> None:
+    """Refuse, before any work, an output that would replace one of the ``inputs`` or that
+    cannot be written where it is asked for (a usage error naming the path)."""
+    if path is None or path == "-":
+        return
+    for other in inputs:
+        if other and other != "-" and os.path.exists(other) and os.path.exists(path) \
+                and os.path.samefile(path, other):
+            raise click.BadParameter(f"{path} is also an input ({other}); writing it would "
+                                     f"replace that file: choose another output path",
+                                     param_hint=option)
+    if os.path.isdir(path):
+        raise click.BadParameter(f"{path} is a directory; give a file name inside it",
+                                 param_hint=option)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise click.BadParameter(f"the directory {directory} of {path} does not exist; create "
+                                 f"it first", param_hint=option)
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"cannot write in the directory {directory} of {path} "
+                                 f"(permission denied)", param_hint=option)
+
+
+def resolved_config(config_file, config_model, options: dict) -> tuple[dict, str | None]:
+    """The settings of a training run: the defaults, under the --config file or the
+    --config-from model's configuration, under the options given on the command line. Also
+    the configuration's source (None when there is none: --set then carries the parameters)."""
+    from click.core import ParameterSource
+
+    from tagger.training import config as training_config
+
+    ctx = click.get_current_context()
+    given = {name: value for name, value in options.items()
+             if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE}
+    if config_file and config_model:
+        raise click.UsageError("give --config FILE or --config-from MODEL, not both")
+    settings = ctx.params["settings"]
+    if config_file:
+        cfg, source = training_config.read(config_file), config_file
+    elif config_model:
+        cfg, source = training_config.from_model(config_model), config_model
+    else:
+        cfg, source = training_config.defaults(), None
+    if source is not None and settings:
+        learner = given.get("learner") or cfg["model"]["learner"]
+        from tagger.learners import DEFAULT_LEARNER
+
+        settings = learner_settings(learner or DEFAULT_LEARNER, settings)
+    else:
+        settings = {}
+    return training_config.merge(cfg, given, settings), source
+
+
+def tag_shards_command(model_path, inputs, output_dir, scheduler, jobs, output_path,
+                       constraints_file, marginals, fields, **options) -> None:
+    """tag --output-dir: the shards on Dask (tagger.integrations.distributed), a line per shard."""
+    if not inputs or "-" in inputs:
+        raise click.UsageError("--output-dir tags files: give them (or a quoted glob) as INPUT")
+    if output_path != "-":
+        raise click.UsageError("--output-dir writes one file per input; drop -o")
+    if constraints_file or marginals or fields:
+        raise click.UsageError("--output-dir tags corpus files as they are: --constraints, "
+                               "--marginals and --fields go with a single INPUT")
+    from tagger.integrations.distributed import tag_shards
+
+    def said(r):
+        click.echo(f"{r.status} {r.input} -> {r.output}", err=True)
+
+    results = tag_shards(model_path, list(inputs), output_dir, scheduler=scheduler,
+                         workers=jobs, progress=said, **options)
+    done = sum(r.status == "tagged" for r in results)
+    click.echo(f"{done} shard(s) tagged, {len(results) - done} already done, in {output_dir}",
+               err=True)

@@ -1,0 +1,240 @@
+"""Tagging a sharded corpus on a Dask cluster (``tagger tag MODEL 'shards/*.txt' --output-dir
+DIR [--scheduler ADDRESS]``): one task per input shard, one output shard of the same name per
+input, each written atomically, so that a shard's output exists only once it is whole.
+
+- **Resumable**: a shard whose output already exists is not tagged again, so rerunning the
+  command after a failure (a killed worker, a lost machine) does only what is left. Dask itself
+  reruns the tasks of a worker that dies during the run; the partial file such a worker leaves
+  (``.tagger-*.part``) is removed once every shard is whole.
+- **The model travels once**: its bytes (the model file's own, when given a path) are scattered
+  to every worker (``broadcast=True``) and each worker process loads them once (cached by
+  their digest), not once per shard. Local workers forked from this process hold the loaded
+  model already and get nothing.
+- **No scheduler given**: a local scheduler and ``workers`` worker processes with one thread
+  each (the kernels use one core per process, as ``--jobs`` does). Where this process runs no
+  other thread yet (the command line), the workers are forked *before* the scheduler starts,
+  after the model is loaded (they load its kernels while the scheduler starts). Forking
+  once the scheduler's threads run is not safe (a child forked while one of them holds a lock,
+  an output stream's while it logs, waits for it forever: seen in a test run), and neither is
+  forking beside a caller's own threads; then Dask spawns the workers, and each imports the
+  package and loads the kernels itself.
+
+Why Dask: it is what the scientific Python stack already runs on (numpy, pandas, scikit-learn's
+joblib backend), a ``LocalCluster`` needs nothing installed but the package, its scheduler
+places tasks near their data and reruns a dead worker's tasks, and ``dask.bag`` /
+``dask.dataframe`` are the collections a user of large corpora already has. Ray and Spark
+would each bring a runtime (a raylet, a JVM) far larger than this job needs.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tagger.errors import TaggerError
+
+#: the worker process's models, by the digest of their bytes
+_MODELS: dict[str, object] = {}
+#: how long forked local workers may take to join the scheduler
+WORKER_START_SECONDS = 120
+
+
+@dataclass
+class ShardResult:
+    input: str
+    output: str
+    status: str          # "tagged", or "skipped" (its output was already there)
+
+
+def expand_inputs(patterns) -> list[str]:
+    """Input shards: each pattern a file, a directory (its files) or a glob, sorted, unique."""
+    found: list[str] = []
+    for pattern in [patterns] if isinstance(patterns, (str, os.PathLike)) else patterns:
+        pattern = os.fspath(pattern)
+        if os.path.isdir(pattern):
+            found += sorted(str(p) for p in Path(pattern).iterdir() if p.is_file())
+        elif os.path.isfile(pattern):
+            found.append(pattern)
+        else:
+            found += sorted(glob.glob(pattern))
+    shards = list(dict.fromkeys(found))
+    if not shards:
+        raise TaggerError(f"no input file matches {', '.join(map(str, [patterns]))}; give "
+                          f"files, a directory or a quoted glob such as 'shards/*.txt'")
+    names = [os.path.basename(s) for s in shards]
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})[:3]
+        raise TaggerError(f"input shards share file names ({', '.join(dup)}), so their outputs "
+                          f"would collide in one output directory; rename them")
+    return shards
+
+
+def _client(scheduler: str | None, workers: int, tagger, digest: str):
+    """(client, cluster to close or None, whether the workers hold the model already)."""
+    try:
+        import dask
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise TaggerError("sharded tagging needs Dask: pip install 'sparse-m3n-tagger[dask]'"
+                          ) from None
+    if scheduler:
+        return Client(scheduler), None, False
+    import multiprocessing as mp
+    import threading
+
+    if threading.active_count() == 1 and "fork" in mp.get_all_start_methods():
+        return (*_forked_cluster(workers, tagger, digest), True)
+    # other threads run here: spawned workers (see the module docstring)
+    with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}):
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+    return Client(cluster), cluster, False
+
+
+class _ForkedWorkers:
+    """A scheduler in this process and worker processes forked before it started."""
+
+    def __init__(self, cluster, processes):
+        self.cluster, self.processes = cluster, processes
+
+    def close(self, wait: float = 10.0) -> None:
+        # closing the scheduler closes its workers, which tidy up and exit
+        self.cluster.close()
+        for p in self.processes:
+            p.join(wait)
+            if p.is_alive():
+                p.terminate()
+                p.join(5)
+
+
+def _forked_cluster(workers: int, tagger, digest: str):
+    """``workers`` processes forked from this one while it runs no other thread (the model
+    loaded), then a scheduler they join. Each loads the kernels while the scheduler starts."""
+    import multiprocessing as mp
+
+    from dask.distributed import Client, LocalCluster
+
+    _MODELS[digest] = tagger
+    ctx = mp.get_context("fork")
+    pipes, processes = [], []
+    for _ in range(workers):
+        ours, theirs = ctx.Pipe()
+        p = ctx.Process(target=_serve, args=(theirs, digest), daemon=True)
+        p.start()
+        theirs.close()
+        pipes.append(ours)
+        processes.append(p)
+    cluster = LocalCluster(n_workers=0, processes=True, dashboard_address=None)
+    try:
+        for pipe in pipes:
+            pipe.send(cluster.scheduler_address)
+            pipe.close()
+        client = Client(cluster)
+        client.wait_for_workers(workers, timeout=WORKER_START_SECONDS)
+    except BaseException as exc:
+        dead = [p.exitcode for p in processes if p.exitcode is not None]
+        _ForkedWorkers(cluster, processes).close(wait=0.0)
+        if isinstance(exc, (TimeoutError, BrokenPipeError)):   # a worker died or hung
+            why = (f"{len(dead)} of them exited (codes {dead})" if dead else
+                   f"they did not join within {WORKER_START_SECONDS} s")
+            raise TaggerError(f"the {workers} local Dask workers did not start: {why}; run "
+                              f"again, or give --scheduler ADDRESS of a running "
+                              f"cluster") from None
+        raise
+    return client, _ForkedWorkers(cluster, processes)
+
+
+def _serve(pipe, digest: str) -> None:
+    """A forked worker process: the kernels of the model ``digest`` loaded, then a Dask worker
+    of one thread at the address it is sent."""
+    import asyncio
+    import logging
+
+    from distributed import Worker
+
+    from tagger import jit
+    from tagger.tagging.parallel import warm_up
+
+    jit.set_threads(1)
+    warm_up(_MODELS[digest])
+    # as quiet as a LocalCluster's own workers
+    logging.getLogger("distributed").setLevel(logging.WARNING)
+    address = pipe.recv()
+    pipe.close()
+
+    async def run():
+        async with Worker(address, nthreads=1) as worker:
+            await worker.finished()
+
+    asyncio.run(run())
+
+
+def _tag_shard(model_bytes: bytes | None, digest: str, shard: str, output: str,
+               options: dict) -> str:
+    """Runs on a worker: the shard tagged into ``output`` (atomically). ``model_bytes`` is
+    None on a forked local worker, which holds the model from before the fork."""
+    from tagger import jit
+    from tagger.api import Tagger
+    from tagger.tagging.files import tag_file
+
+    jit.set_threads(1)
+    tagger = _MODELS.get(digest)
+    if tagger is None:
+        tagger = _MODELS[digest] = Tagger.from_bytes(model_bytes)
+    tag_file(tagger, shard, output, **options)
+    return output
+
+
+def tag_shards(model_path, inputs, output_dir, scheduler: str | None = None,
+               workers: int = 2, progress=None, **options) -> list[ShardResult]:
+    """Tag every input shard into ``output_dir`` (same file names) on a Dask cluster, skipping
+    shards already done. ``options`` are :func:`tagger.tagging.files.tag_file`'s (format,
+    label_column, conllu_label, output_format...). ``progress(result)`` is called as each shard
+    finishes."""
+    from tagger.api import Tagger
+
+    if isinstance(model_path, Tagger):
+        tagger, model_bytes = model_path, None
+    else:   # the file's bytes are the model's: no second serialization to ship it
+        tagger, model_bytes = Tagger.load(model_path), Path(model_path).read_bytes()
+    shards = expand_inputs(inputs)
+    out_dir = Path(output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plan = [(s, str(out_dir / os.path.basename(s))) for s in shards]
+    results = [ShardResult(s, o, "skipped") for s, o in plan if os.path.exists(o)]
+    todo = [(s, o) for s, o in plan if not os.path.exists(o)]
+    for r in results:
+        if progress is not None:
+            progress(r)
+    if not todo:
+        return results
+    if model_bytes is None:
+        model_bytes = tagger.to_bytes()
+    digest = hashlib.sha256(model_bytes).hexdigest()
+    client, cluster, forked = _client(scheduler, workers, tagger, digest)
+    try:
+        from dask.distributed import as_completed
+
+        # forked workers hold the model already; others get its bytes once each
+        model = None if forked else client.scatter(model_bytes, broadcast=True)
+        futures = {client.submit(_tag_shard, model, digest, s, o, options, pure=False,
+                                 key=f"tag-{digest[:12]}-{os.path.basename(s)}"): (s, o)
+                   for s, o in todo}
+        for future in as_completed(futures):
+            s, o = futures[future]
+            future.result()     # a shard's own error (bad input) is raised here
+            results.append(ShardResult(s, o, "tagged"))
+            if progress is not None:
+                progress(results[-1])
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    # every shard is whole now: a partial file left here was a killed worker's
+    for stale in out_dir.glob(".tagger-*.part"):
+        stale.unlink(missing_ok=True)
+    order = {s: i for i, s in enumerate(shards)}
+    return sorted(results, key=lambda r: order[r.input])

@@ -1,0 +1,75 @@
+"""What the CRF learners share: their base class (the likelihood objective of
+:mod:`tagger.learners.solvers.crf_objective`, progress rows, probabilistic scores) and the
+quasi-Newton settings of ``crf-l2`` and ``crf-l1``, and the L2 term that ``crf-l2`` and the
+elastic nets of the L1 learners add to the likelihood.
+
+Both sum the likelihood over sentences (no 1/N), exactly CRFsuite's scaling, so equal c1/c2
+give equal objectives. Both stop as CRFsuite does: when the objective decreased by less than a
+relative ``delta`` over the last ``period`` iterations, or after ``epochs`` iterations. One
+progress row per iteration: objective, likelihood term, non-zeros, gradient evaluations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tagger.learners.base import Learner, Param, TrainingProblem
+from tagger.learners.solvers.crf_objective import CRFObjective
+from tagger.learners.solvers.owlqn import dot
+
+
+def l2_param(default: float, elastic: bool) -> Param:
+    if elastic:
+        return Param("c2", default, float, "L2 coefficient c2 of the elastic net (CRFsuite's "
+                     "c2: c2 ||w||^2 on the summed likelihood); 0 = pure L1", low=0.0)
+    return Param("c2", default, float, "L2 coefficient c2 (CRFsuite's c2: c2 ||w||^2 on the "
+                 "summed likelihood)", low=0.0, low_open=True)
+
+
+def with_l2(fun, c2: float):
+    """``fun`` (w -> (L(w), grad L(w))) plus c2 ||w||^2: the smooth part of an elastic net,
+    as CRFsuite adds it before OWL-QN. ``fun`` itself when c2 = 0."""
+    if c2 == 0.0:
+        return fun
+
+    def value_grad(w):
+        f, g = fun(w)
+        g += 2.0 * c2 * w  # g is the objective's own fresh array
+        return f + c2 * dot(w, w), g
+
+    return value_grad
+
+
+def quasi_newton_params(epochs: int) -> tuple[Param, ...]:
+    return (
+        Param("epochs", epochs, int, "maximum number of quasi-Newton iterations", low=1),
+        Param("memory", 6, int, "number of (step, gradient change) pairs kept by L-BFGS",
+              low=1),
+        Param("delta", 1e-5, float, "stop when the objective fell by less than this relative "
+              "amount over the last 'period' iterations (CRFsuite's rule)", low=0.0),
+        Param("period", 10, int, "iterations over which 'delta' is measured", low=1),
+        Param("start_end", True, bool, "learn start and end weights (false holds them at 0: "
+              "CRFsuite's model, which has none)"),
+    )
+
+
+class CRFLearner(Learner):
+    """What the CRF learners share: the objective, progress rows, the model is probabilistic."""
+
+    #: the model's scores define p(y | x): marginals are probabilities
+    probabilistic = True
+
+    def _objective_fn(self, problem: TrainingProblem, settings: dict) -> CRFObjective:
+        fixed = () if settings.get("start_end", True) else ("ends",)
+        return CRFObjective(problem.model, problem.X, problem.y, fixed=fixed)
+
+    def _row(self, problem, iteration, objective, nll, w, evals, clock, **extra) -> None:
+        row = {"epoch": iteration, "objective": float(objective), "nll": float(nll),
+               "nonzero": int(np.count_nonzero(w)), "grad_evals": int(evals)}
+        # every evaluation of crf-l1 / crf-l2 is a gradient over all weights
+        row.setdefault("full_grads", int(evals))
+        row.update(extra)
+        if problem.dev_score is not None:
+            row.update(problem.dev_score(w))
+        row["time"] = round(clock(), 2)
+        self._report(problem, row)

@@ -1,0 +1,318 @@
+"""The CRF negative log-likelihood and its gradient, shared by every CRF learner.
+
+For sentences ``(x_i, y_i)`` and the chain model of ``tagger.chain.layout`` (docs/algorithms.md section
+0)::
+
+    L(w)      = sum_i log Z(x_i) - F(x_i, y_i; w)
+    dL/dw_k   = sum_i E_{p(y|x_i)}[f_k(x_i, y)] - f_k(x_i, y_i)
+
+Summed over sentences, not averaged: the same scale as CRFsuite, so ``c2 ||w||^2`` and
+``c1 ||w||_1`` added by the learners give CRFsuite's objectives at equal c1 / c2.
+
+The state scores come from the model's per-sentence kernel, log Z and the marginals from the
+forward-backward kernel of ``tagger.inference.sum_product``, both called sentence by sentence inside
+one parallel region (a single pass over the data per evaluation); the kernel here only scatters
+``marginal - gold`` into the gradient, in parallel over chunks of sentences (one gradient
+buffer per chunk, summed afterwards, so the result does not depend on thread timing).
+Attribute values (``Featurized.values``, real-valued features) are honoured: an empty array
+means every attribute is an indicator with value 1.
+
+With a Hamming ``cost`` and a ``temperature`` tau set, the same pass computes the smoothed
+structured hinge of ``m3n-owlqn``: tau log sum_y exp((F(x_i, y) + cost * hamming(y_i, y)) / tau)
+- F(x_i, y_i), whose gradient has the same form (expectations under the cost-augmented, scaled
+distribution minus the gold features).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger.features import Featurized
+from tagger.inference.sum_product import fb_buffers, fb_sentence, fb_tables
+from tagger.jit import njit, prange, thread_count
+from tagger.chain.layout import ChainModel, FeatureBatch, sentence_state_scores
+
+
+@njit(**NUMBA_PARALLEL_OPTS)
+def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg, cost, inv_tau,
+              miss_buf):
+    """nll_buf[c] and grad_buf[c] = the chunk's NLL and gradient (sentences
+    chunk_bounds[c]..chunk_bounds[c+1]-1); both overwritten. When ``marg`` has a row per
+    token, the node marginals P(y_i = l | x) are also written there.
+
+    ``cost`` and ``inv_tau`` make it the smoothed hinge of :mod:`tagger.learners.m3n_owlqn`: every
+    state score of a label other than the gold one gets ``cost`` added, and every score
+    (``trans`` arrives scaled already) is multiplied by ``inv_tau``; 0 and 1 give the CRF.
+    ``miss_buf[c]`` = the chunk's expected number of wrong labels, sum_i 1 - P(y_i = gold_i)."""
+    L = trans.shape[0]
+    n_chunks = chunk_bounds.shape[0] - 1
+    offsets = X.offsets
+    keep_marg = marg.shape[0] > 0
+    tables = fb_tables(trans)
+    for c in prange(n_chunks):
+        g = grad_buf[c]
+        g[:] = 0.0
+        s0 = chunk_bounds[c]
+        s1 = chunk_bounds[c + 1]
+        buffers, node, state, edge = chunk_buffers(offsets, s0, s1, L)
+        nll = 0.0
+        miss = 0.0
+        for s in range(s0, s1):
+            a = offsets[s]
+            b = offsets[s + 1]
+            T = b - a
+            if T == 0:
+                continue
+            log_z, gold_score = sentence_log_z(layout, X, w, a, b, gold, trans, tables,
+                                               (buffers, state, node, edge), cost, inv_tau)
+            nll += log_z - gold_score
+            for i in range(a, b):
+                miss += 1.0 - node[i - a, gold[i]]
+                if keep_marg:
+                    for lab in range(L):
+                        marg[i, lab] = node[i - a, lab]
+            scatter_expectations(layout, X, a, b, gold, node, edge, 1.0, g)
+        nll_buf[c] = nll
+        miss_buf[c] = miss
+
+
+@njit(**NUMBA_OPTS)
+def sentence_log_z(layout, X, w, a, b, gold, trans, tables, work, cost, inv_tau):
+    """log Z and the gold labeling's score of the sentence of tokens a..b-1 at temperature
+    1 / inv_tau, its state scores raised by ``cost`` off the gold labels (``trans`` arrives
+    scaled); fills the node and edge marginals of ``work`` = (buffers, state, node, edge)."""
+    buffers, state, node, edge = work
+    T = b - a
+    L = trans.shape[0]
+    st = state[:T]
+    sentence_state_scores(layout, X, w, a, b, st)
+    if cost != 0.0 or inv_tau != 1.0:
+        for i in range(T):
+            for lab in range(L):
+                if lab != gold[a + i]:
+                    st[i, lab] += cost
+                st[i, lab] *= inv_tau
+    log_z = fb_sentence(st, trans, tables, buffers, node[:T], edge)
+    gold_score = st[0, gold[a]]
+    for i in range(a + 1, b):
+        gold_score += st[i - a, gold[i]] + trans[gold[i - 1], gold[i]]
+    return log_z, gold_score
+
+
+@njit(**NUMBA_OPTS)
+def chunk_buffers(offsets, s0, s1, L):
+    """Forward-backward buffers, node marginals, state scores (each sized to the longest of
+    sentences s0..s1-1) and summed edge marginals for one chunk."""
+    tmax = 1
+    for s in range(s0, s1):
+        if offsets[s + 1] - offsets[s] > tmax:
+            tmax = offsets[s + 1] - offsets[s]
+    return (fb_buffers(tmax, L), np.empty((tmax, L)), np.empty((tmax, L)), np.empty((L, L)))
+
+
+@njit(**NUMBA_OPTS)
+def scatter_expectations(layout, X, a, b, gold, node, edge, k, g):
+    """g += k (E[f] - f(gold)) for the sentence of tokens a..b-1, from its node marginals
+    (one row per token) and its summed edge marginals."""
+    L = layout.n_labels
+    indptr, attrs, vals = X.indptr, X.attrs, X.vals
+    attr_ptr, param_label = layout.attr_ptr, layout.param_label
+    t_off, s_off, e_off = layout.n_state, layout.start, layout.end
+    has_vals = vals.shape[0] > 0
+    T = b - a
+    for i in range(a, b):
+        nt = node[i - a]
+        yi = gold[i]
+        for j in range(indptr[i], indptr[i + 1]):
+            v = k * (vals[j] if has_vals else 1.0)
+            at = attrs[j]
+            for p in range(attr_ptr[at], attr_ptr[at + 1]):
+                lab = param_label[p]
+                if lab == yi:
+                    g[p] += v * (nt[lab] - 1.0)
+                else:
+                    g[p] += v * nt[lab]
+        if i > a:
+            g[t_off + gold[i - 1] * L + yi] -= k
+    for i in range(L):
+        for j in range(L):
+            g[t_off + i * L + j] += k * edge[i, j]
+        g[s_off + i] += k * node[0, i]
+        g[e_off + i] += k * node[T - 1, i]
+    g[s_off + gold[a]] -= k
+    g[e_off + gold[b - 1]] -= k
+
+
+def balanced_chunks(offsets: np.ndarray, n_chunks: int) -> np.ndarray:
+    """Sentence boundaries of ``n_chunks`` chunks holding about equal numbers of tokens."""
+    n = len(offsets) - 1
+    n_chunks = max(1, min(n_chunks, n))
+    targets = offsets[-1] * np.arange(1, n_chunks) / n_chunks
+    cuts = np.searchsorted(offsets, targets)
+    bounds = np.concatenate([[0], cuts, [n]]).astype(np.int64)
+    return np.maximum.accumulate(bounds)
+
+
+def _free_mask(model: ChainModel, fixed: tuple) -> np.ndarray:
+    """The weights that learn: all but the blocks named in ``fixed`` (``"ends"``: the start
+    and end weights)."""
+    free = np.ones(model.n_weights, dtype=bool)
+    if "ends" in fixed:
+        model.boundary_weights(free)[:] = False
+    return free
+
+
+class CRFObjective:
+    """``L(w)`` and ``grad L(w)`` over a training set; counts its evaluations.
+
+    ``fixed`` names weight blocks held at zero (their gradient is reported as 0): ``"ends"``
+    freezes the start and end weights, which reproduces CRFsuite's model (it has none).
+    """
+
+    def __init__(self, model: ChainModel, X: Featurized, y: np.ndarray, fixed: tuple = ()):
+        self.model, self.X = model, X
+        self.gold = np.ascontiguousarray(y, dtype=np.int32)
+        self.vals = np.ascontiguousarray(X.vals, dtype=np.float64)
+        self.n_weights = model.n_weights
+        chunks = 2 * thread_count()
+        self.bounds = balanced_chunks(X.offsets, chunks)
+        self.grad_buf = np.empty((len(self.bounds) - 1, self.n_weights))
+        self.nll_buf = np.empty(len(self.bounds) - 1)
+        self.free = _free_mask(model, fixed)
+        self.n_evals = 0
+        #: node marginals of the last evaluation, one row per token, when given a (N, L)
+        #: array (see :class:`WorkingSetObjective`); an empty array keeps none
+        self.marginals = np.empty((0, model.n_labels))
+        #: the Hamming cost and temperature of the smoothed hinge (m3n-owlqn); 0 and 1
+        #: are the likelihood
+        self.cost, self.temperature = 0.0, 1.0
+        self.miss_buf = np.empty(len(self.bounds) - 1)
+        #: sum over tokens of 1 - P(y_i = gold_i) at the last evaluation
+        self.expected_misses = 0.0
+
+    def __call__(self, w: np.ndarray, grad: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+        """(L(w), grad L(w)); ``grad`` is filled in place when given."""
+        model, X = self.model, self.X
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        if grad is None:
+            grad = np.empty(self.n_weights)
+        trans = np.ascontiguousarray(model.transitions(w))
+        batch = FeatureBatch(X.indptr, X.attrs, self.vals, X.offsets)
+        tau = self.temperature
+        if tau != 1.0:
+            trans = trans * (1.0 / tau)
+        _nll_grad(model.layout, batch, w, trans, self.gold, self.bounds, self.grad_buf,
+                  self.nll_buf, self.marginals, self.cost, 1.0 / tau, self.miss_buf)
+        np.sum(self.grad_buf, axis=0, out=grad)
+        if not self.free.all():
+            grad[~self.free] = 0.0
+        self.n_evals += 1
+        self.expected_misses = float(self.miss_buf.sum())
+        return tau * float(self.nll_buf.sum()), grad
+
+
+@njit(**NUMBA_PARALLEL_OPTS)
+def _state_grad_from_marginals(t_ptr, t_tok, t_val, attr_ptr, param_label, marg, gold, g):
+    """g[p] = dL/dw_p for every state weight p, from the node marginals ``marg`` of a
+    forward-backward pass: sum over the tokens i carrying p's attribute (value v) of
+    v * (P(y_i = label_p) - [gold_i = label_p]). ``t_ptr, t_tok, t_val`` is the token CSR
+    transposed (the tokens of each attribute), so each attribute's weights are written by one
+    thread: no per-thread gradient copies to clear and add up."""
+    has_vals = t_val.shape[0] > 0
+    for at in prange(t_ptr.shape[0] - 1):
+        p0 = attr_ptr[at]
+        p1 = attr_ptr[at + 1]
+        for p in range(p0, p1):
+            g[p] = 0.0
+        for j in range(t_ptr[at], t_ptr[at + 1]):
+            i = t_tok[j]
+            v = t_val[j] if has_vals else 1.0
+            yi = gold[i]
+            for p in range(p0, p1):
+                lab = param_label[p]
+                if lab == yi:
+                    g[p] += v * (marg[i, lab] - 1.0)
+                else:
+                    g[p] += v * marg[i, lab]
+
+
+class WorkingSetObjective:
+    """``L`` and its gradient over a working set S of the weights of ``model``, the others held
+    at zero: what Grafting-Light and greedy Grafting optimise.
+
+    The state weights of S form a sub-model (a filtered copy of the attribute -> weight CSR,
+    rebuilt when S grows) whose layout is the model's: ``[S's state weights in the model's
+    order | transitions | start | end]``. Calling the objective on such a compact vector scores
+    tokens from S's weights only, runs forward-backward, and returns ``L`` and its gradient
+    over S: a *working-set pass*, whose vector work is O(|S|) instead of O(n). The node
+    marginals of that pass are kept, so :meth:`full_gradient` gives ``dL/dw`` for every weight
+    (the growth step needs it) by one scatter over the data without a second inference: a
+    *full-gradient pass*. ``n_evals`` counts working-set passes and ``n_full`` full-gradient
+    passes.
+    """
+
+    def __init__(self, model: ChainModel, X: Featurized, y: np.ndarray, fixed: tuple = ()):
+        self.model, self.X, self.fixed = model, X, fixed
+        self.gold = np.ascontiguousarray(y, dtype=np.int32)
+        L = model.n_labels
+        self.free = _free_mask(model, fixed)
+        # the token CSR transposed, once: the tokens that carry each attribute
+        N = int(X.offsets[-1])
+        tok = np.repeat(np.arange(N, dtype=np.int64), np.diff(X.indptr))
+        order = np.argsort(X.attrs, kind="stable")
+        self.t_tok = np.ascontiguousarray(tok[order])
+        vals = np.asarray(X.vals, dtype=np.float64)
+        self.t_val = np.ascontiguousarray(vals[order]) if len(vals) else np.empty(0)
+        self.t_ptr = np.zeros(model.n_attrs + 1, dtype=np.int64)
+        np.cumsum(np.bincount(X.attrs, minlength=model.n_attrs), out=self.t_ptr[1:])
+        self.attr_of_param = np.repeat(np.arange(model.n_attrs, dtype=np.int64),
+                                       np.diff(model.attr_ptr))
+        self.marginals = np.empty((N, L))
+        self.n_evals = 0
+        self.n_full = 0
+        self._last_w: np.ndarray | None = None
+        self.sub: CRFObjective | None = None
+        self.index = np.empty(0, dtype=np.int64)
+
+    def set_active(self, active: np.ndarray) -> np.ndarray:
+        """Make S the state weights marked in ``active`` (plus every transition, start and end
+        weight); returns the model index of each compact coordinate (increasing)."""
+        model = self.model
+        sel = np.flatnonzero(model.state_weights(active))
+        sub, self.index = model.restrict(sel, self.attr_of_param)
+        self.sub = CRFObjective(sub, self.X, self.gold, fixed=self.fixed)
+        self.sub.marginals = self.marginals
+        self._last_w = None
+        return self.index
+
+    @property
+    def n_weights(self) -> int:
+        return len(self.index)
+
+    def __call__(self, w: np.ndarray, grad: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+        """(L, grad L restricted to S) at the compact vector ``w``: a working-set pass."""
+        f, g = self.sub(w, grad)
+        self.n_evals += 1
+        self._last_w = np.array(w, copy=True)
+        return f, g
+
+    def expand(self, w: np.ndarray) -> np.ndarray:
+        """The model's weight vector for the compact vector ``w`` (zero outside S)."""
+        full = np.zeros(self.model.n_weights)
+        full[self.index] = w
+        return full
+
+    def full_gradient(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """``dL/dw`` over every weight of the model at the compact point ``w`` whose working-set
+        gradient is ``g``, from the marginals of the working-set pass at ``w`` (one more pass
+        only when the last one was elsewhere)."""
+        if self._last_w is None or not np.array_equal(self._last_w, w):
+            _, g = self(w)
+        model = self.model
+        full = np.empty(model.n_weights)
+        _state_grad_from_marginals(self.t_ptr, self.t_tok, self.t_val, model.attr_ptr,
+                                   model.param_label, self.marginals, self.gold, full)
+        model.edge_weights(full)[:] = g[len(self.index) - model.n_edge:]
+        self.n_full += 1
+        return full

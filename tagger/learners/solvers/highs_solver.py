@@ -1,0 +1,138 @@
+"""HiGHS for the LPs over working sets (the back end of ``m3n-cutting-plane`` and
+``lp-simplex``): rows and columns are added to one live model and the dual simplex restarts
+from the previous optimal basis (a warm start: new rows enter with their slacks basic). Only
+weights that appear in some row are LP columns: any other weight is 0 at the optimum since it
+has a positive cost.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tagger.learners.solvers.working_sets import WorkingSets
+
+
+class HighsSolver:
+    """The LP over the working sets in one live HiGHS model (rows and columns added in place).
+
+    ``signed``: weights are ``mu - nu`` (two columns per weight, the L1-M3N's LP); otherwise one
+    non-negative column per weight. Columns 0..N-1 are the slacks xi (cost C).
+    """
+
+    def __init__(self, ws: WorkingSets, C: float, signed: bool, time_limit: float):
+        import highspy
+
+        self.ws, self.C, self.signed = ws, C, signed
+        self.h = _quiet_highs(highspy)
+        self.h.setOptionValue("output_flag", False)
+        self.h.setOptionValue("random_seed", 0)
+        # one thread, and so the same path on every machine; HiGHS keeps one scheduler per
+        # process, sized by the first solve, so a model solved earlier in the process with
+        # more threads (by the user, or by a library) would make this one fail to start
+        highspy.Highs.resetGlobalScheduler(True)
+        self.h.setOptionValue("threads", 1)
+        if time_limit > 0:
+            self.h.setOptionValue("time_limit", float(time_limit))
+        self.loose = False
+        self.inf = highspy.kHighsInf
+        self.optimal = highspy.HighsModelStatus.kOptimal
+        N = ws.problem.X.n_sentences
+        self.N = N
+        self._add_cols(N, C)
+        self.cols = 0
+        self.rows = 0
+        self.last = {}
+
+    def _add_cols(self, n: int, cost: float) -> None:
+        if n:
+            self.h.addCols(n, np.full(n, cost), np.zeros(n), np.full(n, self.inf), 0,
+                           np.zeros(n, dtype=np.int32), np.empty(0, dtype=np.int32),
+                           np.empty(0))
+
+    def warm_start(self, w_full: np.ndarray) -> None:
+        pass  # the simplex warm-starts from its own basis
+
+    def set_box(self, lower: np.ndarray, upper: np.ndarray) -> None:
+        """Bounds on the weight columns (one per ``ws.coords`` entry, non-negative LP only):
+        a trust region for the next solve. New columns added later start unbounded above."""
+        self._sync()
+        k = len(lower)
+        idx = np.arange(self.N, self.N + k, dtype=np.int32)
+        upper = np.where(np.isfinite(upper), upper, self.inf)
+        self.h.changeColsBounds(k, idx, np.asarray(lower, dtype=np.float64),
+                                np.asarray(upper, dtype=np.float64))
+
+    def _sync(self) -> None:
+        ws = self.ws
+        per = 2 if self.signed else 1
+        if ws.n_cols > self.cols:
+            self._add_cols(per * (ws.n_cols - self.cols), 1.0)
+            self.cols = ws.n_cols
+        if ws.n_rows > self.rows:
+            ptr, col, val = ws.rows_since(self.rows)
+            sent = ws.sentence[self.rows:]
+            n = len(sent)
+            counts = np.diff(ptr)
+            if self.signed:
+                # each entry twice: +d on mu (column N + 2c), -d on nu (column N + 2c + 1)
+                cols = np.stack([self.N + 2 * col, self.N + 2 * col + 1], axis=1).ravel()
+                vals = np.stack([val, -val], axis=1).ravel()
+                counts2 = 2 * counts
+            else:
+                cols, vals, counts2 = self.N + col, val, counts
+            # plus the row's slack xi_i (column i), appended to each row
+            row_of = np.repeat(np.arange(n), counts2)
+            cols = np.concatenate([cols, sent])
+            vals = np.concatenate([vals, np.ones(n)])
+            row_of = np.concatenate([row_of, np.arange(n)])
+            order = np.argsort(row_of, kind="stable")
+            starts = np.zeros(n, dtype=np.int32)
+            starts[1:] = np.cumsum(counts2 + 1)[:-1]
+            lower = self._rhs(self.rows)
+            self.h.addRows(n, lower, np.full(n, self.inf), len(cols), starts,
+                           cols[order].astype(np.int32), vals[order])
+            self.rows = ws.n_rows
+
+    def _rhs(self, first: int) -> np.ndarray:
+        return self.ws.loss[first:].copy() if self.signed else np.ones(self.ws.n_rows - first)
+
+    def solve(self) -> tuple[np.ndarray, float]:
+        self._sync()
+        h = self.h
+        h.run()
+        status = h.getModelStatus()
+        info = h.getInfo()
+        self.last = {"lp_iterations": int(info.simplex_iteration_count)}
+        if status != self.optimal:
+            self.last["lp_status"] = h.modelStatusToString(status)
+        x = np.asarray(h.getSolution().col_value)
+        ws = self.ws
+        full = np.zeros(ws.n_weights)
+        if self.signed:
+            body = x[self.N:self.N + 2 * ws.n_cols]
+            full[ws.coords] = body[0::2] - body[1::2]
+        else:
+            full[ws.coords] = x[self.N:self.N + ws.n_cols]
+        return full, float(info.objective_function_value)
+
+
+def _quiet_highs(highspy):
+    """A new ``highspy.Highs``: its constructor writes a banner to the process's standard
+    output before any option can turn logging off, which would land in the middle of
+    ``tagger train -q`` and of a tagged output; file descriptor 1 points at /dev/null while
+    it runs."""
+    import os
+    import sys
+
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:   # no standard output to protect
+        return highspy.Highs()
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            return highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)

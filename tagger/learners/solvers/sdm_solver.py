@@ -1,0 +1,563 @@
+"""L2 structural SVM in the dual: the Sequential Dual Method (SDM) of Balamurugan, Shevade,
+Sundararajan & Keerthi (*A Sequential Dual Method for Structural SVMs*, SDM 2011).
+
+Problem (Hamming loss Delta, per-feature scaling ``s``, per-example weights ``C_i``)::
+
+    min_w  (1/2) ||w||^2 + sum_i C_i R_i(w)
+    R_i(w) = max_y [Delta(y_i, y) - w . (s * (f(x_i, y_i) - f(x_i, y)))]  >= 0
+
+The model scores with the *effective* weights ``w_eff = s * w`` (``F(x, y) = w_eff . f(x, y)``),
+so ``s = 1`` is the ordinary L2 M3N and a feature with ``s_k = 0`` is switched off. The
+EM-style L1-M3N (``tagger.learners.m3n_em``) calls this solver with ``s = beta``.
+
+Dual (one variable per example and labeling; the gold labeling carries the slack)::
+
+    max_alpha  sum_{i,y} alpha_iy Delta(y_i, y) - (1/2) ||s * u||^2,
+    u = sum_{i,y} alpha_iy (f(x_i, y_i) - f(x_i, y)),   alpha >= 0,  sum_y alpha_iy = C_i
+
+with ``w = s * u`` and ``w_eff = s^2 * u``. Each example keeps a *working set* of competitor
+labelings (those with alpha_iy > 0, plus new ones); everything else has alpha = 0. One visit
+of example i:
+
+1. loss-augmented Viterbi at the current ``w_eff`` finds ``y^ = argmax_y H_i(y)``,
+   ``H_i(y) = Delta(y_i, y) - w_eff . (f(x_i, y_i) - f(x_i, y))`` (the dual gradient);
+   it joins the working set if ``H_i(y^)`` exceeds the largest ``H_i`` in the set (and 0).
+2. Sequential minimal steps inside the working set (the gold labeling included, H = 0):
+   move mass ``delta`` from the member with the smallest H among those with alpha > 0 to the
+   one with the largest H, ``delta = min(alpha_down, (H_up - H_down) / ||s * d||^2)``,
+   ``d = f(y_down) - f(y_up)``; the exact maximiser of the dual along that direction, so the
+   dual never decreases. Stop when ``H_up - H_down <= eps`` or after ``max_inner`` steps.
+3. Members whose alpha fell to exactly 0 leave the set (they can come back through step 1).
+
+One *epoch* visits every example once in a random order (seeded). After each epoch the primal
+objective is computed exactly (a parallel loss-augmented Viterbi pass), and the solver stops
+when the relative duality gap ``(P - D) / P`` falls below ``tol``.
+
+Warm starts are the point of keeping the state in an object: the duals stay feasible when
+
+* ``scale`` changes (``u`` does not depend on it; ``w_eff`` is recomputed),
+* an example weight ``C_i`` changes (``alpha_i`` is scaled down if it exceeds the new C_i;
+  ``C_i = 0`` removes the example's influence entirely),
+* an example's gold labeling changes (its duals and working set are reset: its competitors
+  were defined against the old labeling),
+* state parameters are removed from the problem (``restrict``; ``u`` is restricted with them).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger.errors import bad_value
+from tagger.features import Featurized
+from tagger.inference.max_product import labeling_score, loss_augmented_viterbi_into
+from tagger.jit import njit, prange
+from tagger.learners.base import Learner, TrainingProblem
+from tagger.chain.layout import (ChainModel, FeatureBatch, SparseAccumulator, add_difference,
+                          release_param_table, sentence_param_table, sentence_state_scores,
+                          sentence_state_scores_table, transitions_of)
+
+# --------------------------------------------------------------------------------- records
+
+
+class CompetitorSets(NamedTuple):
+    """Each example's working set of competing labelings and their duals (M slots each)."""
+
+    size: np.ndarray    # int32[n]: members of example i's set
+    alpha: np.ndarray   # float64[n, M]: dual of member m of example i
+    loss: np.ndarray    # float64[n, M]: its Hamming loss
+    labels: np.ndarray  # int32[M, n_tokens]: member m's labeling, stacked over examples
+
+
+class DualState(NamedTuple):
+    """Example weights and the primal iterate kept in step with the duals."""
+
+    C: np.ndarray   # float64[n]: example weights C_i
+    s2: np.ndarray  # float64[n_weights]: squared per-weight scaling
+    u: np.ndarray   # float64[n_weights]: sum of the duals' feature differences
+    w: np.ndarray   # float64[n_weights]: effective weights s2 * u
+
+
+class Scratch(NamedTuple):
+    """Work arrays of the SDM kernels, clean between calls."""
+
+    acc: SparseAccumulator
+    param_attr: np.ndarray  # int64[n_state]: each state parameter's attribute
+    attr_row: np.ndarray    # int64[n_attrs]: -1, or the attribute's row in a parameter table
+
+
+# --------------------------------------------------------------------------------- kernels
+
+
+@njit(**NUMBA_OPTS)
+def _remove_example(layout, X, i, gold, coef, ws, u, acc):
+    """u += coef * sum_m alpha_im (f(x_i, gold) - f(x_i, y_im)): coef = -1 takes example i's
+    contribution out of u (before a reset), coef = c - 1 rescales its duals by c."""
+    a = X.offsets[i]
+    b = X.offsets[i + 1]
+    d, mark, touched = acc
+    n = 0
+    for m in range(ws.size[i]):
+        n = add_difference(layout, X, a, b, gold, ws.labels[m], coef * ws.alpha[i, m], acc, n)
+    for j in range(n):
+        k = touched[j]
+        u[k] += d[k]
+        d[k] = 0.0
+        mark[k] = False
+
+
+@njit(**NUMBA_OPTS)
+def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats, table, unit):
+    """One pass of the Sequential Dual Method over the examples in ``order``.
+
+    ``w`` (= s2 * u) and ``u`` are updated in place; ``unit`` says that they are one array
+    (s = 1, :meth:`SDMSolver._refresh_w`), moved once. stats[0] += competitors added,
+    stats[1] += minimal steps, stats[2] += examples whose working set was full.
+
+    A visit rescores its sentence after every minimal step; a gather of every attribute's
+    weights from the whole weight vector is most of the cost of a pass (cache misses). With
+    ``table`` the sentence's weights are copied once per visit into a small dense table kept
+    in step with ``w``, and the rescoring reads that (the same scores: ``table=False`` is the
+    plain form, kept for the tests). ``param_attr`` is each state parameter's attribute,
+    ``attr_row`` scratch of -1 per attribute."""
+    indptr, offsets = X.indptr, X.offsets
+    param_label, n_state, L = layout.param_label, layout.n_state, layout.n_labels
+    Cw, s2, u, w = dual
+    ws_n, ws_alpha, ws_loss, ws_lab = ws
+    acc, param_attr, attr_row = scratch
+    d, mark, touched = acc
+    M = ws_alpha.shape[1]
+    trans = transitions_of(layout, w)  # a view: follows the updates of w
+    max_len = 0
+    for s in range(offsets.shape[0] - 1):
+        max_len = max(max_len, offsets[s + 1] - offsets[s])
+    state_buf = np.empty((max_len, L))
+    ystar = np.empty(gold.shape[0], dtype=np.int32)
+    H = np.empty(M + 1)
+    max_nnz = 0
+    for s in range(offsets.shape[0] - 1):
+        max_nnz = max(max_nnz, indptr[offsets[s + 1]] - indptr[offsets[s]])
+    ptable = np.empty((max_nnz if table else 0, L))
+    row_attr = np.empty(max_nnz if table else 0, dtype=np.int64)
+    for k in range(order.shape[0]):
+        i = order[k]
+        a = offsets[i]
+        b = offsets[i + 1]
+        if b <= a or (Cw[i] <= 0.0 and ws_n[i] == 0):
+            continue
+        state = state_buf[:b - a]
+        n_rows = 0
+        if table:
+            n_rows = sentence_param_table(layout, X, w, a, b, attr_row, row_attr, ptable)
+            sentence_state_scores_table(layout, X, w, a, b, attr_row, ptable, state)
+        else:
+            sentence_state_scores(layout, X, w, a, b, state)
+        aug = loss_augmented_viterbi_into(state, trans, gold[a:b], 1.0, ystar[a:b])
+        g = labeling_score(state, trans, gold[a:b])
+        h_star = aug - g
+        xi = 0.0
+        same = False
+        for m in range(ws_n[i]):
+            hm = ws_loss[i, m] + labeling_score(state, trans, ws_lab[m][a:b]) - g
+            xi = max(xi, hm)
+            if not same:
+                same = True
+                for t in range(a, b):
+                    if ws_lab[m, t] != ystar[t]:
+                        same = False
+                        break
+        if h_star > xi + eps and not same and Cw[i] > 0.0:
+            if ws_n[i] < M:
+                m = ws_n[i]
+                loss = 0.0
+                for t in range(a, b):
+                    ws_lab[m, t] = ystar[t]
+                    if ystar[t] != gold[t]:
+                        loss += 1.0
+                ws_loss[i, m] = loss
+                ws_alpha[i, m] = 0.0
+                ws_n[i] += 1
+                stats[0] += 1
+            else:
+                stats[2] += 1
+        # sequential minimal steps; index n_i stands for the gold labeling (H = 0, the slack)
+        for it in range(max_inner):
+            n_i = ws_n[i]
+            alpha_gold = Cw[i]
+            for m in range(n_i):
+                alpha_gold -= ws_alpha[i, m]
+                H[m] = ws_loss[i, m] + labeling_score(state, trans, ws_lab[m][a:b]) - g
+            H[n_i] = 0.0
+            up = n_i
+            for m in range(n_i):
+                if H[m] > H[up]:
+                    up = m
+            down = -1
+            if alpha_gold > 1e-12 * Cw[i]:
+                down = n_i
+            for m in range(n_i):
+                if ws_alpha[i, m] > 0.0 and (down < 0 or H[m] < H[down]):
+                    down = m
+            if down < 0 or up == down or H[up] - H[down] <= eps:
+                break
+            # d = f(y_down) - f(y_up) (the gold labeling's features cancel)
+            lab_down = gold if down == n_i else ws_lab[down]
+            lab_up = gold if up == n_i else ws_lab[up]
+            nt = add_difference(layout, X, a, b, lab_down, lab_up, 1.0, acc, 0)
+            q = 0.0
+            for j in range(nt):
+                kk = touched[j]
+                q += d[kk] * d[kk] if unit else s2[kk] * d[kk] * d[kk]
+            cap = alpha_gold if down == n_i else ws_alpha[i, down]
+            if q > 0.0:
+                delta = min(cap, (H[up] - H[down]) / q)
+            else:  # same features (only possible when s2 switches them off): free gain
+                delta = cap
+            for j in range(nt):
+                kk = touched[j]
+                if unit:  # s = 1: w and u are one array (SDMSolver._refresh_w)
+                    w[kk] += delta * d[kk]
+                else:
+                    u[kk] += delta * d[kk]
+                    w[kk] += delta * s2[kk] * d[kk]
+                d[kk] = 0.0
+                mark[kk] = False
+                if table and kk < n_state:  # the sentence's own attributes: rows of the table
+                    ptable[attr_row[param_attr[kk]], param_label[kk]] = w[kk]
+            if up != n_i:
+                ws_alpha[i, up] += delta
+            if down != n_i:
+                ws_alpha[i, down] = 0.0 if delta >= cap else ws_alpha[i, down] - delta
+            stats[1] += 1
+            if it + 1 == max_inner:
+                break  # the visit's last step: nothing reads the scores after it
+            if table:
+                sentence_state_scores_table(layout, X, w, a, b, attr_row, ptable, state)
+            else:
+                sentence_state_scores(layout, X, w, a, b, state)
+            g = labeling_score(state, trans, gold[a:b])
+        if table:
+            release_param_table(attr_row, row_attr, n_rows)
+        # members at alpha = 0 leave the working set
+        m = 0
+        while m < ws_n[i]:
+            if ws_alpha[i, m] <= 0.0:
+                last = ws_n[i] - 1
+                if m != last:
+                    ws_alpha[i, m] = ws_alpha[i, last]
+                    ws_loss[i, m] = ws_loss[i, last]
+                    for t in range(a, b):
+                        ws_lab[m, t] = ws_lab[last, t]
+                ws_alpha[i, last] = 0.0  # slots past ws_n[i] hold nothing
+                ws_loss[i, last] = 0.0
+                ws_n[i] = last
+            else:
+                m += 1
+
+
+@njit(**NUMBA_PARALLEL_OPTS)
+def _hinges(layout, X, w, gold, skip, out):
+    """out[i] = R_i(w) (structured hinge with Hamming loss), in parallel over sentences;
+    0 where ``skip[i]`` (when ``skip`` is non-empty)."""
+    offsets = X.offsets
+    L = layout.n_labels
+    trans = transitions_of(layout, w)
+    for i in prange(offsets.shape[0] - 1):
+        a = offsets[i]
+        b = offsets[i + 1]
+        if b <= a or (skip.shape[0] > 0 and skip[i]):
+            out[i] = 0.0
+            continue
+        state = np.empty((b - a, L))
+        pred = np.empty(b - a, dtype=np.int32)
+        sentence_state_scores(layout, X, w, a, b, state)
+        aug = loss_augmented_viterbi_into(state, trans, gold[a:b], 1.0, pred)
+        g = labeling_score(state, trans, gold[a:b])
+        out[i] = max(aug - g, 0.0)  # >= 0 exactly: the gold labeling is a candidate
+
+
+# --------------------------------------------------------------------------------- solver
+
+
+@dataclass
+class SDMResult:
+    """Where a :meth:`SDMSolver.solve` call ended."""
+
+    epochs: int          # passes made by this call
+    primal: float        # (1/2)||w||^2 + sum_i C_i R_i(w)
+    dual: float          # the dual objective (a lower bound of the primal)
+    gap: float           # (primal - dual) / max(primal, tiny)
+    converged: bool      # gap <= tol
+
+
+def restrict_featurized(X: Featurized, keep_attr: np.ndarray) -> Featurized:
+    """X with only the attributes where ``keep_attr`` holds, renumbered 0..kept-1."""
+    keep_attr = np.asarray(keep_attr, dtype=bool)
+    new_id = np.cumsum(keep_attr, dtype=np.int64) - 1
+    entry_keep = keep_attr[X.attrs]
+    token = np.repeat(np.arange(X.n_tokens, dtype=np.int64), np.diff(X.indptr))
+    indptr = np.zeros(X.n_tokens + 1, dtype=np.int64)
+    np.cumsum(np.bincount(token[entry_keep], minlength=X.n_tokens), out=indptr[1:])
+    attrs = new_id[X.attrs[entry_keep]].astype(np.int32)
+    kwargs = {}
+    vals = X.vals
+    if vals.shape[0] > 0:
+        kwargs["values"] = np.ascontiguousarray(vals[entry_keep])
+    return Featurized(indptr, attrs, X.offsets, **kwargs)
+
+
+class SDMSolver:
+    """Warm-startable L2 structural SVM solver (Sequential Dual Method); see the module docstring.
+
+    ``SDMSolver(model, X, y, C=1.0, scale=None, max_working_set=32, max_inner=10, seed=0)``
+
+    model, X, y
+        the parameter layout (:class:`~tagger.chain.layout.ChainModel`), featurized sentences and the
+        gold label ids (int32, one per token) playing y_i in the hinge.
+    C
+        a float (every example) or a float array with one weight C_i >= 0 per sentence.
+    scale
+        None (all ones) or the float array s (one per weight of ``model``): the solver
+        minimises over w with effective weights ``s * w``.
+    scratch
+        None, or a :class:`~tagger.io.scratch.ScratchSpace` that holds the working sets (their
+        labelings take ``max_working_set`` ints per token: memory-mapped with a directory).
+
+    Typical use, including repeated calls with changing weights and imputed labelings (the
+    semi-supervised learner)::
+
+        solver = SDMSolver(model, X, y_init, C=C_vec)
+        solver.solve(epochs=20, tol=1e-3)            # cold start
+        w = solver.weights()                         # effective weights: score with these
+        ...
+        solver.set_labels(y_new)   # examples whose labels changed lose their duals
+        solver.set_example_weights(C_new)            # e.g. raise C_u for unlabeled examples
+        solver.solve(epochs=20, tol=1e-3)            # warm start from the kept duals
+        w = solver.weights()
+
+    ``solve(..., y=..., C=..., scale=...)`` applies the same changes before optimising. The
+    solver keeps its own copy of y; the caller's arrays are never modified.
+    """
+
+    def __init__(self, model: ChainModel, X: Featurized, y: np.ndarray, C=1.0,
+                 scale: np.ndarray | None = None, max_working_set: int = 32,
+                 max_inner: int = 10, seed: int = 0, eps: float = 1e-9, scratch=None):
+        if max_working_set < 1:
+            raise bad_value("max_working_set", "an integer in [1, inf)", max_working_set,
+                            "SDMSolver")
+        self.model = model
+        self.X = X
+        self.vals = X.vals
+        n, n_tok, n_w = X.n_sentences, X.n_tokens, model.n_weights
+        self.y = self._check_labels(y)
+        self.C = self._check_weights(C)
+        self.s2 = np.ones(n_w) if scale is None else self._check_scale(scale) ** 2
+        self.u = np.zeros(n_w)
+        self.w = np.zeros(n_w)
+        self._refresh_w()
+        # the working sets grow with the data: a scratch space (tagger.io.scratch) may map them
+        zeros = np.zeros if scratch is None else (
+            lambda shape, dtype=np.float64: scratch.zeros("working-sets", shape, dtype))
+        self.ws_n = np.zeros(n, dtype=np.int32)
+        self.ws_alpha = zeros((n, max_working_set))
+        self.ws_loss = zeros((n, max_working_set))
+        self.ws_lab = zeros((max_working_set, n_tok), dtype=np.int32)
+        self.max_inner = int(max_inner)
+        self.eps = float(eps)
+        self.rng = np.random.default_rng(seed)
+        self.epochs_done = 0
+        self._scratch()
+
+    # ---- checks
+    def _scratch(self):
+        self.scratch = Scratch(SparseAccumulator.new(self.model.n_weights),
+                               self.model.state_param_attr(),
+                               np.full(self.model.n_attrs, -1, dtype=np.int64))
+
+    def _check_labels(self, y) -> np.ndarray:
+        y = np.asarray(y)
+        if y.shape != (self.X.n_tokens,) or y.dtype.kind not in "iu":
+            raise bad_value("y", f"{self.X.n_tokens} integer label ids (one per token)",
+                            f"shape {y.shape} dtype {y.dtype}", "SDMSolver")
+        if y.size and (y.min() < 0 or y.max() >= self.model.n_labels):
+            raise bad_value("y", f"label ids in [0, {self.model.n_labels})",
+                            f"ids from {y.min()} to {y.max()}", "SDMSolver")
+        return np.array(y, dtype=np.int32)
+
+    def _check_weights(self, C) -> np.ndarray:
+        n = self.X.n_sentences
+        C = np.broadcast_to(np.asarray(C, dtype=np.float64), (n,)).copy()
+        if not np.all(np.isfinite(C)) or np.any(C < 0):
+            raise bad_value("C", "finite example weights C_i >= 0", f"min {C.min()}", "SDMSolver")
+        return C
+
+    def _check_scale(self, scale) -> np.ndarray:
+        s = np.asarray(scale, dtype=np.float64)
+        if s.shape != (self.model.n_weights,) or not np.all(np.isfinite(s)):
+            raise bad_value("scale", f"{self.model.n_weights} finite floats (one per weight)",
+                            f"shape {s.shape}", "SDMSolver")
+        return np.abs(s)
+
+    def kernel_records(self) -> tuple:
+        """(layout, batch, dual state, competitor sets): what the SDM kernels take."""
+        X = self.X
+        return (self.model.layout, FeatureBatch(X.indptr, X.attrs, self.vals, X.offsets),
+                DualState(self.C, self.s2, self.u, self.w),
+                CompetitorSets(self.ws_n, self.ws_alpha, self.ws_loss, self.ws_lab))
+
+    # ---- changes between calls (all keep the duals feasible)
+    def set_labels(self, y: np.ndarray) -> int:
+        """New gold labelings; examples whose labeling changed lose their duals and working
+        set (their competitors were defined against the old labeling). Returns how many."""
+        y = self._check_labels(y)
+        offsets = self.X.offsets
+        changed_tok = y != self.y
+        if not changed_tok.any():
+            return 0
+        sent = np.unique(np.searchsorted(offsets, np.flatnonzero(changed_tok), side="right") - 1)
+        layout, X, _, ws = self.kernel_records()
+        for i in sent:
+            _remove_example(layout, X, int(i), self.y, -1.0, ws, self.u, self.scratch.acc)
+            self.ws_n[i] = 0
+            self.ws_alpha[i] = 0.0
+        self.y = y
+        self._refresh_w()
+        return len(sent)
+
+    def set_example_weights(self, C) -> None:
+        """New weights C_i; an example whose duals exceed its new C_i has them scaled down."""
+        C = self._check_weights(C)
+        total = self.ws_alpha.sum(axis=1)
+        over = np.flatnonzero(total > C)
+        layout, X, _, ws = self.kernel_records()
+        for i in over:
+            factor = C[i] / total[i]
+            _remove_example(layout, X, int(i), self.y, factor - 1.0, ws, self.u, self.scratch.acc)
+            self.ws_alpha[i] *= factor
+            if factor == 0.0:
+                self.ws_n[i] = 0
+        self.C = C
+        if len(over):
+            self._refresh_w()
+
+    def set_scale(self, scale: np.ndarray | None) -> None:
+        """New per-weight scaling s (None = ones); the duals stay as they are."""
+        self.s2 = np.ones(self.model.n_weights) if scale is None else self._check_scale(scale) ** 2
+        self._refresh_w()
+
+    def restrict(self, keep_state: np.ndarray) -> np.ndarray:
+        """Remove the state parameters where ``keep_state`` is false from the problem.
+
+        The model and the featurized data are rebuilt without them (attributes left without
+        parameters disappear from X), so later epochs skip them. Transition, start and end
+        weights always stay. Returns the kept weights' indices in the old layout."""
+        m = self.model
+        keep_state = np.asarray(keep_state, dtype=bool)
+        if keep_state.shape != (m.n_state,):
+            raise bad_value("keep_state", f"{m.n_state} booleans", f"shape {keep_state.shape}",
+                            "SDMSolver.restrict")
+        marker = np.concatenate([keep_state.astype(np.float64), np.ones(m.n_edge)])
+        model, _, keep_attr = m.compact(marker)
+        index = np.concatenate([np.flatnonzero(keep_state),
+                                m.edge_indices()]).astype(np.int64)
+        self.model = model
+        self.X = restrict_featurized(self.X, keep_attr)
+        self.vals = self.X.vals
+        self.u = np.ascontiguousarray(self.u[index])
+        self.s2 = np.ascontiguousarray(self.s2[index])
+        self._refresh_w()
+        self._scratch()
+        return index
+
+    def _refresh_w(self) -> None:
+        """w = s2 * u. With s = 1, w *is* u (one array): the two would take the same steps,
+        and an SDM pass then moves one vector instead of two."""
+        if np.all(self.s2 == 1.0):
+            self.w = self.u
+        else:
+            if self.w is self.u or self.w.shape != self.u.shape:
+                self.w = np.empty_like(self.u)
+            np.multiply(self.s2, self.u, out=self.w)
+
+    # ---- results
+    def weights(self) -> np.ndarray:
+        """Effective weights ``s * w`` in the current model's layout (a copy): score with these."""
+        return self.w.copy()
+
+    def hinges(self, w: np.ndarray | None = None, weighted_only: bool = False) -> np.ndarray:
+        """R_i at the effective weights (default: the current ones), one per sentence; with
+        ``weighted_only``, 0 for the examples with C_i = 0 (they are not decoded)."""
+        layout, X, _, _ = self.kernel_records()
+        out = np.empty(self.X.n_sentences)
+        skip = self.C <= 0.0 if weighted_only else np.zeros(0, np.bool_)
+        _hinges(layout, X, self.w if w is None else w, self.y, skip, out)
+        return out
+
+    def objectives(self) -> tuple[float, float, np.ndarray]:
+        """(primal, dual, hinges) at the current duals. Examples with C_i = 0 (unlabeled
+        sentences before they get a weight) add nothing to the primal and are not decoded:
+        their hinge is reported as 0."""
+        reg = 0.5 * float(np.dot(self.s2 * self.u, self.u))
+        hinge = self.hinges(weighted_only=True)
+        primal = reg + float(self.C @ hinge)
+        dual = float(np.sum(self.ws_alpha * self.ws_loss)) - reg
+        return primal, dual, hinge
+
+    # ---- optimisation
+    def epoch(self) -> None:
+        """One SDM pass over the examples in a random order."""
+        order = self.rng.permutation(self.X.n_sentences).astype(np.int64)
+        self.stats = np.zeros(3, dtype=np.int64)
+        layout, X, dual, ws = self.kernel_records()
+        _sdm_epoch(layout, X, self.y, dual, ws, order, self.max_inner, self.eps, self.scratch,
+                   self.stats, True, self.w is self.u)
+        self.epochs_done += 1
+
+    def solve(self, epochs: int = 50, tol: float = 1e-3, *, y=None, C=None, scale=None,
+              callback=None, check_every: int = 1) -> SDMResult:
+        """Optimise from the current duals (a warm start) for at most ``epochs`` passes.
+
+        ``y`` / ``C`` / ``scale`` given here are applied first (see :meth:`set_labels`,
+        :meth:`set_example_weights`, :meth:`set_scale`). Stops when the relative duality gap
+        is at most ``tol``. ``callback(epoch, primal, dual, gap)`` is called after every pass
+        (its ``True`` return stops the loop early). With ``check_every`` k > 1 the gap (a full
+        decoding pass over the weighted examples) is computed only after every k-th pass and
+        the last one, and the callback called only then."""
+        if check_every < 1:
+            raise bad_value("check_every", "an integer in [1, inf)", check_every,
+                            "SDMSolver.solve")
+        if y is not None:
+            self.set_labels(y)
+        if C is not None:
+            self.set_example_weights(C)
+        if scale is not None:
+            self.set_scale(scale)
+        primal = dual = gap = math.nan
+        done = 0
+        for e in range(1, epochs + 1):
+            self.epoch()
+            done = e
+            if e % check_every and e < epochs:
+                continue
+            primal, dual, _ = self.objectives()
+            gap = (primal - dual) / max(abs(primal), 1e-12)
+            stop = callback(e, primal, dual, gap) if callback is not None else False
+            if gap <= tol or stop:
+                break
+        return SDMResult(done, primal, dual, gap, bool(gap <= tol))
+
+
+# --------------------------------------------------------------------------------- learner
+
+
+def warm_state(learner: Learner, problem: TrainingProblem):
+    """The state a learner kept from its last fit on this same problem, when it was asked to
+    warm-start (``learner.warm_start = True``, set by ``Tagger.path``); else None."""
+    state = getattr(learner, "state_", None)
+    if getattr(learner, "warm_start", False) and state is not None and state[0] is problem:
+        return state[1]
+    return None

@@ -1,0 +1,159 @@
+"""LP-based learners: the cutting-plane L1-M3N and the LP with column generation.
+
+Three learners share one loop (generate violated constraints, re-solve the LP over the working
+sets, repeat until no constraint is added) and differ in the LP and its solver:
+
+``m3n-cutting-plane``: Zhu, Xing & Zhang, *Primal Sparse Max-Margin Markov Networks* (KDD
+2009), Algorithm 1 (docs/algorithms.md section 1b). With ``w = mu - nu``::
+
+    min_{mu, nu >= 0, xi >= 0}  1.(mu + nu) + C 1.xi
+    s.t.  (mu - nu) . Delta f_i(y) >= Delta(y_i, y) - xi_i      for all i, y in S_i
+
+separation by loss-augmented Viterbi, y^ = argmax_y Delta(y_i, y) + F(x_i, y; w).
+
+``lp-extragradient`` and ``lp-simplex``: Wang, Shawe-Taylor & Szedmak, *Large-Margin Structured
+Prediction via Linear Programming* (AISTATS 2009; docs/algorithms.md section 2)::
+
+    min_{w >= 0, xi >= 0}  1.w + C 1.xi   s.t.  H w >= 1 - M xi
+
+one row Delta f_i(y^) per generated competitor, margin 1, separation by the best labeling other
+than the gold one (Viterbi, or second-best Viterbi when Viterbi returns the gold labeling).
+Non-negative weights lose nothing where every attribute has a parameter for every label (adding
+a constant to all labels' weights of an attribute changes no argmax); with the default
+seen-pairs parameters they are a real restriction, as in the paper's setting.
+
+Whole objectives (what the progress rows report; the LP over all labelings equals them):
+cutting plane ``||w||_1 + C sum_i max_y [Delta(y_i,y) - w.Delta f_i(y)]_+`` (the L1-M3N P1),
+LP ``||w||_1 + C sum_i [1 - min_{y != y_i} w.Delta f_i(y)]_+``.
+
+Algorithm 1 re-solves the LP after every added constraint; here ``resolve_every`` constraints
+are gathered first (default: a whole pass), which changes the path but not the fixed point
+(the loop ends only when no sentence has a constraint violated by more than ``epsilon``).
+
+The LP solvers are :mod:`tagger.learners.solvers.highs_solver` and
+:mod:`tagger.learners.solvers.extragradient`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
+from tagger.learners.solvers.trust_region import stabilized_generation
+from tagger.learners.solvers.working_sets import LOSS_AUGMENTED, SECOND_BEST, WorkingSets
+
+
+class WorkingSetLearner(Learner):
+    """Shared loop: separate at w, add violated constraints, re-solve, until nothing is added."""
+
+    mode = SECOND_BEST
+    signed = False
+
+    def _solver(self, ws: WorkingSets, settings: dict):
+        raise NotImplementedError
+
+    def _violations(self, value: np.ndarray) -> np.ndarray:
+        """Per sentence: right-hand side minus w . Delta f at the oracle's labeling."""
+        return value if self.mode == LOSS_AUGMENTED else 1.0 - value
+
+    def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
+        if settings.get("trust_region", 0.0) > 0:
+            return stabilized_generation(self, problem, settings, w0)
+        model = problem.model
+        C, eps = settings["C"], settings["epsilon"]
+        ws = WorkingSets(problem)
+        solver = self._solver(ws, settings)
+        w = np.zeros(model.n_weights) if w0 is None else np.array(w0, dtype=np.float64)
+        if not self.signed:
+            w = np.maximum(w, 0.0)
+        solver.warm_start(w)
+        clock = Stopwatch()
+        n = problem.X.n_sentences
+        nonempty = np.diff(problem.X.offsets) > 0
+        viol = self._violations(ws.separate(w, self.mode).copy())
+        xi = np.zeros(n)
+        lp_obj = 0.0
+        resolve_every = settings.get("resolve_every", 0) or n
+        for epoch in range(1, settings["epochs"] + 1):
+            # Algorithm 1's test: add y^ when H_i(y^) > xi_i + epsilon, xi_i the slack of S_i
+            cand = np.flatnonzero(nonempty & (viol > xi + eps))
+            added = 0
+            for lo in range(0, len(cand), resolve_every):
+                r, _ = ws.add(cand[lo:lo + resolve_every])
+                added += r
+                if r:
+                    w, lp_obj = solver.solve()
+            if settings.get("local_rows"):
+                # every violated single-token change of the gold labeling as well: many
+                # small rows per round instead of one labeling per sentence
+                tokens, labels = ws.local_violations(w, 1.0 - xi - eps)
+                r, _ = ws.add_local(tokens, labels)
+                added += r
+                if r:
+                    w, lp_obj = solver.solve()
+            if added == 0 and solver.loose and epoch > 1:
+                solver.loose = False      # converged at the loose tolerance: solve tightly
+                w, lp_obj = solver.solve()
+            elif added == 0 and epoch > 1:
+                break
+            xi = self._slacks(ws, w)
+            viol = self._violations(ws.separate(w, self.mode).copy())
+            hinge = np.maximum(viol, 0.0)
+            hinge[~nonempty] = 0.0
+            row = {"epoch": epoch, "objective": float(np.abs(w).sum() + C * hinge.sum()),
+                   "lp_objective": lp_obj, "added": int(added), "rows": ws.n_rows,
+                   "columns": ws.n_cols, "violated": int(np.count_nonzero(nonempty & (viol > xi + eps))),
+                   "nonzero": int(np.count_nonzero(w))}
+            row.update(solver.last)
+            row["converged"] = row["violated"] == 0 and not solver.loose
+            if problem.dev_score is not None:
+                row.update(problem.dev_score(w))
+            row["time"] = round(clock(), 2)
+            self._report(problem, row)
+            if row["converged"]:
+                break
+            if settings["max_seconds"] and clock() > settings["max_seconds"]:
+                break
+        return w
+
+    def _slacks(self, ws: WorkingSets, w: np.ndarray) -> np.ndarray:
+        """xi_i = max(0, max_{y in S_i} rhs - w . Delta f_i(y)), from the stored rows."""
+        n = ws.problem.X.n_sentences
+        xi = np.zeros(n)
+        if ws.n_rows:
+            prod = ws.val * w[ws.coord]
+            row_id = np.repeat(np.arange(ws.n_rows), np.diff(ws.ptr))
+            dot = np.bincount(row_id, weights=prod, minlength=ws.n_rows)
+            rhs = ws.loss if self.mode == LOSS_AUGMENTED else np.ones(ws.n_rows)
+            np.maximum.at(xi, ws.sentence, rhs - dot)
+        return xi
+
+
+COMMON_PARAMS = (
+    Param("C", 1.0, float, "weight C of the summed slacks (hinge losses) against ||w||_1",
+          low=0.0, low_open=True),
+    Param("epochs", 50, int, "at most this many rounds of separation over all sentences "
+          "(training stops earlier when no constraint is violated)", low=1),
+    Param("epsilon", 1e-4, float, "precision: a labeling joins its working set when its "
+          "constraint is violated by more than this beyond the current slack", low=0.0),
+    Param("max_seconds", 0.0, float, "stop after the round during which this many seconds "
+          "have passed (0 = no limit); the last progress row then has converged=False",
+          low=0.0),
+    Param("local_rows", False, bool, "each round also adds every violated labeling that "
+          "changes one token of the gold labeling (its best other label): many small rows per "
+          "round, fewer rounds"),
+)
+#: the LP learners' stabilized column generation (tagger.learners.solvers.trust_region)
+LP_PARAMS = tuple(p for p in COMMON_PARAMS if p.name not in ("local_rows", "epochs")) + (
+    Param("epochs", 1000, int, "at most this many LP rounds (training stops earlier when "
+          "the optimum is certified)", low=1),
+    Param("local_rows", True, bool, "each round also adds every violated labeling that "
+          "changes one token of the gold labeling (its best other label)"),
+    Param("trust_region", 1.0, float, "first radius of the box around the center each LP is "
+          "solved in (tagger.learners.solvers.trust_region); 0 = plain column generation from w = 0, "
+          "as in the paper", low=0.0),
+    Param("smoothing", 300, int, "L-BFGS-B iterations per temperature of the smoothed "
+          "objective whose minimizer starts the trust region (0 = start at w = 0)", low=0),
+)
+TIME_LIMIT = Param("time_limit", 0.0, float, "seconds each HiGHS solve may take (0 = no limit); "
+                   "a solve stopped by it reports lp_status", low=0.0)

@@ -1,0 +1,76 @@
+"""What a model file's JSON header must hold before :meth:`tagger.api.Tagger.load` trusts it.
+
+The arrays are checked by :mod:`tagger.model.files` (dtype, shape, sha256); the header is plain
+JSON that a person may edit, so every field the package reads is checked here, with its key
+path, what was expected and what was found. Hand-written checks rather than a schema library:
+the header has a dozen fields, and ``tagger tag`` should not import one more package to start.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tagger.errors import ModelFileError
+
+_INT = (int,)
+_NUMBER = (int, float)
+
+#: fields of ``meta.info`` the package reads, and the JSON types each may have
+INFO_FIELDS: dict[str, tuple] = {
+    "learner": (str,), "params": (dict,), "seed": _INT, "n_params": _INT, "n_nonzero": _INT,
+    "n_train_sentences": _INT, "n_train_tokens": _INT, "n_unlabeled_sentences": _INT,
+    "constraints": (str, type(None)), "featurize_seconds": _NUMBER,
+    "train_seconds": _NUMBER, "final": (dict,), "path": (list,), "conllu_label": (str,),
+    "selection": (dict,), "evidence": (dict,), "config": (dict,),
+}
+
+_NAMES = {str: "text", int: "a whole number", float: "a number", dict: "a table (JSON object)",
+          list: "a list", type(None): "null", bool: "true or false"}
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"{str(value).lower()}"
+    return f"{type(value).__name__} {value!r}"[:60]
+
+
+def _is(value: Any, types: tuple) -> bool:
+    if isinstance(value, bool):
+        return bool in types
+    return isinstance(value, types)
+
+
+def check_header(meta: Any, path: str) -> None:
+    """Raise :class:`ModelFileError` naming the first field of ``meta`` (the header's ``meta``
+    object) that is missing or of the wrong type."""
+    def bad(key: str, expected: str, found: Any) -> ModelFileError:
+        return ModelFileError(
+            f"{path}: the model header's {key} must be {expected}, found {_kind(found)}; the file "
+            f"was edited or damaged: restore it or train the model again")
+
+    if not isinstance(meta, dict):
+        raise bad("meta", _NAMES[dict], meta)
+    labels = meta.get("labels")
+    if not isinstance(labels, list) or not labels:
+        raise bad("meta.labels", "a non-empty list of label names", labels)
+    for i, lab in enumerate(labels):
+        if not isinstance(lab, str):
+            raise bad(f"meta.labels[{i}]", _NAMES[str], lab)
+    if len(set(labels)) != len(labels):
+        raise bad("meta.labels", "a list of distinct label names", labels)
+    if not isinstance(meta.get("features"), dict):
+        raise bad("meta.features", _NAMES[dict], meta.get("features"))
+    info = meta.get("info", {})
+    if not isinstance(info, dict):
+        raise bad("meta.info", _NAMES[dict], info)
+    for key, types in INFO_FIELDS.items():
+        if key in info and not _is(info[key], types):
+            raise bad(f"meta.info.{key}", " or ".join(_NAMES[t] for t in types), info[key])
+    if info.get("conllu_label", "upos") not in ("upos", "xpos"):
+        raise bad("meta.info.conllu_label", '"upos" or "xpos"', info["conllu_label"])
+    trace = meta.get("trace", [])
+    if not isinstance(trace, list):
+        raise bad("meta.trace", "a list of rows (JSON objects)", trace)
+    for i, row in enumerate(trace):
+        if not isinstance(row, dict):
+            raise bad(f"meta.trace[{i}]", _NAMES[dict], row)

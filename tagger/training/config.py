@@ -1,0 +1,335 @@
+"""The training configuration: every setting of ``tagger train`` in one TOML file.
+
+``tagger init-config`` writes one with every setting and its default; ``tagger train --config
+FILE`` trains from it, options given on the command line winning over the file; the model keeps
+the resolved configuration (``tagger inspect --json``, key ``config``) and ``tagger train
+--config-from MODEL -o NEW`` trains again from it.
+
+Paths in a file are relative to the file's directory, so that a configuration travels with its
+data; the model keeps them absolute, so that a rerun works from any directory (``hf:`` names
+are kept as written). The model's configuration leaves out the output path and, when training
+chooses the strength, the strength itself and the L2 mix chosen with it (the choice is in the
+model's ``selection``): what was asked for, so that a rerun asks for the same and, with the
+same data and seed, writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tagger.io import toml_file
+from tagger.errors import ConfigError, ParameterError
+from tagger.io.formats import FORMATS as READ_FORMATS
+
+
+@dataclass(frozen=True)
+class Key:
+    """One setting of the file: its type, default (None: decided from the data, written as a
+    comment) and what it means."""
+
+    kind: type
+    default: object
+    help: str
+    choices: tuple | None = None
+    is_path: bool = False
+
+
+FORMATS = ("auto", *READ_FORMATS)
+SCHEMA: dict[str, dict[str, Key]] = {
+    "data": {
+        "train": Key(list, [], "labeled training files (also hf:NAME, *.parquet, *.jsonl, "
+                     "*.spacy), concatenated", is_path=True),
+        "dev": Key(str, "", "labeled dev file that scores the strength's path; \"\": a "
+                   "held-out tenth of train does", is_path=True),
+        "test": Key(str, "", "labeled file scored along training for the trace only",
+                    is_path=True),
+        "unlabeled": Key(str, "", "unlabeled sentences for semi-supervised training "
+                         "(learner ssvm-annealing)", is_path=True),
+        "constraints": Key(str, "", "constraint file the labels imputed to the unlabeled "
+                           "sentences should meet (constraints/README.md)", is_path=True),
+        "format": Key(str, "auto", "corpus format; auto guesses it from each file's first "
+                      "lines", choices=FORMATS),
+        "label_column": Key(int, None, "label column of CoNLL files, negative from the end "
+                            "(default -1)"),
+        "conllu_label": Key(str, None, "CoNLL-U field holding the labels (default upos)",
+                            choices=("upos", "xpos")),
+        "fields": Key(str, "", "for datasets and DocBin input: the columns the features read, "
+                      "then the label column, e.g. \"tokens,pos_tags,chunk_tags\""),
+    },
+    "model": {
+        "output": Key(str, "", "model file to write (atomically)", is_path=True),
+        "features": Key(str, "", "feature preset (chunk, pos, citation) or a TOML template "
+                        "file; \"\": chosen from the training data"),
+        "learner": Key(str, "", "learner ('tagger learners'), or auto; \"\": the default"),
+        "seed": Key(int, 0, "random seed"),
+        "select": Key(bool, True, "choose the regularization strength on a path scored on "
+                      "dev (false: the learner's default, or params' value)"),
+        "max_seconds": Key(float, 0.0, "time budget of that choice in seconds (0: no limit)"),
+    },
+}
+#: the setting a command-line option stands for: (section, key)
+OPTION_KEYS = {
+    "train_files": ("data", "train"), "dev_file": ("data", "dev"),
+    "test_file": ("data", "test"), "unlabeled_file": ("data", "unlabeled"),
+    "constraints_file": ("data", "constraints"), "fmt": ("data", "format"),
+    "label_column": ("data", "label_column"), "conllu_label": ("data", "conllu_label"),
+    "fields": ("data", "fields"), "model_path": ("model", "output"),
+    "features": ("model", "features"), "learner": ("model", "learner"),
+    "seed": ("model", "seed"), "max_seconds": ("model", "max_seconds"),
+}
+
+
+def defaults() -> dict:
+    """Every setting at its default (``params`` empty: the learner's own)."""
+    cfg = {section: {k: (list(key.default) if isinstance(key.default, list) else key.default)
+                     for k, key in keys.items()} for section, keys in SCHEMA.items()}
+    cfg["params"] = {}
+    return cfg
+
+
+# ---------------------------------------------------------------------- reading
+
+
+def read(path: str | os.PathLike) -> dict:
+    """The file's settings over the defaults, checked; paths made relative to the file's
+    directory. Any mistake raises :class:`ConfigError` naming the file and the key path."""
+    path = Path(path)
+    data = toml_file.read(path, ConfigError, "configuration file")
+    return check(data, str(path), base=path.resolve().parent)
+
+
+def check(data: dict, source: str, base: Path | None = None) -> dict:
+    """``data`` (a parsed file or a model's stored configuration) over the defaults, each key
+    checked; relative paths joined to ``base`` when given."""
+    cfg = defaults()
+    for section, table in data.items():
+        if section == "params":
+            if not isinstance(table, dict):
+                raise _error(source, "params", "a table of the learner's parameters", table,
+                             "write [params] and one 'name = value' line per parameter")
+            cfg["params"] = dict(table)
+            continue
+        if section not in SCHEMA:
+            raise _error(source, section, f"one of the tables {_names(list(SCHEMA) + ['params'])}",
+                         f"[{section}]", "remove it or correct its name")
+        if not isinstance(table, dict):
+            raise _error(source, section, "a table", table, f"write it as [{section}]")
+        for name, value in table.items():
+            key = SCHEMA[section].get(name)
+            if key is None:
+                raise _error(source, f"{section}.{name}", f"one of {_names(SCHEMA[section])}",
+                             f"'{name}'", "remove the line or correct the key")
+            cfg[section][name] = _value(key, value, source, f"{section}.{name}", base)
+    return cfg
+
+
+def _value(key: Key, value, source: str, where: str, base: Path | None):
+    if key.kind is list:
+        if isinstance(value, str):
+            value = [value]
+        if not (isinstance(value, list) and all(isinstance(v, str) and v for v in value)):
+            raise _error(source, where, "a list of file names", value,
+                         f'e.g. {where.split(".")[-1]} = ["train.txt"]')
+        return [_path(v, base) for v in value]
+    if key.kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, key.kind) or (key.kind is int and isinstance(value, bool)):
+        kind = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
+        raise _error(source, where, kind[key.kind], value, "correct the value")
+    if key.kind is float and (not math.isfinite(value) or value < 0):
+        raise _error(source, where, "a number >= 0", value, "correct the value")
+    if key.choices is not None and value not in key.choices:
+        raise _error(source, where, f"one of {_names(key.choices)}", value, "correct the value")
+    if key.is_path:
+        return _path(value, base)
+    return value
+
+
+def _path(value: str, base: Path | None) -> str:
+    """A file name joined to ``base`` (and normalized); hf: names and ``-`` as they are."""
+    if not value or base is None or value.startswith("hf:") or value == "-":
+        return value
+    return os.path.normpath(os.path.join(base, value))
+
+
+def _error(source: str, where: str, expected: str, found, fix: str) -> ConfigError:
+    shown = found if isinstance(found, str) and found.startswith(("'", "[")) else repr(found)
+    return ConfigError(f"{source}: {where}: expected {expected}, found {shown}; {fix}")
+
+
+def _names(names) -> str:
+    return ", ".join(str(n) for n in names)
+
+
+# ---------------------------------------------------------------------- resolving
+
+
+def merge(cfg: dict, options: dict, settings: dict) -> dict:
+    """``cfg`` with the command-line ``options`` that were given (by the option's parameter
+    name, see :data:`OPTION_KEYS`; ``no_select`` too) and the ``--set`` ``settings`` over it."""
+    out = {section: dict(table) for section, table in cfg.items()}
+    for name, value in options.items():
+        if name == "no_select":
+            out["model"]["select"] = not value
+        elif name in OPTION_KEYS:
+            section, key = OPTION_KEYS[name]
+            out[section][key] = list(value) if key == "train" else value
+    out["params"].update(settings)
+    return out
+
+
+def learner_params(cfg: dict, learner: str, source: str) -> dict:
+    """The ``params`` table checked against ``learner``'s parameter table (typed values)."""
+    from tagger.learners import AUTO, get_learner
+
+    params = cfg["params"]
+    if learner == AUTO:
+        if params:
+            raise ConfigError(f"{source}: params: learner auto chooses each candidate's "
+                              f"parameters itself; name a learner in model.learner or remove "
+                              f"the [params] table")
+        return {}
+    cls = get_learner(learner)
+    table = {p.name: p for p in cls.params}
+    out = {}
+    for name, value in params.items():
+        if name not in table:
+            raise ConfigError(f"{source}: params.{name}: expected a parameter of {learner} "
+                              f"({_names(table)}), found '{name}'; correct or remove it")
+        try:
+            out[name] = table[name].validate(value, learner)
+        except ParameterError as exc:
+            raise ConfigError(f"{source}: params.{name}: {exc}") from None
+    try:
+        cls(**out).validated()
+    except ParameterError as exc:
+        raise ConfigError(f"{source}: params: {exc}") from None
+    return out
+
+
+def for_model(cfg: dict, learner: str, params: dict, select: bool) -> dict:
+    """The configuration the model keeps: absolute paths, no output, the learner named, every
+    parameter of the learner (but the strength when training chooses it)."""
+    from tagger.learners import AUTO, get_learner
+
+    out = {section: dict(cfg[section]) for section in SCHEMA}
+    del out["model"]["output"]
+    cwd = Path.cwd()
+    for section, keys in SCHEMA.items():
+        for name, key in keys.items():
+            if key.is_path and name in out[section]:
+                value = out[section][name]
+                out[section][name] = ([_path(v, cwd) for v in value]
+                                      if isinstance(value, list) else _path(value, cwd))
+            if out[section].get(name, 0) is None:
+                del out[section][name]     # decided from the data: TOML has no null
+    out["model"]["learner"] = learner
+    full = {}
+    if learner != AUTO:
+        cls = get_learner(learner)
+        strength = getattr(cls, "strength", None)
+        # what the path chooses (the strength, and the L2 mix with it) stays unset, so that
+        # a rerun chooses it again rather than taking it as a setting
+        chosen = set()
+        if select and strength is not None and strength[0] not in params:
+            chosen = {strength[0]} | ({cls.mix} if getattr(cls, "mix", None) else set())
+        full = {p.name: params.get(p.name, p.default) for p in cls.params
+                if p.name in params or p.name not in chosen}
+    out["params"] = full
+    return out
+
+
+def from_model(path: str) -> dict:
+    """The configuration a model was trained from (``tagger train`` keeps it)."""
+    from tagger.api import Tagger
+
+    stored = Tagger.load(path).info_.get("config")
+    if not isinstance(stored, dict):
+        raise ConfigError(f"{path}: the model keeps no training configuration (it was trained "
+                          f"through the Python API or by an earlier version); write one with "
+                          f"'tagger init-config' and train with --config")
+    return check(stored, f"{path} (its stored configuration)")
+
+
+# ---------------------------------------------------------------------- writing
+
+
+def to_toml(cfg: dict, learner: str) -> str:
+    """``cfg`` as a commented TOML file with every setting: data and model settings, then the
+    learner's parameter table (a parameter the file does not set is written as a comment with
+    its default; the strength is commented out so that training chooses it)."""
+    from tagger.learners import AUTO, DEFAULT_LEARNER, get_learner
+
+    lines = ["# Training configuration: tagger train --config THIS_FILE [options that override it]",
+             "# Paths are relative to this file's directory. A line left as a comment keeps the",
+             "# default it shows.", ""]
+    for section, keys in SCHEMA.items():
+        lines.append(f"[{section}]")
+        for name, key in keys.items():
+            value = cfg[section].get(name)
+            lines.append(f"# {key.help}")
+            if value is None:
+                shown = {"label_column": -1, "conllu_label": "upos"}.get(name, "")
+                lines.append(f"# {name} = {_toml(shown)}")
+            else:
+                lines.append(f"{name} = {_toml(value)}")
+        lines.append("")
+    name = learner or DEFAULT_LEARNER
+    lines.append(f"[params]   # parameters of {name} ('tagger learners' lists every learner's)")
+    if name == AUTO:
+        lines.append("# learner auto sets its candidates' parameters itself")
+        return "\n".join(lines) + "\n"
+    cls = get_learner(name)
+    strength = getattr(cls, "strength", None)
+    for p in cls.params:
+        if strength is not None and p.name == strength[0]:
+            lines.append(f"# {p.help}; chosen on a path unless set here or select = false")
+        else:
+            lines.append(f"# {p.help}")
+        if p.name in cfg["params"]:
+            lines.append(f"{p.name} = {_toml(cfg['params'][p.name])}")
+        else:
+            lines.append(f"# {p.name} = {_toml(p.default)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+#: what ``tagger init-config --task`` fills in: the samples shipped in corpora/
+TASKS = {
+    "chunk": {"train": ["corpora/sample_chunk.txt"], "dev": "corpora/sample_chunk_dev.txt",
+              "features": "chunk", "output": "chunker.tgm"},
+    "pos": {"train": ["corpora/sample_pos.conllu"], "dev": "", "features": "pos",
+            "output": "pos.tgm"},
+    "citation": {"train": ["corpora/sample_citations.txt"], "dev": "", "features": "citation",
+                 "output": "citations.tgm"},
+}
+
+
+def for_task(task: str | None, learner: str | None, directory: Path) -> dict:
+    """A configuration for ``task`` (the shipped sample's paths written relative to
+    ``directory``, where the file goes), or with empty data paths to fill in."""
+    cfg = defaults()
+    if learner:
+        cfg["model"]["learner"] = learner
+    if task is None:
+        return cfg
+    spec = TASKS[task]
+    root = Path(__file__).resolve().parents[2]
+    rel = [os.path.relpath(root / p, directory) for p in spec["train"]]
+    cfg["data"]["train"] = rel
+    cfg["data"]["dev"] = os.path.relpath(root / spec["dev"], directory) if spec["dev"] else ""
+    cfg["model"]["features"] = spec["features"]
+    cfg["model"]["output"] = spec["output"]
+    return cfg

@@ -1,0 +1,126 @@
+"""``tagger tag --jobs N``: the same output as one process, in order, errors at the right line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import tagger.tagging.parallel as parallel
+import tagger.tagging.files as tagging
+from tagger.cli import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "corpora" / "sample_chunk.txt"
+DEV = ROOT / "corpora" / "sample_chunk_dev.txt"
+
+
+def _run(*args, input=None):
+    return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("jobs") / "chunk.tgm"
+    r = _run("train", SAMPLE, "-o", path, "--set", "epochs=3", "-q")
+    assert r.exit_code == 0, r.output
+    return path
+
+
+@pytest.fixture()
+def small_blocks(monkeypatch):
+    monkeypatch.setattr(parallel, "BLOCK_BYTES", 2048)  # many blocks from a small file
+    monkeypatch.setattr(tagging, "PARALLEL_MIN_BYTES", 0)  # and workers for it
+
+
+def test_iter_blocks_cuts_at_sentence_ends():
+    import io
+
+    data = SAMPLE.read_bytes() * 3
+    blocks = list(parallel.iter_blocks(io.BytesIO(data), "conll", 1000))
+    assert len(blocks) > 5
+    assert b"".join(b for b, _ in blocks) == data
+    line = 1
+    for b, first in blocks[:-1]:
+        assert b.endswith(b"\n\n") and first == line
+        line += b.count(b"\n")
+    lines = list(parallel.iter_blocks(io.BytesIO(b"a b\nc d\n" * 300), "text", 100))
+    assert all(b.endswith(b"\n") for b, _ in lines)
+
+
+@pytest.mark.parametrize("text_input", [False, True])
+def test_jobs_2_output_equals_jobs_1(model, tmp_path, small_blocks, text_input):
+    src = tmp_path / "in.txt"
+    if text_input:
+        from tagger.io import load_corpus
+
+        src.write_text("".join(" ".join(s.tokens) + "\n" for s in load_corpus(SAMPLE)) * 4)
+        # a word-only model for plain text
+        m = tmp_path / "pos.tgm"
+        assert _run("train", SAMPLE, "--label-column", 1, "--features", "pos", "-o", m,
+                    "--set", "epochs=2", "-q").exit_code == 0
+    else:
+        src.write_bytes((SAMPLE.read_bytes() + DEV.read_bytes()) * 4)
+        m = model
+    one = _run("tag", m, src, "-o", tmp_path / "one.txt")
+    two = _run("tag", m, src, "-o", tmp_path / "two.txt", "--jobs", 2)
+    assert one.exit_code == 0 and two.exit_code == 0, two.output
+    assert (tmp_path / "two.txt").read_bytes() == (tmp_path / "one.txt").read_bytes()
+    piped = _run("tag", m, "-", "--jobs", 2, input=src.read_bytes())
+    assert piped.exit_code == 0
+    assert piped.stdout_bytes == (tmp_path / "one.txt").read_bytes()
+
+
+def test_jobs_error_names_the_absolute_line(model, tmp_path, small_blocks):
+    lines = (SAMPLE.read_text() * 3).split("\n")
+    bad_line = len(lines) - 20
+    while not lines[bad_line - 1].strip():
+        bad_line += 1
+    lines[bad_line - 1] = "only_one_field"
+    src = tmp_path / "bad.txt"
+    src.write_text("\n".join(lines))
+    one = _run("tag", model, src)
+    two = _run("tag", model, src, "--jobs", 2)
+    assert one.exit_code == two.exit_code == 1
+    assert f"{src}:{bad_line}:" in one.stderr
+    assert f"{src}:{bad_line}:" in two.stderr
+    assert two.stderr.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_jobs_2_on_conll2000_test_x3(corpora, model, tmp_path):
+    src = tmp_path / "test_x3.txt"
+    src.write_bytes((corpora / "conll2000" / "test.txt").read_bytes() * 3)  # 3 blocks or more
+    one = _run("tag", model, src, "-o", tmp_path / "one.txt")
+    two = _run("tag", model, src, "-o", tmp_path / "two.txt", "--jobs", 2)
+    assert one.exit_code == 0 and two.exit_code == 0
+    assert (tmp_path / "two.txt").read_bytes() == (tmp_path / "one.txt").read_bytes()
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_jobs_bounds_the_decoding_threads(model, tmp_path, jobs):
+    """--jobs is a number of cores also where the input is decoded in this process
+    (--marginals and --constraints cannot be cut into blocks): the kernels get N threads."""
+    import numba
+
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        r = _run("tag", model, DEV, "-o", tmp_path / "out.txt", "--jobs", jobs)
+        assert r.exit_code == 0, r.output
+        assert numba.get_num_threads() == min(jobs, numba.config.NUMBA_NUM_THREADS)
+    finally:
+        numba.set_num_threads(before)
+
+
+def test_a_short_input_is_tagged_without_workers(model, tmp_path, monkeypatch):
+    """--jobs 2 on an input of one block starts no worker process (nor numba for it)."""
+    def no_workers(*args, **kwargs):
+        raise AssertionError("worker processes started for a short input")
+
+    monkeypatch.setattr(parallel, "tag_parallel", no_workers)
+    one = _run("tag", model, DEV, "-o", tmp_path / "one.txt")
+    two = _run("tag", model, DEV, "-o", tmp_path / "two.txt", "--jobs", 2)
+    assert one.exit_code == two.exit_code == 0, two.output
+    assert (tmp_path / "two.txt").read_bytes() == (tmp_path / "one.txt").read_bytes()
