@@ -20,6 +20,8 @@ import logging
 import sys
 import time
 
+from tagger.learners.base import duration_text
+
 #: fields shown in a bar's postfix and a plain line, in this order, when a row has them
 SHOWN = ("objective", "nonzero", "dev_f1", "dev_acc", "gap", "C_u", "stage")
 
@@ -201,7 +203,3 @@ def _is_terminal(stream) -> bool:
 def _fmt(v) -> str:
     return f"{v:.6g}" if isinstance(v, float) else str(v)
 
-
-def duration_text(seconds: float) -> str:
-    """``45s`` under two minutes, else ``3min``: how an ETA is written."""
-    return f"{seconds:.0f}s" if seconds < 120 else f"{seconds / 60:.0f}min"

@@ -18,7 +18,6 @@ import numpy as np
 from tagger.errors import ParameterError, bad_value
 from tagger.features import Featurized
 from tagger.chain.layout import ChainModel
-from tagger.cli.progress import duration_text
 
 log = logging.getLogger("tagger.train")
 
@@ -192,6 +191,16 @@ class Learner:
                         "total": self.settings.get(bound), "first": len(self.trace_) == 1})
         if problem.progress is not None:
             problem.progress(dict(row, learner=self.name))
+
+
+def duration_text(seconds: float) -> str:
+    """``45s`` under two minutes, else ``3min``: how an ETA is written."""
+    return f"{seconds:.0f}s" if seconds < 120 else f"{seconds / 60:.0f}min"
+
+
+def main_score(row: dict) -> float:
+    """The dev score that decides: chunk F1 for B-/I- labels, else accuracy."""
+    return row["dev_f1"] if "dev_f1" in row else row["dev_acc"]
 
 
 def _eta(row: dict, epochs) -> str:

@@ -49,10 +49,9 @@ from __future__ import annotations
 import numpy as np
 
 from tagger.inference.max_product import loss_augmented_viterbi_batch_into
-from tagger.learners.base import Param, Stopwatch, TrainingProblem
+from tagger.learners.base import Param, Stopwatch, TrainingProblem, main_score
 from tagger.learners.solvers.crf_base import CRFLearner, quasi_newton_params, with_l2
 from tagger.learners.solvers.owlqn import OWLQN, Convergence
-from tagger.training.selection import main_score
 
 
 def hinge(problem: TrainingProblem, w: np.ndarray, cost: float) -> float:

@@ -13,7 +13,7 @@ import time
 
 from tagger.errors import TaggerError
 from tagger.learners import AUTO_CANDIDATES
-from tagger.training.selection import main_score
+from tagger.learners.base import main_score
 
 
 def fit_auto(tagger, sentences, dev, progress, test):

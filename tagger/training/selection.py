@@ -35,6 +35,8 @@ from typing import Callable
 
 import numpy as np
 
+from tagger.learners.base import main_score
+
 log = logging.getLogger("tagger.train")
 
 #: ratio of neighbouring values on the path
@@ -60,11 +62,6 @@ def grid(default: float, direction: int) -> list[float]:
     """The path's values, strongest penalty first."""
     steps = range(STRONG_STEPS, -WEAK_STEPS - 1, -1)
     return [default * GRID_FACTOR ** (k * direction) for k in steps]
-
-
-def main_score(row: dict) -> float:
-    """The dev score that decides: chunk F1 for B-/I- labels, else accuracy."""
-    return row["dev_f1"] if "dev_f1" in row else row["dev_acc"]
 
 
 def holdout_split(n: int) -> tuple[list[int], list[int]]:
