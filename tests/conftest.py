@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import SAMPLE, SAMPLE_DEV, run_cli
 from tagger._config import corpora_dir
 
 #: Set to 1 (CI does) to make missing corpora a test failure instead of a skip.
@@ -71,3 +72,15 @@ def corpora() -> Path:
         if not (root / rel).is_file():
             missing_corpus(root / rel, rel)
     return root
+
+
+@pytest.fixture(scope="session")
+def model(tmp_path_factory) -> Path:
+    """A chunker that ``tagger train`` fits on the shipped sample (dev file, seed 7, three
+    epochs a point): the model the command-line, tagging, sharding and bad-input tests read."""
+    path = tmp_path_factory.mktemp("chunk-model") / "chunk.tgm"
+    result = run_cli("train", SAMPLE, "-o", path, "--dev", SAMPLE_DEV, "--seed", 7, "--set",
+                     "epochs=3", "-q")
+    assert result.exit_code == 0, result.output
+    assert path.is_file()
+    return path

@@ -22,8 +22,8 @@ from tagger.io import read_corpus
 from tagger.errors import CorpusFormatError, ModelFileError, NotFittedError, TaggerError
 from tagger.features import Featurized, FeatureSpec
 from tagger.sentence import Sentence
+from _helpers import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parent.parent / "corpora"
 PARAMS = {"epochs": 4}
 SEED = 7
 

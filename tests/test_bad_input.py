@@ -25,8 +25,6 @@ from tagger.constraints.language import _COMMON_KEYS, _RULE_KEYS, CORPUS_RULES, 
 from tagger.errors import ConstraintError
 from tagger.model.files import HEADER_NAME, load_model_file, save_model_file
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "corpora" / "sample_chunk.txt"
 GOOD = "The DT B-NP\ncat NN I-NP\nsat VBD B-VP\n\nA DT B-NP\ndog NN I-NP\n"
 
 
@@ -276,16 +274,6 @@ CASES += [
     Case("marginals-of-max-margin-model", ["tag", "{m}", "g.txt", "--marginals"], 1,
          ("CRF",), {"g.txt": GOOD}),
 ]
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("bad-input") / "model.tgm"
-    result = CliRunner().invoke(cli, ["train", str(SAMPLE), "-o", str(path), "--learner",
-                                      "m3n-subgradient", "--set", "epochs=2",
-                                      "-q"])
-    assert result.exit_code == 0, result.output
-    return path
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:

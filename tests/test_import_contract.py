@@ -12,8 +12,8 @@ import ast
 from pathlib import Path
 
 import pytest
+from _helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SHARED = {"tagger._config"}
 
 

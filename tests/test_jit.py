@@ -8,22 +8,17 @@ import ast
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from tagger import Tagger, jit
-from tagger.cli import cli
 from tagger.features.hash_table import table_for
 
-ROOT = Path(__file__).resolve().parent.parent
+from _helpers import ROOT, run_cli
+
 CORPORA = ROOT / "corpora"
 
-
-def _run(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +33,7 @@ def models(tmp_path_factory):
     out = {}
     for name, (train, test, extra) in jobs.items():
         path = d / f"{name}.tgm"
-        r = _run("train", train, "-o", path, "--set", "epochs=3", "-q", *extra)
+        r = run_cli("train", train, "-o", path, "--set", "epochs=3", "-q", *extra)
         assert r.exit_code == 0, r.output
         out[name] = (path, test)
     return out
@@ -62,6 +57,7 @@ SCRIPT = """
 import json, sys
 from tagger import Tagger, jit
 from tagger.io import read_corpus
+from _helpers import ROOT
 
 jobs = {}
 for name, (model, test) in json.loads(sys.argv[1]).items():
@@ -124,7 +120,7 @@ def test_small_input_is_tagged_without_starting_numba(models, tmp_path):
                             str(tmp_path / "sub.txt")], capture_output=True, text=True, cwd=ROOT)
         assert r.returncode == 0, r.stderr
         assert r.stdout.split() == [str(numba_expected), "0"], path.name
-        in_process = _run("tag", model, path, "-o", tmp_path / "here.txt")
+        in_process = run_cli("tag", model, path, "-o", tmp_path / "here.txt")
         assert in_process.exit_code == 0, in_process.output
         assert (tmp_path / "sub.txt").read_bytes() == (tmp_path / "here.txt").read_bytes()
 

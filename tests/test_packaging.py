@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import importlib.metadata as metadata
 import sys
-from pathlib import Path
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parents[1]
+from _helpers import ROOT
+
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 DIST = PROJECT["project"]["name"]
 

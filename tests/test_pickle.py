@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import pickle
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,10 +13,8 @@ import pytest
 from tagger.api import Tagger
 from tagger.features import FeatureSpec, Featurizer
 from tagger.io import load_corpus
+from _helpers import SAMPLE, SAMPLE_DEV
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "corpora" / "sample_chunk.txt"
-SAMPLE_DEV = ROOT / "corpora" / "sample_chunk_dev.txt"
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from _helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 MARK = re.compile(r"<!-- ecosystem-test(: offline)? -->\n```(bash|python)\n(.*?)```", re.S)
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
+from _helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_a_missing_citation_corpus_fails_the_corpus_tests_when_required(corpora, tmp_path):

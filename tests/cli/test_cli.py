@@ -14,18 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from tagger.cli import cli
+from _helpers import ROOT, SAMPLE, SAMPLE_DEV, run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "corpora" / "sample_chunk.txt"
-SAMPLE_DEV = ROOT / "corpora" / "sample_chunk_dev.txt"
 EPOCHS = ["--set", "epochs=3"]
 
-
-def _run(*args, input=None):
-    return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
 
 
 def _assert_data_error(result, *fragments):
@@ -47,17 +40,8 @@ def sample() -> Path:
 
 
 @pytest.fixture(scope="module")
-def model(sample, tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("cli") / "chunk.tgm"
-    result = _run("train", sample, "-o", path, "--dev", SAMPLE_DEV, "--seed", 7, *EPOCHS)
-    assert result.exit_code == 0, result.output
-    assert path.is_file()
-    return path
-
-
-@pytest.fixture(scope="module")
 def labels(model) -> set[str]:
-    result = _run("inspect", model, "--json")
+    result = run_cli("inspect", model, "--json")
     assert result.exit_code == 0, result.output
     return set(json.loads(result.stdout)["labels"])
 
@@ -67,7 +51,7 @@ def labels(model) -> set[str]:
 
 def test_train_reports_progress_and_summary(sample, tmp_path):
     out = tmp_path / "m.tgm"
-    result = _run("train", sample, "-o", out, "--dev", SAMPLE_DEV, "--no-select", *EPOCHS)
+    result = run_cli("train", sample, "-o", out, "--dev", SAMPLE_DEV, "--no-select", *EPOCHS)
     assert result.exit_code == 0, result.output
     err = result.stderr
     epoch_lines = [ln for ln in err.splitlines() if "epoch=" in ln]
@@ -80,7 +64,7 @@ def test_train_reports_progress_and_summary(sample, tmp_path):
 
 
 def test_train_quiet_prints_nothing(sample, tmp_path):
-    result = _run("train", sample, "-o", tmp_path / "m.tgm", "--quiet", *EPOCHS)
+    result = run_cli("train", sample, "-o", tmp_path / "m.tgm", "--quiet", *EPOCHS)
     assert result.exit_code == 0, result.output
     assert result.output == ""
 
@@ -88,14 +72,14 @@ def test_train_quiet_prints_nothing(sample, tmp_path):
 def test_same_seed_gives_identical_model_files(sample, tmp_path):
     paths = [tmp_path / "a.tgm", tmp_path / "b.tgm"]
     for p in paths:
-        result = _run("train", sample, "-o", p, "--seed", 3, "--quiet", *EPOCHS)
+        result = run_cli("train", sample, "-o", p, "--seed", 3, "--quiet", *EPOCHS)
         assert result.exit_code == 0, result.output
     assert paths[0].read_bytes() == paths[1].read_bytes()
 
 
 def test_several_training_files_are_concatenated(sample, tmp_path):
     out = tmp_path / "m.tgm"
-    result = _run("train", sample, SAMPLE_DEV, "-o", out, "--set", "epochs=1")
+    result = run_cli("train", sample, SAMPLE_DEV, "-o", out, "--set", "epochs=1")
     assert result.exit_code == 0, result.output
     n_sent = sum(1 for f in (sample, SAMPLE_DEV)
                  for block in f.read_text("utf-8").split("\n\n") if block.strip())
@@ -105,24 +89,24 @@ def test_several_training_files_are_concatenated(sample, tmp_path):
 def test_malformed_training_file_names_file_and_line(tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("Confidence NN B-NP\nin IN B-PP\n\nthe DT\npound NN I-NP\n", "utf-8")
-    result = _run("train", bad, "-o", tmp_path / "m.tgm", *EPOCHS)
+    result = run_cli("train", bad, "-o", tmp_path / "m.tgm", *EPOCHS)
     _assert_data_error(result, f"{bad}:4")
     assert not (tmp_path / "m.tgm").exists()
 
 
 def test_missing_training_file_is_a_data_error(tmp_path):
     missing = tmp_path / "nope.txt"
-    _assert_data_error(_run("train", missing, "-o", tmp_path / "m.tgm"), str(missing))
+    _assert_data_error(run_cli("train", missing, "-o", tmp_path / "m.tgm"), str(missing))
 
 
 def test_unknown_feature_preset_is_a_usage_error_like_an_unknown_learner(sample, tmp_path):
-    result = _run("train", sample, "-o", tmp_path / "m.tgm", "--features", "nope", *EPOCHS)
+    result = run_cli("train", sample, "-o", tmp_path / "m.tgm", "--features", "nope", *EPOCHS)
     assert result.exit_code == 2
     assert "nope" in result.stderr and "chunk" in result.stderr and "Traceback" not in result.output
 
 
 def test_unknown_learner_is_a_usage_error(sample, tmp_path):
-    result = _run("train", sample, "-o", tmp_path / "m.tgm", "--learner", "nope")
+    result = run_cli("train", sample, "-o", tmp_path / "m.tgm", "--learner", "nope")
     assert result.exit_code == 2
     assert "nope" in result.stderr and "m3n-subgradient" in result.stderr
 
@@ -136,7 +120,7 @@ def test_unknown_learner_is_a_usage_error(sample, tmp_path):
     ("epochs", "key=value"),     # no '='
 ])
 def test_bad_set_is_a_usage_error_listing_the_parameters(sample, tmp_path, setting, fragment):
-    result = _run("train", sample, "-o", tmp_path / "m.tgm", "--learner", "m3n-subgradient",
+    result = run_cli("train", sample, "-o", tmp_path / "m.tgm", "--learner", "m3n-subgradient",
                   "--set", setting)
     assert result.exit_code == 2, result.output
     assert fragment in result.stderr
@@ -148,9 +132,9 @@ def test_bad_set_is_a_usage_error_listing_the_parameters(sample, tmp_path, setti
 
 def test_set_uses_the_chosen_learners_table(sample, tmp_path):
     # 'lambda' belongs to the L2 learner, not to the default L1 one
-    result = _run("train", sample, "-o", tmp_path / "m.tgm", "--set", "lambda=0.01")
+    result = run_cli("train", sample, "-o", tmp_path / "m.tgm", "--set", "lambda=0.01")
     assert result.exit_code == 2
-    result = _run("train", sample, "-o", tmp_path / "m.tgm", "--learner", "m3n-l2-subgradient",
+    result = run_cli("train", sample, "-o", tmp_path / "m.tgm", "--learner", "m3n-l2-subgradient",
                   "--set", "lambda=0.01", "--quiet", *EPOCHS)
     assert result.exit_code == 0, result.output
 
@@ -162,7 +146,7 @@ def test_set_uses_the_chosen_learners_table(sample, tmp_path):
 def test_learners_lists_every_learner_with_its_parameters(args):
     from tagger.learners import LEARNERS
 
-    result = _run(*args)
+    result = run_cli(*args)
     assert result.exit_code == 0, result.output
     assert "m3n-subgradient" in result.stdout and "m3n-l2-subgradient" in result.stdout
     for cls in LEARNERS.values():
@@ -178,7 +162,7 @@ def test_learners_lists_every_learner_with_its_parameters(args):
 
 def test_tag_reproduces_the_layout_with_known_labels(model, labels, tmp_path):
     out = tmp_path / "tagged.txt"
-    result = _run("tag", model, SAMPLE_DEV, "-o", out)
+    result = run_cli("tag", model, SAMPLE_DEV, "-o", out)
     assert result.exit_code == 0, result.output
     src = SAMPLE_DEV.read_text("utf-8").rstrip("\n").split("\n")
     got = out.read_text("utf-8").rstrip("\n").split("\n")
@@ -195,8 +179,8 @@ def test_tag_reproduces_the_layout_with_known_labels(model, labels, tmp_path):
 
 def test_tag_to_stdout_equals_tag_to_file(model, tmp_path):
     out = tmp_path / "tagged.txt"
-    assert _run("tag", model, SAMPLE_DEV, "-o", out).exit_code == 0
-    result = _run("tag", model, SAMPLE_DEV)
+    assert run_cli("tag", model, SAMPLE_DEV, "-o", out).exit_code == 0
+    result = run_cli("tag", model, SAMPLE_DEV)
     assert result.exit_code == 0
     assert result.stdout == out.read_text("utf-8")
 
@@ -204,7 +188,7 @@ def test_tag_to_stdout_equals_tag_to_file(model, tmp_path):
 def test_tag_from_stdin_without_label_column_appends_the_prediction(model, labels):
     lines = SAMPLE_DEV.read_text("utf-8").splitlines()
     unlabeled = "\n".join(" ".join(ln.split()[:-1]) for ln in lines) + "\n"
-    result = _run("tag", model, input=unlabeled)
+    result = run_cli("tag", model, input=unlabeled)
     assert result.exit_code == 0, result.output
     got = result.stdout.rstrip("\n").split("\n")
     src = unlabeled.rstrip("\n").split("\n")
@@ -217,21 +201,21 @@ def test_tag_from_stdin_without_label_column_appends_the_prediction(model, label
 
 def test_tag_agrees_with_eval(model):
     """Tagging the dev file and scoring the output by hand gives eval's token accuracy."""
-    tagged = _run("tag", model, SAMPLE_DEV).stdout.split("\n")
+    tagged = run_cli("tag", model, SAMPLE_DEV).stdout.split("\n")
     gold = SAMPLE_DEV.read_text("utf-8").split("\n")
     pairs = [(g.split()[-1], t.split()[-1]) for g, t in zip(gold, tagged) if g.strip()]
     acc = sum(g == t for g, t in pairs) / len(pairs)
-    metrics = json.loads(_run("eval", model, SAMPLE_DEV, "--json").stdout)
+    metrics = json.loads(run_cli("eval", model, SAMPLE_DEV, "--json").stdout)
     assert metrics["accuracy"] == pytest.approx(acc)
 
 
 def test_tag_with_too_many_fields_is_a_data_error(model):
-    result = _run("tag", model, "--format", "conll", input="a b c d\ne f g h\n")
+    result = run_cli("tag", model, "--format", "conll", input="a b c d\ne f g h\n")
     _assert_data_error(result, "4")
 
 
 def test_tag_missing_input_is_a_data_error(model, tmp_path):
-    _assert_data_error(_run("tag", model, tmp_path / "nope.txt"), "nope.txt")
+    _assert_data_error(run_cli("tag", model, tmp_path / "nope.txt"), "nope.txt")
 
 
 def test_truncated_model_is_a_one_line_data_error(model, tmp_path):
@@ -239,18 +223,18 @@ def test_truncated_model_is_a_one_line_data_error(model, tmp_path):
     bad = tmp_path / "truncated.tgm"
     bad.write_bytes(data[: len(data) // 2])
     for args in (["tag", bad, SAMPLE_DEV], ["eval", bad, SAMPLE_DEV], ["inspect", bad]):
-        _assert_data_error(_run(*args), str(bad))
+        _assert_data_error(run_cli(*args), str(bad))
 
 
 def test_missing_model_is_a_one_line_data_error(tmp_path):
-    _assert_data_error(_run("inspect", tmp_path / "nope.tgm"), "nope.tgm")
+    _assert_data_error(run_cli("inspect", tmp_path / "nope.tgm"), "nope.tgm")
 
 
 # ------------------------------------------------------------------------------ eval, inspect
 
 
 def test_eval_json(model):
-    result = _run("eval", model, SAMPLE_DEV, "--json")
+    result = run_cli("eval", model, SAMPLE_DEV, "--json")
     assert result.exit_code == 0, result.output
     m = json.loads(result.stdout)
     for key in ("accuracy", "precision", "recall", "f1", "n_tokens", "n_sentences", "per_label"):
@@ -266,7 +250,7 @@ def test_eval_vocabulary_splits_accuracy_by_words_seen_in_training(model):
 
     seen = {w for s in read_corpus(SAMPLE) for w in s.tokens}
     dev = list(read_corpus(SAMPLE_DEV))
-    result = _run("eval", model, SAMPLE_DEV, "--vocabulary", SAMPLE, "--json")
+    result = run_cli("eval", model, SAMPLE_DEV, "--vocabulary", SAMPLE, "--json")
     assert result.exit_code == 0, result.output
     m = json.loads(result.stdout)
     parts = m["by_vocabulary"]
@@ -277,18 +261,18 @@ def test_eval_vocabulary_splits_accuracy_by_words_seen_in_training(model):
     whole = (parts["seen"]["accuracy"] * n_seen
              + parts["unseen"]["accuracy"] * parts["unseen"]["tokens"]) / m["n_tokens"]
     assert whole == pytest.approx(m["accuracy"])
-    text = _run("eval", model, SAMPLE_DEV, "--vocabulary", SAMPLE)
+    text = run_cli("eval", model, SAMPLE_DEV, "--vocabulary", SAMPLE)
     assert f"words seen in training: seen {n_seen} tokens" in text.stdout
 
 
 def test_eval_text(model):
-    result = _run("eval", model, SAMPLE_DEV)
+    result = run_cli("eval", model, SAMPLE_DEV)
     assert result.exit_code == 0, result.output
     assert "accuracy" in result.stdout and "FB1" in result.stdout
 
 
 def test_inspect_json(model, labels):
-    result = _run("inspect", model, "--json", "--top", 3)
+    result = run_cli("inspect", model, "--json", "--top", 3)
     assert result.exit_code == 0, result.output
     r = json.loads(result.stdout)
     assert r["n_params"] >= r["n_nonzero"] > 0
@@ -297,7 +281,7 @@ def test_inspect_json(model, labels):
 
 
 def test_inspect_text(model, labels):
-    result = _run("inspect", model, "--top", 2)
+    result = run_cli("inspect", model, "--top", 2)
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "non-zero weights" in out and "transitions" in out
@@ -353,10 +337,10 @@ def test_pos_model_on_three_column_conll_with_label_column(tmp_path):
     when --label-column names the label column: the prediction replaces that column."""
     sample = SAMPLE
     model = tmp_path / "pos.tgm"
-    result = _run("train", sample, "--label-column", "1", "--features", "pos",
+    result = run_cli("train", sample, "--label-column", "1", "--features", "pos",
                   "--set", "epochs=3", "-o", model, "-q")
     assert result.exit_code == 0, result.output
-    tagged = _run("tag", model, sample, "--label-column", "1")
+    tagged = run_cli("tag", model, sample, "--label-column", "1")
     assert tagged.exit_code == 0, tagged.output
     lines_in = sample.read_text(encoding="utf-8").splitlines()
     lines_out = tagged.output.splitlines()
@@ -369,7 +353,7 @@ def test_pos_model_on_three_column_conll_with_label_column(tmp_path):
         fa, fb = a.split(), b.split()
         assert (fb[0], fb[2]) == (fa[0], fa[2])      # word and chunk columns untouched
         assert fb[1] in tags                         # the POS column holds a prediction
-    scored = _run("eval", model, sample, "--label-column", "1", "--json")
+    scored = run_cli("eval", model, sample, "--label-column", "1", "--json")
     assert scored.exit_code == 0, scored.output
     assert json.loads(scored.output)["n_tokens"] == sum(1 for line in lines_in if line.strip())
 
@@ -381,17 +365,17 @@ def test_one_odd_gold_label_does_not_switch_eval_from_chunk_f1(model, tmp_path):
     lines[first] = " ".join(fields[:-1] + ["X-WEIRD"])
     odd = tmp_path / "odd.txt"
     odd.write_text("\n".join(lines) + "\n")
-    result = _run("eval", model, odd, "--json")
+    result = run_cli("eval", model, odd, "--json")
     assert result.exit_code == 0, result.output
     metrics = json.loads(result.stdout)
     assert metrics["chunk_level"] is True          # the model's labels decide, as without it
     assert metrics["unknown_labels"] == ["X-WEIRD"]
-    plain = json.loads(_run("eval", model, SAMPLE_DEV, "--json").stdout)
+    plain = json.loads(run_cli("eval", model, SAMPLE_DEV, "--json").stdout)
     assert plain["chunk_level"] is True
 
 
 def test_set_errors_stay_short(sample, tmp_path):
-    result = _run("train", sample, "-o", tmp_path / "m.tgm", "--set", "radus=1")
+    result = run_cli("train", sample, "-o", tmp_path / "m.tgm", "--set", "radus=1")
     assert result.exit_code == 2
     error = result.stderr.splitlines()[-1]
     assert "radus" in error and "tagger learners" in error and len(error) < 400
@@ -410,22 +394,22 @@ def test_conllu_label_xpos_trains_tags_and_evaluates_the_xpos_field(tmp_path):
     sample = ROOT / "corpora" / "sample_pos.conllu"
     text = sample.read_text("utf-8")
     model = tmp_path / "xpos.tgm"
-    result = _run("train", sample, "--conllu-label", "xpos", "-o", model, *EPOCHS, "-q")
+    result = run_cli("train", sample, "--conllu-label", "xpos", "-o", model, *EPOCHS, "-q")
     assert result.exit_code == 0, result.output
-    labels = json.loads(_run("inspect", model, "--json").stdout)["labels"]
+    labels = json.loads(run_cli("inspect", model, "--json").stdout)["labels"]
     assert set(labels) == set(_conllu_field(text, 4))  # the treebank's tags, not UPOS
     # tag writes the predictions into XPOS (the model's field) and leaves UPOS as it was
     for jobs in ("1", "2"):
-        out = _run("tag", model, sample, "-j", jobs).stdout
+        out = run_cli("tag", model, sample, "-j", jobs).stdout
         assert _conllu_field(out, 3) == _conllu_field(text, 3)
         assert set(_conllu_field(out, 4)) <= set(labels)
         assert len(_conllu_field(out, 4)) == len(_conllu_field(text, 4))
     # eval reads the gold labels from the same field: scored against XPOS it agrees with a
     # count made here; UPOS shares no label with the model, which is an error
-    tagged = _conllu_field(_run("tag", model, sample).stdout, 4)
+    tagged = _conllu_field(run_cli("tag", model, sample).stdout, 4)
     gold = _conllu_field(text, 4)
     expected = sum(a == b for a, b in zip(tagged, gold)) / len(gold)
-    report = json.loads(_run("eval", model, sample, "--json").stdout)
+    report = json.loads(run_cli("eval", model, sample, "--json").stdout)
     assert report["accuracy"] == pytest.approx(expected)
-    _assert_data_error(_run("eval", model, sample, "--conllu-label", "upos"),
+    _assert_data_error(run_cli("eval", model, sample, "--conllu-label", "upos"),
                        "none of the evaluation data's labels")

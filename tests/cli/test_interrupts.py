@@ -14,9 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+from _helpers import ROOT, SAMPLE
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "corpora" / "sample_chunk.txt"
 
 
 @pytest.fixture(scope="module")

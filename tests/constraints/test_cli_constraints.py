@@ -8,10 +8,9 @@ import json
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from _addresses import RULES, addresses
-from tagger.cli import cli
+from _helpers import run_cli
 
 BAD = """
 labels = ["name", "street", "city"]
@@ -28,9 +27,6 @@ labels = "all"
 wieght = 2
 """
 
-
-def _run(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
 def _write(path, rng, n, labeled=True):
@@ -53,7 +49,7 @@ def files(tmp_path_factory):
 
 
 def test_bad_constraint_file_lists_every_mistake_and_exits_1(files):
-    r = _run("train", files / "train.tsv", "--unlabeled", files / "unl.tsv", "--constraints",
+    r = run_cli("train", files / "train.tsv", "--unlabeled", files / "unl.tsv", "--constraints",
              files / "bad.toml", "-o", files / "m.tgm")
     assert r.exit_code == 1
     lines = r.stderr.splitlines()
@@ -63,13 +59,13 @@ def test_bad_constraint_file_lists_every_mistake_and_exits_1(files):
                      "instance[2].wieght: unknown key"):
         assert fragment in lines[0]
     assert not (files / "m.tgm").exists()
-    r = _run("tag", files / "m.tgm", files / "dev.tsv", "--constraints", files / "bad.toml")
+    r = run_cli("tag", files / "m.tgm", files / "dev.tsv", "--constraints", files / "bad.toml")
     assert r.exit_code == 1 and "3 mistakes" in r.stderr
 
 
 def test_semisupervised_training_tagging_report_and_trace(files):
     model = files / "semi.tgm"
-    r = _run("train", files / "train.tsv", "--unlabeled", files / "unl.tsv", "--constraints",
+    r = run_cli("train", files / "train.tsv", "--unlabeled", files / "unl.tsv", "--constraints",
              files / "good.toml", "--dev", files / "dev.tsv", "--test", files / "dev.tsv",
              "--features", "citation", "-o", model, "--set", "steps=2", "--set", "epochs=3")
     assert r.exit_code == 0, r.output
@@ -77,7 +73,7 @@ def test_semisupervised_training_tagging_report_and_trace(files):
     assert "ssvm-annealing: step=2" in r.stderr
     summary = r.stderr
     # the trace is saved: dev and test scores per annealing step, the kept row marked
-    r = _run("trace", model, "--json")
+    r = run_cli("trace", model, "--json")
     rows = json.loads(r.stdout)
     assert [row["step"] for row in rows][:1] == [0] and rows[-1]["step"] == 2
     assert all("dev_acc" in row and "test_acc" in row for row in rows)
@@ -85,9 +81,9 @@ def test_semisupervised_training_tagging_report_and_trace(files):
     assert [row for row in rows if row.get("selected")][-1]["dev_acc"] == best
     # the summary reports the dev score of the weights saved, not of the last step
     assert f"dev of the saved weights: dev_acc {best}\n" in summary
-    assert "*" in _run("trace", model).stdout
+    assert "*" in run_cli("trace", model).stdout
     png = files / "trace.png"
-    r = _run("trace", model, "--plot", png)
+    r = run_cli("trace", model, "--plot", png)
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -95,7 +91,7 @@ def test_semisupervised_training_tagging_report_and_trace(files):
     else:
         assert r.exit_code == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # constrained tagging keeps the hard rules on every sentence
-    r = _run("tag", model, files / "dev.tsv", "--constraints", files / "good.toml")
+    r = run_cli("tag", model, files / "dev.tsv", "--constraints", files / "good.toml")
     assert r.exit_code == 0
     blocks = [b for b in r.stdout.strip().split("\n\n")]
     for b in blocks:
@@ -104,11 +100,11 @@ def test_semisupervised_training_tagging_report_and_trace(files):
         runs = [lab for i, lab in enumerate(labels) if i == 0 or labels[i - 1] != lab]
         assert len(runs) == len(set(runs))
     # the report: one row per constraint, gold and predicted rates
-    r = _run("eval", model, files / "dev.tsv", "--constraints", files / "good.toml", "--json")
+    r = run_cli("eval", model, files / "dev.tsv", "--constraints", files / "good.toml", "--json")
     rep = json.loads(r.stdout)["constraints"]
     assert len(rep) == 4
     assert rep[0]["gold_rate"] == 0.0 and rep[1]["gold_rate"] == 0.0
-    r = _run("eval", model, files / "dev.tsv", "--constraints", files / "good.toml",
+    r = run_cli("eval", model, files / "dev.tsv", "--constraints", files / "good.toml",
              "--decode-constraints")
     assert r.exit_code == 0 and "gold" in r.stdout and "predicted" in r.stdout
 
@@ -127,7 +123,7 @@ def _first_labels(path):
 
 
 def test_constraints_check_without_a_model(files):
-    r = _run("constraints", "check", files / "good.toml")
+    r = run_cli("constraints", "check", files / "good.toml")
     assert r.exit_code == 0 and "valid;" in r.stdout and "give labeled DATA" in r.stdout
     # some sentences begin with the street, against the start rule
     rng = np.random.default_rng(5)
@@ -137,7 +133,7 @@ def test_constraints_check_without_a_model(files):
             labs = ["street"] + labs[1:]
         lines += [f"{t}\t{lab}" for t, lab in zip(toks, labs)] + [""]
     (files / "mixed.tsv").write_text("\n".join(lines) + "\n")
-    r = _run("constraints", "check", files / "good.toml", files / "mixed.tsv", "--json")
+    r = run_cli("constraints", "check", files / "good.toml", files / "mixed.tsv", "--json")
     assert r.exit_code == 0, r.output
     report = json.loads(r.stdout)
     firsts = _first_labels(files / "mixed.tsv")
@@ -160,11 +156,11 @@ def test_case_mismatched_labels_are_named_by_check_and_stop_training(files):
     for lab in ("name", "street", "city"):
         upper = upper.replace(f'"{lab}"', f'"{lab.upper()}"')
     (files / "upper.toml").write_text(upper)
-    r = _run("constraints", "check", files / "upper.toml", files / "dev.tsv")
+    r = run_cli("constraints", "check", files / "upper.toml", files / "dev.tsv")
     assert r.exit_code == 0
     assert "label 'NAME' of the file is not used by the data (did you mean 'name'?" in r.stdout
     assert "labels of the data the file never names: " in r.stdout
-    r = _run("train", files / "train.tsv", "--unlabeled", files / "unl.tsv", "--constraints",
+    r = run_cli("train", files / "train.tsv", "--unlabeled", files / "unl.tsv", "--constraints",
              files / "upper.toml", "-o", files / "upper.tgm", "--set", "steps=1")
     assert r.exit_code == 1
     lines = r.stderr.splitlines()
@@ -203,11 +199,11 @@ def test_the_recipe_example_of_the_constraint_docs_runs(tmp_path):
     root = Path(__file__).resolve().parents[2]
     corpora, toml = root / "corpora", root / "constraints" / "recipes.toml"
     model = tmp_path / "recipes.tgm"
-    result = _run("train", corpora / "recipes_train.txt", "--unlabeled",
+    result = run_cli("train", corpora / "recipes_train.txt", "--unlabeled",
                   corpora / "recipes_unlabeled.txt", "--constraints", toml, "--dev",
                   corpora / "recipes_dev.txt", "-o", model, "-q")
     assert result.exit_code == 0, result.output
-    result = _run("eval", model, corpora / "recipes_test.txt", "--constraints", toml, "--json")
+    result = run_cli("eval", model, corpora / "recipes_test.txt", "--constraints", toml, "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["n_sentences"] == 60

@@ -11,7 +11,6 @@ conjunctions and the dropping of attributes with an unknown component.
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,8 +21,8 @@ from tagger.io import read_corpus
 from tagger.errors import FeatureSpecError
 from tagger.features import PRESETS, TOKEN_FUNCTIONS, FeatureSpec, Featurizer
 from tagger.sentence import Sentence
+from _helpers import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parents[2] / "corpora"
 
 
 def _spec(templates, views=None, columns=("word",), **featurizer) -> FeatureSpec:

@@ -4,15 +4,14 @@ the batches joined: the same vocabularies, attributes and features."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tagger.features import FeatureSpec, Featurizer
 from tagger.io import read_corpus
+from _helpers import SAMPLE
 
-SAMPLE = Path(__file__).resolve().parents[2] / "corpora" / "sample_chunk.txt"
 
 
 @pytest.mark.parametrize("preset, min_count", [("chunk", 1), ("chunk", 2), ("pos", 1)])

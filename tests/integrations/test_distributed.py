@@ -20,18 +20,8 @@ from tagger.integrations.distributed import expand_inputs, tag_shards  # noqa: E
 from tagger.errors import TaggerError  # noqa: E402
 from tagger.io import load_corpus  # noqa: E402
 from tagger.tagging.files import tag_file  # noqa: E402
+from _helpers import ROOT, SAMPLE_DEV
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "corpora" / "sample_chunk.txt"
-SAMPLE_DEV = ROOT / "corpora" / "sample_chunk_dev.txt"
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    path = tmp_path_factory.mktemp("dask") / "chunk.tgm"
-    Tagger(features="chunk", params={"epochs": 3}, select=False).fit(
-        load_corpus(SAMPLE)).save(path)
-    return path
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ and bad input."""
 from __future__ import annotations
 
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +18,8 @@ from sklearn.utils import estimator_checks as checks  # noqa: E402
 from tagger.errors import TaggerError  # noqa: E402
 from tagger.io import load_corpus  # noqa: E402
 from tagger.integrations.sklearn import SparseTaggerEstimator  # noqa: E402
+from _helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _xy(name):

@@ -12,7 +12,6 @@ import pickle
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,9 +30,8 @@ from tagger.evaluation.labels import bio_spans  # noqa: E402
 from tagger.evaluation.metrics import evaluate  # noqa: E402
 from tagger.integrations.spacy_component import ComponentConfigError  # noqa: E402
 from _brute import labelings, path_scores  # noqa: E402
+from _helpers import ROOT, SAMPLE
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "corpora" / "sample_chunk.txt"
 DEV = ROOT / "corpora" / "sample_chunk_dev.txt"
 PARAMS = {"epochs": 4}
 

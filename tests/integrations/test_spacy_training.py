@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -25,9 +24,8 @@ from tagger.io import load_corpus  # noqa: E402
 from tagger.evaluation.labels import bio_spans  # noqa: E402
 from tagger.evaluation.metrics import evaluate  # noqa: E402
 from tagger.sentence import Sentence  # noqa: E402
+from _helpers import ROOT, SAMPLE
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "corpora" / "sample_chunk.txt"
 DEV = ROOT / "corpora" / "sample_chunk_dev.txt"
 PARAMS = {"epochs": 3}
 

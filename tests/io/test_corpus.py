@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -34,8 +33,8 @@ from tagger.io import (
 )
 from tagger.errors import CorpusFormatError
 from tagger.evaluation.labels import is_bio
+from _helpers import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parents[2] / "corpora"
 
 CONLL = """Confidence NN B-NP
 in IN B-PP

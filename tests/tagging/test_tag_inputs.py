@@ -5,23 +5,15 @@ format; text comes back as text; ``train --json``; streaming datasets are tagged
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from tagger.api import Tagger
-from tagger.cli import cli
 from tagger.io import load_corpus
-
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT.parent / "corpora" / "sample_chunk.txt"
-SAMPLE_DEV = ROOT.parent / "corpora" / "sample_chunk_dev.txt"
+from _helpers import SAMPLE, SAMPLE_DEV, run_cli
 
 
-def _run(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +22,7 @@ def models(tmp_path_factory):
     out = {}
     for name, learner in (("m3n", "m3n-subgradient"), ("crf", "crf-l2")):
         path = d / f"{name}.tgm"
-        r = _run("train", SAMPLE, "-o", path, "--learner", learner, "--no-select",
+        r = run_cli("train", SAMPLE, "-o", path, "--learner", learner, "--no-select",
                  "--set", "epochs=3", "-q")
         assert r.exit_code == 0, r.output
         out[name] = path
@@ -48,11 +40,11 @@ def _jsonl(text: str) -> list[dict]:
 
 def test_text_input_comes_back_as_text(models, dev, tmp_path):
     pos = tmp_path / "pos.tgm"
-    assert _run("train", SAMPLE, "--label-column", 1, "--features", "pos", "-o", pos,
+    assert run_cli("train", SAMPLE, "--label-column", 1, "--features", "pos", "-o", pos,
                 "--no-select", "--set", "epochs=2", "-q").exit_code == 0
     text = tmp_path / "t.txt"
     text.write_text("".join(" ".join(s.tokens) + "\n" for s in dev))
-    r = _run("tag", pos, text)
+    r = run_cli("tag", pos, text)
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     want = Tagger.load(pos).predict(load_corpus(text, format="text"))
@@ -63,7 +55,7 @@ def test_text_input_comes_back_as_text(models, dev, tmp_path):
 
 
 def test_jsonl_output_of_a_conll_file(models, dev):
-    r = _run("tag", models["m3n"], SAMPLE_DEV, "--output-format", "jsonl")
+    r = run_cli("tag", models["m3n"], SAMPLE_DEV, "--output-format", "jsonl")
     assert r.exit_code == 0, r.output
     records = _jsonl(r.stdout)
     want = Tagger.load(models["m3n"]).predict(dev)
@@ -73,7 +65,7 @@ def test_jsonl_output_of_a_conll_file(models, dev):
 
 
 def test_jsonl_marginals_are_the_apis(models, dev):
-    r = _run("tag", models["crf"], SAMPLE_DEV, "--output-format", "jsonl", "--marginals")
+    r = run_cli("tag", models["crf"], SAMPLE_DEV, "--output-format", "jsonl", "--marginals")
     assert r.exit_code == 0, r.output
     records = _jsonl(r.stdout)
     tagger = Tagger.load(models["crf"])
@@ -85,14 +77,14 @@ def test_jsonl_marginals_are_the_apis(models, dev):
 
 
 def test_other_output_formats_and_jobs(models, dev, tmp_path):
-    one = _run("tag", models["m3n"], SAMPLE_DEV, "--output-format", "tab")
-    two = _run("tag", models["m3n"], SAMPLE_DEV, "--output-format", "tab", "-j", "2")
+    one = run_cli("tag", models["m3n"], SAMPLE_DEV, "--output-format", "tab")
+    two = run_cli("tag", models["m3n"], SAMPLE_DEV, "--output-format", "tab", "-j", "2")
     assert one.exit_code == 0 and two.exit_code == 0, two.output
     assert one.stdout == two.stdout
     want = Tagger.load(models["m3n"]).predict(dev)
     blocks = [b for b in one.stdout.split("\n\n") if b.strip()]
     assert [[ln.split("\t")[-1] for ln in b.splitlines()] for b in blocks] == want
-    jl = _run("tag", models["m3n"], SAMPLE_DEV, "--output-format", "jsonl", "-j", "2")
+    jl = run_cli("tag", models["m3n"], SAMPLE_DEV, "--output-format", "jsonl", "-j", "2")
     assert [rec["predicted"] for rec in _jsonl(jl.stdout)] == want
 
 
@@ -103,17 +95,17 @@ def test_a_parquet_file_is_tagged_like_its_conll_file(models, dev, tmp_path):
                                      "chunk": [s.labels for s in dev]})
     ds.to_parquet(str(tmp_path / "dev.parquet"))
     want = Tagger.load(models["m3n"]).predict(dev)
-    r = _run("tag", models["m3n"], tmp_path / "dev.parquet")     # default fields, JSON lines
+    r = run_cli("tag", models["m3n"], tmp_path / "dev.parquet")     # default fields, JSON lines
     assert r.exit_code == 0, r.output
     records = _jsonl(r.stdout)
     assert [rec["predicted"] for rec in records] == want
     assert [rec["tokens"] for rec in records] == [s.tokens for s in dev]
-    r = _run("tag", models["m3n"], tmp_path / "dev.parquet", "--fields", "tokens,pos",
+    r = run_cli("tag", models["m3n"], tmp_path / "dev.parquet", "--fields", "tokens,pos",
              "--output-format", "conll")
     blocks = [b for b in r.stdout.split("\n\n") if b.strip()]
     assert [[ln.split(" ")[-1] for ln in b.splitlines()] for b in blocks] == want
     # a model reading more columns than the fields name is told so
-    bad = _run("tag", models["m3n"], tmp_path / "dev.parquet", "--fields", "tokens")
+    bad = run_cli("tag", models["m3n"], tmp_path / "dev.parquet", "--fields", "tokens")
     assert bad.exit_code == 1 and "--fields" in bad.stderr and "Traceback" not in bad.output
 
 
@@ -126,7 +118,7 @@ def test_a_docbin_is_tagged_like_its_conll_file(models, dev, tmp_path):
     for s in dev:
         db.add(Doc(nlp.vocab, words=s.tokens, tags=s.columns[1]))
     db.to_disk(tmp_path / "dev.spacy")
-    r = _run("tag", models["m3n"], tmp_path / "dev.spacy", "--fields", "words,tag")
+    r = run_cli("tag", models["m3n"], tmp_path / "dev.spacy", "--fields", "words,tag")
     assert r.exit_code == 0, r.output
     records = _jsonl(r.stdout)
     assert [rec["predicted"] for rec in records] == Tagger.load(models["m3n"]).predict(dev)
@@ -151,7 +143,7 @@ def test_a_streaming_dataset_is_tagged_lazily(models, dev, tmp_path):
 
 
 def test_train_json_summary(tmp_path):
-    r = _run("train", SAMPLE, "-o", tmp_path / "m.tgm", "--no-select", "--set", "epochs=2",
+    r = run_cli("train", SAMPLE, "-o", tmp_path / "m.tgm", "--no-select", "--set", "epochs=2",
              "--json")
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout)

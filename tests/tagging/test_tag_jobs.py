@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import tagger.tagging.parallel as parallel
 import tagger.tagging.files as tagging
-from tagger.cli import cli
+from _helpers import ROOT, SAMPLE, run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "corpora" / "sample_chunk.txt"
 DEV = ROOT / "corpora" / "sample_chunk_dev.txt"
 
-
-def _run(*args, input=None):
-    return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    path = tmp_path_factory.mktemp("jobs") / "chunk.tgm"
-    r = _run("train", SAMPLE, "-o", path, "--set", "epochs=3", "-q")
-    assert r.exit_code == 0, r.output
-    return path
 
 
 @pytest.fixture()
@@ -58,16 +43,16 @@ def test_jobs_2_output_equals_jobs_1(model, tmp_path, small_blocks, text_input):
         src.write_text("".join(" ".join(s.tokens) + "\n" for s in load_corpus(SAMPLE)) * 4)
         # a word-only model for plain text
         m = tmp_path / "pos.tgm"
-        assert _run("train", SAMPLE, "--label-column", 1, "--features", "pos", "-o", m,
+        assert run_cli("train", SAMPLE, "--label-column", 1, "--features", "pos", "-o", m,
                     "--set", "epochs=2", "-q").exit_code == 0
     else:
         src.write_bytes((SAMPLE.read_bytes() + DEV.read_bytes()) * 4)
         m = model
-    one = _run("tag", m, src, "-o", tmp_path / "one.txt")
-    two = _run("tag", m, src, "-o", tmp_path / "two.txt", "--jobs", 2)
+    one = run_cli("tag", m, src, "-o", tmp_path / "one.txt")
+    two = run_cli("tag", m, src, "-o", tmp_path / "two.txt", "--jobs", 2)
     assert one.exit_code == 0 and two.exit_code == 0, two.output
     assert (tmp_path / "two.txt").read_bytes() == (tmp_path / "one.txt").read_bytes()
-    piped = _run("tag", m, "-", "--jobs", 2, input=src.read_bytes())
+    piped = run_cli("tag", m, "-", "--jobs", 2, input=src.read_bytes())
     assert piped.exit_code == 0
     assert piped.stdout_bytes == (tmp_path / "one.txt").read_bytes()
 
@@ -80,8 +65,8 @@ def test_jobs_error_names_the_absolute_line(model, tmp_path, small_blocks):
     lines[bad_line - 1] = "only_one_field"
     src = tmp_path / "bad.txt"
     src.write_text("\n".join(lines))
-    one = _run("tag", model, src)
-    two = _run("tag", model, src, "--jobs", 2)
+    one = run_cli("tag", model, src)
+    two = run_cli("tag", model, src, "--jobs", 2)
     assert one.exit_code == two.exit_code == 1
     assert f"{src}:{bad_line}:" in one.stderr
     assert f"{src}:{bad_line}:" in two.stderr
@@ -92,8 +77,8 @@ def test_jobs_error_names_the_absolute_line(model, tmp_path, small_blocks):
 def test_jobs_2_on_conll2000_test_x3(corpora, model, tmp_path):
     src = tmp_path / "test_x3.txt"
     src.write_bytes((corpora / "conll2000" / "test.txt").read_bytes() * 3)  # 3 blocks or more
-    one = _run("tag", model, src, "-o", tmp_path / "one.txt")
-    two = _run("tag", model, src, "-o", tmp_path / "two.txt", "--jobs", 2)
+    one = run_cli("tag", model, src, "-o", tmp_path / "one.txt")
+    two = run_cli("tag", model, src, "-o", tmp_path / "two.txt", "--jobs", 2)
     assert one.exit_code == 0 and two.exit_code == 0
     assert (tmp_path / "two.txt").read_bytes() == (tmp_path / "one.txt").read_bytes()
 
@@ -107,7 +92,7 @@ def test_jobs_bounds_the_decoding_threads(model, tmp_path, jobs):
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-        r = _run("tag", model, DEV, "-o", tmp_path / "out.txt", "--jobs", jobs)
+        r = run_cli("tag", model, DEV, "-o", tmp_path / "out.txt", "--jobs", jobs)
         assert r.exit_code == 0, r.output
         assert numba.get_num_threads() == min(jobs, numba.config.NUMBA_NUM_THREADS)
     finally:
@@ -120,7 +105,7 @@ def test_a_short_input_is_tagged_without_workers(model, tmp_path, monkeypatch):
         raise AssertionError("worker processes started for a short input")
 
     monkeypatch.setattr(parallel, "tag_parallel", no_workers)
-    one = _run("tag", model, DEV, "-o", tmp_path / "one.txt")
-    two = _run("tag", model, DEV, "-o", tmp_path / "two.txt", "--jobs", 2)
+    one = run_cli("tag", model, DEV, "-o", tmp_path / "one.txt")
+    two = run_cli("tag", model, DEV, "-o", tmp_path / "two.txt", "--jobs", 2)
     assert one.exit_code == two.exit_code == 0, two.output
     assert (tmp_path / "two.txt").read_bytes() == (tmp_path / "one.txt").read_bytes()

@@ -9,25 +9,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from tagger.training import config as training_config
-from tagger.cli import cli
 from tagger.errors import ConfigError
 from tagger.learners import DEFAULT_LEARNER, LEARNERS
+from _helpers import SAMPLE, SAMPLE_DEV, run_cli
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "corpora" / "sample_chunk.txt"
-SAMPLE_DEV = ROOT / "corpora" / "sample_chunk_dev.txt"
 
-
-def _run(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
 def _one_error_line(result, code, *fragments):
@@ -57,13 +50,13 @@ def _config(tmp_path: Path, extra: str = "", params: str = "epochs = 2") -> Path
 
 
 def _stored(model: Path) -> dict:
-    result = _run("inspect", model, "--json")
+    result = run_cli("inspect", model, "--json")
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)["config"]
 
 
 def test_init_config_lists_every_setting_and_reads_back_as_the_defaults():
-    result = _run("init-config")
+    result = run_cli("init-config")
     assert result.exit_code == 0, result.output
     data = tomllib.loads(result.stdout)
     for section, keys in training_config.SCHEMA.items():
@@ -94,7 +87,7 @@ def test_every_learners_table_is_valid_toml_whose_values_the_learner_accepts(nam
 def test_train_from_a_config_file_with_paths_relative_to_it(tmp_path, monkeypatch):
     cfg = _config(tmp_path)
     monkeypatch.chdir(tmp_path)       # not the file's directory
-    result = _run("train", "--config", cfg, "-q")
+    result = run_cli("train", "--config", cfg, "-q")
     assert result.exit_code == 0, result.output
     model = cfg.parent / "out.tgm"    # output is relative to the file too
     stored = _stored(model)
@@ -105,7 +98,7 @@ def test_train_from_a_config_file_with_paths_relative_to_it(tmp_path, monkeypatc
     assert "output" not in stored["model"]
     # the same run from the command line writes the same model
     again = tmp_path / "cli.tgm"
-    result = _run("train", SAMPLE, "--dev", SAMPLE_DEV, "--seed", 3, "--no-select",
+    result = run_cli("train", SAMPLE, "--dev", SAMPLE_DEV, "--seed", 3, "--no-select",
                   "--set", "epochs=2", "-o", again, "-q")
     assert result.exit_code == 0, result.output
     assert _stored(again)["params"] == stored["params"]
@@ -114,7 +107,7 @@ def test_train_from_a_config_file_with_paths_relative_to_it(tmp_path, monkeypatc
 def test_command_line_options_override_the_file(tmp_path):
     cfg = _config(tmp_path)
     out = tmp_path / "other.tgm"
-    result = _run("train", "--config", cfg, "--seed", 5, "--set", "epochs=1", "-o", out, "-q")
+    result = run_cli("train", "--config", cfg, "--seed", 5, "--set", "epochs=1", "-o", out, "-q")
     assert result.exit_code == 0, result.output
     stored = _stored(out)
     assert stored["model"]["seed"] == 5 and stored["params"]["epochs"] == 1
@@ -123,15 +116,15 @@ def test_command_line_options_override_the_file(tmp_path):
 
 def test_config_from_a_model_trains_the_same_model_again(tmp_path):
     cfg = _config(tmp_path)
-    assert _run("train", "--config", cfg, "-q").exit_code == 0
+    assert run_cli("train", "--config", cfg, "-q").exit_code == 0
     first = cfg.parent / "out.tgm"
     second = tmp_path / "again.tgm"
-    result = _run("train", "--config-from", first, "-o", second, "-q")
+    result = run_cli("train", "--config-from", first, "-o", second, "-q")
     assert result.exit_code == 0, result.output
     assert second.read_bytes() == first.read_bytes()
     # and an override changes what it says
     third = tmp_path / "seed9.tgm"
-    assert _run("train", "--config-from", first, "--seed", 9, "-o", third, "-q").exit_code == 0
+    assert run_cli("train", "--config-from", first, "--seed", 9, "-o", third, "-q").exit_code == 0
     assert _stored(third)["model"]["seed"] == 9
 
 
@@ -139,7 +132,7 @@ def test_config_from_a_model_trains_the_same_model_again(tmp_path):
 def test_what_the_path_chooses_is_not_kept_as_a_setting(tmp_path, learner):
     cfg = _config(tmp_path, extra=f'learner = "{learner}"', params="epochs = 2")
     cfg.write_text(cfg.read_text().replace("select = false", "select = true"))
-    assert _run("train", "--config", cfg, "-q").exit_code == 0
+    assert run_cli("train", "--config", cfg, "-q").exit_code == 0
     first = cfg.parent / "out.tgm"
     stored = _stored(first)
     cls = LEARNERS[learner]
@@ -148,7 +141,7 @@ def test_what_the_path_chooses_is_not_kept_as_a_setting(tmp_path, learner):
         assert cls.mix not in stored["params"]
     # so a rerun walks the same path and writes the same bytes
     again = tmp_path / "again.tgm"
-    assert _run("train", "--config-from", first, "-o", again, "-q").exit_code == 0
+    assert run_cli("train", "--config-from", first, "-o", again, "-q").exit_code == 0
     assert again.read_bytes() == first.read_bytes()
 
 
@@ -167,18 +160,18 @@ def test_what_the_path_chooses_is_not_kept_as_a_setting(tmp_path, learner):
 ])
 def test_a_mistake_is_one_line_naming_the_file_and_key(tmp_path, text, fragments):
     cfg = _write(tmp_path / "bad.toml", text)
-    result = _run("train", "--config", cfg, "-o", tmp_path / "m.tgm", "-q")
+    result = run_cli("train", "--config", cfg, "-o", tmp_path / "m.tgm", "-q")
     _one_error_line(result, 1, str(cfg), *fragments)
     assert not (tmp_path / "m.tgm").exists()
 
 
 def test_usage_mistakes_exit_2(tmp_path):
     cfg = _config(tmp_path)
-    _one_error_line(_run("train", "--config", cfg, "--config-from", cfg), 2, "not both")
-    _one_error_line(_run("train", "-o", tmp_path / "m.tgm"), 2, "no training data")
-    _one_error_line(_run("train", SAMPLE), 2, "no model file")
-    assert _run("train", "--config", cfg, "-q").exit_code == 0
-    _one_error_line(_run("train", "--config-from", cfg.parent / "out.tgm"), 2, "-o NEW")
+    _one_error_line(run_cli("train", "--config", cfg, "--config-from", cfg), 2, "not both")
+    _one_error_line(run_cli("train", "-o", tmp_path / "m.tgm"), 2, "no training data")
+    _one_error_line(run_cli("train", SAMPLE), 2, "no model file")
+    assert run_cli("train", "--config", cfg, "-q").exit_code == 0
+    _one_error_line(run_cli("train", "--config-from", cfg.parent / "out.tgm"), 2, "-o NEW")
 
 
 def test_a_model_without_a_configuration_says_so(tmp_path):
@@ -188,19 +181,19 @@ def test_a_model_without_a_configuration_says_so(tmp_path):
     model = tmp_path / "api.tgm"
     Tagger(features="chunk", params={"epochs": 1}, select=False).fit(
         load_corpus(SAMPLE)).save(model)
-    result = _run("train", "--config-from", model, "-o", tmp_path / "b.tgm")
+    result = run_cli("train", "--config-from", model, "-o", tmp_path / "b.tgm")
     _one_error_line(result, 1, str(model), "keeps no training configuration", "init-config")
 
 
 def test_init_config_for_a_task_trains_as_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    result = _run("init-config", "--task", "chunk", "--learner", "crf-l1", "chunk.toml")
+    result = run_cli("init-config", "--task", "chunk", "--learner", "crf-l1", "chunk.toml")
     assert result.exit_code == 0, result.output
     data = tomllib.loads((tmp_path / "chunk.toml").read_text())
     assert data["model"]["features"] == "chunk" and data["model"]["learner"] == "crf-l1"
     cfg = training_config.read(tmp_path / "chunk.toml")
     assert Path(cfg["data"]["train"][0]).resolve() == SAMPLE.resolve()
-    result = _run("train", "--config", "chunk.toml", "--no-select", "--set", "epochs=3", "-q")
+    result = run_cli("train", "--config", "chunk.toml", "--no-select", "--set", "epochs=3", "-q")
     assert result.exit_code == 0, result.output
     assert _stored(tmp_path / "chunker.tgm")["model"]["learner"] == "crf-l1"
 

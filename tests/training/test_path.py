@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from tagger.cli import cli
 from tagger.api import Tagger
 from tagger.cli.plots import plot_available
 from tagger.io import read_corpus
 from tagger.errors import TaggerError
+from _helpers import SAMPLES, run_cli
 
-SAMPLES = Path(__file__).resolve().parents[2] / "corpora"
 TRAIN, DEV = SAMPLES / "sample_chunk.txt", SAMPLES / "sample_chunk_dev.txt"
 
 
@@ -68,12 +65,9 @@ def test_path_needs_dev_data_and_a_parameter(data):
         Tagger(features="chunk", learner="m3n-l2").path(train, dev, [])
 
 
-def _run(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-
 
 def test_cli_path_json_and_table(data, tmp_path):
-    res = _run("path", TRAIN, "--dev", DEV, "--learner", "m3n-l2", "--values", "0.05,0.5",
+    res = run_cli("path", TRAIN, "--dev", DEV, "--learner", "m3n-l2", "--values", "0.05,0.5",
                "--set", "epochs=5", "--json", "-o", tmp_path / "last.tgm")
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
@@ -81,7 +75,7 @@ def test_cli_path_json_and_table(data, tmp_path):
     assert all({"dev_f1", "dev_acc", "nonzero", "seconds"} <= set(r) for r in rows)
     last = Tagger.load(tmp_path / "last.tgm")
     assert last.n_nonzero_ == rows[-1]["nonzero"]
-    res = _run("path", TRAIN, "--dev", DEV, "--learner", "m3n-subgradient", "--param", "radius",
+    res = run_cli("path", TRAIN, "--dev", DEV, "--learner", "m3n-subgradient", "--param", "radius",
                "--values", "5,50", "--set", "epochs=2", "-q")
     assert res.exit_code == 0, res.output
     lines = res.stdout.strip().splitlines()
@@ -95,7 +89,7 @@ def test_cli_path_json_and_table(data, tmp_path):
     (["--values", "1", "--param", "colour"], "no parameter 'colour'"),
 ])
 def test_cli_path_usage_errors(data, args, fragment):
-    res = _run("path", TRAIN, "--dev", DEV, "--learner", "m3n-l2", *args)
+    res = run_cli("path", TRAIN, "--dev", DEV, "--learner", "m3n-l2", *args)
     assert res.exit_code == 2
     assert fragment in res.output
 
@@ -104,7 +98,7 @@ def test_cli_path_picture(data, tmp_path):
     out = tmp_path / "path.png"
     args = ["path", TRAIN, "--dev", DEV, "--learner", "m3n-l2", "--values", "0.05,0.5",
             "--set", "epochs=3", "-q", "--plot", out]
-    res = _run(*args)
+    res = run_cli(*args)
     if not plot_available():
         assert res.exit_code == 2 and "matplotlib" in res.output
         return

@@ -13,10 +13,8 @@ from click.testing import CliRunner
 from tagger.cli import cli
 from tagger.training import selection
 from tagger.learners import LEARNERS
+from _helpers import ROOT, SAMPLE, SAMPLE_DEV
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "corpora" / "sample_chunk.txt"
-SAMPLE_DEV = ROOT / "corpora" / "sample_chunk_dev.txt"
 
 
 @pytest.mark.parametrize("direction", [1, -1])
