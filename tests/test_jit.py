@@ -57,7 +57,6 @@ SCRIPT = """
 import json, sys
 from tagger import Tagger, jit
 from tagger.io import read_corpus
-from _helpers import ROOT
 
 jobs = {}
 for name, (model, test) in json.loads(sys.argv[1]).items():
