@@ -1,9 +1,91 @@
-"""The seam between learners and the model: the parameter layout of a first-order chain
-(:mod:`.layout`), and the operations a learner may call on it."""
+"""The seam between the learners and the model: every chain operation a learner may call.
 
+A learner (``tagger.learners``) imports from this package only; nothing outside it reads the
+weight layout (the offsets of the state, transition, start and end blocks in ``w``). The
+layout itself is :mod:`.layout`; the kernels live in :mod:`.scores`, :mod:`.joint` and
+:mod:`.gradients` here, and in :mod:`tagger.inference` and :mod:`tagger.constraints.decoding`
+(re-exported, so a learner needs no other import).
+
+============================== ==========================================================
+name                           what a learner uses it for
+============================== ==========================================================
+**layout and model**
+``ChainModel``                 the parameter index: ``n_weights``, ``state_scores``,
+                               ``joint_features``, ``score``, ``restrict``, ``compact``
+                               and the weight-block accessors below
+``ChainLayout``                the layout record numba kernels take (``model.layout``);
+                               pass it on, do not read its offsets
+``FeatureBatch``               a featurized batch as numba kernels take it (``.of(X)``)
+``Featurized``                 the featurized sentences a training problem holds (type)
+``SparseAccumulator``          a dense update vector that remembers what it touched
+**weight blocks** (views)
+``ChainModel.state_weights``   the state parameters of ``w``
+``ChainModel.transitions``     the (L, L) transition weights of ``w``
+``transitions_of``             the same inside a numba kernel (from the layout record)
+``ChainModel.start_weights``   the start weights of ``w`` (``start_end``: both ends)
+``ChainModel.end_weights``     the end weights of ``w``
+``ChainModel.edge_weights``    transitions, start and end together (every model has them)
+``ChainModel.boundary_weights`` start and end together
+``ChainModel.state_param_attr`` / ``state_param_label``: each state parameter's attribute
+                               and label
+**state scores**
+``sentence_state_scores``      (T, L) scores of one sentence, start and end folded in
+``sentence_param_table``       a sentence's state weights copied into a small dense table
+``set_table_weight``           keep that table in step after one weight moved
+``sentence_state_scores_table`` the same scores read from the table
+``release_param_table``        reset the table's attribute rows
+**joint features**
+``add_joint_features``         out += scale * f(x, y) for one sentence
+``add_difference``             acc += coef * (f(x, y+) - f(x, y-)), sparse
+**max-product** (:mod:`tagger.inference.max_product`)
+``viterbi_into``               best labeling of one sentence; ``viterbi_batch_into``: all
+``loss_augmented_viterbi_into`` best labeling under score + scale * Hamming loss;
+                               ``loss_augmented_viterbi_batch_into``: all sentences
+``second_best_viterbi_into``   best labeling other than a given one
+``labeling_score``             F(x, y) of one labeling from state scores and transitions
+**constrained decoding** (:mod:`tagger.constraints.decoding`)
+``constrained_decode``         best labelings under compiled hard (and soft) constraints
+**sum-product** (:mod:`tagger.inference.sum_product`)
+``fb_tables``                  per-transition-matrix tables, once per evaluation
+``fb_buffers``                 scratch for sentences up to T tokens
+``fb_sentence``                log Z and node / summed edge marginals of one sentence
+**gradients**
+``scatter_expectations``       g += k (E[f] - f(gold)) from one sentence's marginals
+``state_grad_from_marginals``  the state block's gradient from node marginals, per
+                               attribute (the token CSR transposed)
+============================== ==========================================================
+"""
+
+from tagger.chain.gradients import scatter_expectations, state_grad_from_marginals
+from tagger.chain.joint import add_difference, add_joint_features
 from tagger.chain.layout import (ChainLayout, ChainModel, FeatureBatch, SparseAccumulator,
-                                 add_difference, add_joint_features, sentence_state_scores,
                                  transitions_of)
+from tagger.chain.scores import (release_param_table, sentence_param_table,
+                                 sentence_state_scores, sentence_state_scores_table,
+                                 set_table_weight)
+from tagger.constraints.decoding import constrained_decode
+from tagger.features import Featurized
+from tagger.inference.max_product import (labeling_score, loss_augmented_viterbi_batch_into,
+                                          loss_augmented_viterbi_into,
+                                          second_best_viterbi_into, viterbi_batch_into,
+                                          viterbi_into)
+from tagger.inference.sum_product import fb_buffers, fb_sentence, fb_tables
 
-__all__ = ["ChainLayout", "ChainModel", "FeatureBatch", "SparseAccumulator", "add_difference",
-           "add_joint_features", "sentence_state_scores", "transitions_of"]
+__all__ = [
+    # layout and model
+    "ChainModel", "ChainLayout", "FeatureBatch", "Featurized", "SparseAccumulator",
+    "transitions_of",
+    # state scores
+    "sentence_state_scores", "sentence_param_table", "set_table_weight",
+    "sentence_state_scores_table", "release_param_table",
+    # joint features
+    "add_joint_features", "add_difference",
+    # max-product and constrained decoding
+    "viterbi_into", "viterbi_batch_into", "loss_augmented_viterbi_into",
+    "loss_augmented_viterbi_batch_into", "second_best_viterbi_into", "labeling_score",
+    "constrained_decode",
+    # sum-product
+    "fb_tables", "fb_buffers", "fb_sentence",
+    # gradients
+    "scatter_expectations", "state_grad_from_marginals",
+]

@@ -1,4 +1,5 @@
-"""The parameter layout of a first-order linear chain: the only module that knows it.
+"""The parameter layout of a first-order linear chain: the record, the model and its
+weight blocks. Only :mod:`tagger.chain` knows it.
 
 Weights live in one float64 vector::
 
@@ -15,7 +16,8 @@ Score of a labeling (docs/algorithms.md section 0)::
                  + w_start[y_0] + w_end[y_{T-1}]
 
 Start and end weights are folded into the first and last rows of the state scores, so the
-inference kernels only ever see (T, L) state scores and an (L, L) transition matrix.
+inference kernels only ever see (T, L) state scores and an (L, L) transition matrix
+(:mod:`tagger.chain.scores`). The joint features f(x, y) are in :mod:`tagger.chain.joint`.
 """
 
 from __future__ import annotations
@@ -24,10 +26,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger._config import NUMBA_OPTS
+from tagger.chain.joint import add_joint_features, param_index
+from tagger.chain.scores import batch_state_scores, view_state_scores
 from tagger.features import EncodedViews, Featurized
-from tagger.features.hash_table import attribute_id
-from tagger.jit import njit, prange
+from tagger.jit import njit
+
+# param_index lives in tagger.chain.joint; it stays importable from here (bench/crf.py)
+__all__ = ["ChainLayout", "ChainModel", "FeatureBatch", "SparseAccumulator", "param_index",
+           "transitions_of"]
 
 
 class ChainLayout(NamedTuple):
@@ -78,230 +85,6 @@ def transitions_of(layout, w):
     """The (L, L) transition weights of ``w``, a view (writes go to ``w``)."""
     L = layout.n_labels
     return w[layout.n_state:layout.start].reshape((L, L))
-
-
-@njit(**NUMBA_OPTS)
-def _add_start_end(layout, w, T, out):
-    """The start weights onto the first of T tokens' scores, the end weights onto the last."""
-    if T > 0:
-        for l in range(layout.n_labels):
-            out[0, l] += w[layout.start + l]
-            out[T - 1, l] += w[layout.end + l]
-
-
-@njit(**NUMBA_OPTS)
-def sentence_state_scores(layout, X, w, a, b, out):
-    """State scores of tokens a..b-1 (one sentence) into out[0:b-a], start and end weights
-    folded into the first and last rows."""
-    attr_ptr = layout.attr_ptr
-    param_label = layout.param_label
-    indptr = X.indptr
-    attrs = X.attrs
-    vals = X.vals
-    valued = vals.shape[0] > 0
-    for i in range(a, b):
-        r = i - a
-        for l in range(layout.n_labels):
-            out[r, l] = 0.0
-        for j in range(indptr[i], indptr[i + 1]):
-            at = attrs[j]
-            if valued:
-                v = vals[j]
-                for p in range(attr_ptr[at], attr_ptr[at + 1]):
-                    out[r, param_label[p]] += v * w[p]
-            else:
-                for p in range(attr_ptr[at], attr_ptr[at + 1]):
-                    out[r, param_label[p]] += w[p]
-    _add_start_end(layout, w, b - a, out)
-
-
-@njit(**NUMBA_OPTS)
-def sentence_param_table(layout, X, w, a, b, attr_row, row_attr, table):
-    """Copy the state weights of the attributes of tokens a..b-1 into a small dense table:
-    ``table[r, l]`` is the weight of (``row_attr[r]``, l) (0 where the pair has no parameter),
-    ``attr_row[attr]`` its row (``attr_row`` must be -1 for the sentence's attributes on entry;
-    :func:`release_param_table` resets it). Returns the number of rows.
-
-    Scoring a sentence again and again while only its own weights move (a dual solver's
-    minimal steps) then reads this table, which stays in cache, instead of gathering from
-    the whole weight vector each time."""
-    attr_ptr = layout.attr_ptr
-    param_label = layout.param_label
-    attrs = X.attrs
-    L = table.shape[1]
-    n = 0
-    for j in range(X.indptr[a], X.indptr[b]):
-        at = attrs[j]
-        if attr_row[at] < 0:
-            attr_row[at] = n
-            row_attr[n] = at
-            for l in range(L):
-                table[n, l] = 0.0
-            for p in range(attr_ptr[at], attr_ptr[at + 1]):
-                table[n, param_label[p]] = w[p]
-            n += 1
-    return n
-
-
-@njit(**NUMBA_OPTS)
-def release_param_table(attr_row, row_attr, n):
-    """Reset ``attr_row`` for the n rows of a :func:`sentence_param_table`."""
-    for r in range(n):
-        attr_row[row_attr[r]] = -1
-
-
-@njit(**NUMBA_OPTS)
-def sentence_state_scores_table(layout, X, w, a, b, attr_row, table, out):
-    """:func:`sentence_state_scores` read from the table of :func:`sentence_param_table`:
-    the same sums in the same order (a missing pair adds 0.0), so the same scores."""
-    indptr = X.indptr
-    attrs = X.attrs
-    vals = X.vals
-    valued = vals.shape[0] > 0
-    n_labels = layout.n_labels
-    for i in range(a, b):
-        r = i - a
-        for l in range(n_labels):
-            out[r, l] = 0.0
-        for j in range(indptr[i], indptr[i + 1]):
-            row = attr_row[attrs[j]]
-            if valued:
-                v = vals[j]
-                for l in range(n_labels):
-                    out[r, l] += v * table[row, l]
-            else:
-                for l in range(n_labels):
-                    out[r, l] += table[row, l]
-    _add_start_end(layout, w, b - a, out)
-
-
-@njit(**NUMBA_PARALLEL_OPTS)
-def _state_scores(layout, X, w, out):
-    offsets = X.offsets
-    for s in prange(offsets.shape[0] - 1):
-        a = offsets[s]
-        b = offsets[s + 1]
-        sentence_state_scores(layout, X, w, a, b, out[a:b])
-
-
-@njit(**NUMBA_PARALLEL_OPTS)
-def _state_scores_from_views(view_ids, offsets, t_ptr, t_view, t_off, t_mult, table_keys,
-                             table_vals, layout, w, out):
-    """State scores straight from view ids: attribute lookup fused with the gather-add, so
-    tagging never materialises the attribute lists."""
-    attr_ptr = layout.attr_ptr
-    param_label = layout.param_label
-    n_labels = layout.n_labels
-    n_sent = offsets.shape[0] - 1
-    n_tmpl = t_ptr.shape[0] - 1
-    mask = table_keys.shape[0] - 1
-    for s in prange(n_sent):
-        a = offsets[s]
-        b = offsets[s + 1]
-        for i in range(a, b):
-            for l in range(n_labels):
-                out[i, l] = 0.0
-            for k in range(n_tmpl):
-                at = attribute_id(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult,
-                                  table_keys, table_vals, mask)
-                if at >= 0:
-                    for p in range(attr_ptr[at], attr_ptr[at + 1]):
-                        out[i, param_label[p]] += w[p]
-        _add_start_end(layout, w, b - a, out[a:b])
-
-
-@njit(**NUMBA_OPTS)
-def param_index(layout, attr, label):
-    """The index in w of the state parameter (attr, label), or -1 when the pair has none."""
-    attr_ptr = layout.attr_ptr
-    param_label = layout.param_label
-    L = layout.n_labels
-    # an attribute's parameters are in label order: when every attribute has every label
-    # (``all_pairs``, the semi-supervised learners) the pair is attr * L + label, found
-    # without reading the index (two cache misses per pair in a large model)
-    if layout.n_state == (attr_ptr.shape[0] - 1) * L:
-        return attr * L + label
-    # when this attribute has every label, the pair sits at offset ``label``
-    p = attr_ptr[attr] + label
-    if p < attr_ptr[attr + 1] and param_label[p] == label:
-        return p
-    for p in range(attr_ptr[attr], attr_ptr[attr + 1]):
-        if param_label[p] == label:
-            return p
-    return -1
-
-
-@njit(**NUMBA_OPTS)
-def add_joint_features(layout, X, a, b, y, scale, out):
-    """out += scale * f(x, y) for the sentence on tokens a..b-1 (y indexed by token)."""
-    indptr = X.indptr
-    attrs = X.attrs
-    vals = X.vals
-    valued = vals.shape[0] > 0
-    n_state = layout.n_state
-    n_labels = layout.n_labels
-    for i in range(a, b):
-        for j in range(indptr[i], indptr[i + 1]):
-            p = param_index(layout, attrs[j], y[i])
-            if p >= 0:
-                out[p] += scale * vals[j] if valued else scale
-        if i > a:
-            out[n_state + y[i - 1] * n_labels + y[i]] += scale
-    if b > a:
-        out[layout.start + y[a]] += scale
-        out[layout.end + y[b - 1]] += scale
-
-
-@njit(**NUMBA_OPTS)
-def accumulate(acc, k, v, n):
-    """acc.values[k] += v, recording k as touched number n the first time; returns the new
-    number of touched coordinates."""
-    if not acc.mark[k]:
-        acc.mark[k] = True
-        acc.touched[n] = k
-        n += 1
-    acc.values[k] += v
-    return n
-
-
-@njit(**NUMBA_OPTS)
-def add_difference(layout, X, a, b, plus, minus, coef, acc, n):
-    """acc += coef * (f(x, plus) - f(x, minus)) on tokens a..b-1, only where the labelings
-    differ; ``n`` coordinates are touched on entry, the new count is returned.
-
-    plus / minus are label arrays indexed by token (their rows a..b-1 are read)."""
-    indptr = X.indptr
-    attrs = X.attrs
-    vals = X.vals
-    valued = vals.shape[0] > 0
-    n_state = layout.n_state
-    L = layout.n_labels
-    s0 = layout.start
-    e0 = layout.end
-    for i in range(a, b):
-        yp = plus[i]
-        ym = minus[i]
-        if yp != ym:
-            for j in range(indptr[i], indptr[i + 1]):
-                at = attrs[j]
-                v = coef * vals[j] if valued else coef
-                p = param_index(layout, at, yp)
-                if p >= 0:
-                    n = accumulate(acc, p, v, n)
-                p = param_index(layout, at, ym)
-                if p >= 0:
-                    n = accumulate(acc, p, -v, n)
-        if i > a and (yp != ym or plus[i - 1] != minus[i - 1]):
-            n = accumulate(acc, n_state + plus[i - 1] * L + yp, coef, n)
-            n = accumulate(acc, n_state + minus[i - 1] * L + ym, -coef, n)
-    if b > a:
-        if plus[a] != minus[a]:
-            n = accumulate(acc, s0 + plus[a], coef, n)
-            n = accumulate(acc, s0 + minus[a], -coef, n)
-        if plus[b - 1] != minus[b - 1]:
-            n = accumulate(acc, e0 + plus[b - 1], coef, n)
-            n = accumulate(acc, e0 + minus[b - 1], -coef, n)
-    return n
 
 
 class ChainModel:
@@ -386,30 +169,46 @@ class ChainModel:
         return sub, np.concatenate([np.asarray(keep, dtype=np.int64), self.edge_indices()])
 
     def transitions(self, w: np.ndarray) -> np.ndarray:
+        """The (L, L) transition weights of ``w`` (a view), from label to label."""
         L = self.n_labels
         return w[self.n_state:self.n_state + L * L].reshape(L, L)
 
     def start_end(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The start and the end weights of ``w`` (two views)."""
         L = self.n_labels
         o = self.n_state + L * L
         return w[o:o + L], w[o + L:o + 2 * L]
 
+    def start_weights(self, w: np.ndarray) -> np.ndarray:
+        """The start weights of ``w`` (a view)."""
+        return self.start_end(w)[0]
+
+    def end_weights(self, w: np.ndarray) -> np.ndarray:
+        """The end weights of ``w`` (a view)."""
+        return self.start_end(w)[1]
+
     def state_param_attr(self) -> np.ndarray:
         """Attribute id of every state parameter."""
         return np.repeat(np.arange(self.n_attrs, dtype=np.int64), np.diff(self.attr_ptr))
+
+    def state_param_label(self) -> np.ndarray:
+        """Label id of every state parameter (read-only: the layout's own array)."""
+        labels = self.param_label.view()
+        labels.flags.writeable = False
+        return labels
 
     # ---- scores
     def state_scores(self, X: Featurized, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """(N, L) state scores, start/end weights folded into each sentence's ends."""
         if out is None:
             out = np.empty((X.n_tokens, self.n_labels), dtype=np.float64)
-        _state_scores(self.layout, FeatureBatch.of(X), w, out)
+        batch_state_scores(self.layout, FeatureBatch.of(X), w, out)
         return out
 
     def state_scores_from_views(self, E: EncodedViews, w: np.ndarray) -> np.ndarray:
         """Same as :meth:`state_scores` on ``Featurizer.encode`` output (no attribute lists)."""
         out = np.empty((E.n_tokens, self.n_labels), dtype=np.float64)
-        _state_scores_from_views(E.view_ids, E.offsets, E.t_ptr, E.t_view, E.t_off, E.t_mult,
+        view_state_scores(E.view_ids, E.offsets, E.t_ptr, E.t_view, E.t_off, E.t_mult,
                                  E.table_keys, E.table_vals, self.layout, w, out)
         return out
 

@@ -16,8 +16,7 @@ from typing import Any, Callable, ClassVar, Sequence
 import numpy as np
 
 from tagger.errors import ParameterError, bad_value
-from tagger.features import Featurized
-from tagger.chain.layout import ChainModel
+from tagger.chain import ChainModel, Featurized
 
 log = logging.getLogger("tagger.train")
 
@@ -178,7 +177,8 @@ class Learner:
     #: the row key that counts the learner's iterations, and the setting that bounds it
     progress_counter = ("epoch", "epochs")
 
-    def _report(self, problem: TrainingProblem, row: dict) -> None:
+    def report(self, problem: TrainingProblem, row: dict) -> None:
+        """Record one progress row in ``trace_``, log it and pass it to ``problem.progress``."""
         self.trace_.append(row)
         parts = [f"{k}={_fmt(v)}" for k, v in row.items()]
         eta = _eta(row, self.settings.get("epochs"))

@@ -25,7 +25,7 @@ import numpy as np
 
 from tagger.errors import ParameterError
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.chain.layout import FeatureBatch, add_joint_features
+from tagger.chain import FeatureBatch, add_joint_features
 
 
 class HMM(Learner):
@@ -64,30 +64,30 @@ class HMM(Learner):
         bias = np.flatnonzero(seen == X.n_tokens) if X.n_tokens else np.zeros(0, np.int64)
         V = int(np.count_nonzero(seen)) - len(bias)
         w = np.zeros(model.n_weights)
-        n_state = model.n_state
-        state = counts[:n_state]
-        label = layout.param_label
-        w[:n_state] = np.log((state + alpha) / alpha)
+        # counts and weights share the layout: each block of w from the same block of counts
+        state = model.state_weights(counts)
+        label = model.state_param_label()
+        w_state = model.state_weights(w)
+        w_state[:] = np.log((state + alpha) / alpha)
         unseen = np.log(alpha / (label_count + alpha * (V + 1)))
         is_bias = np.isin(attr_of, bias)
-        w[:n_state][is_bias] = unseen[label[is_bias]]
-        trans = counts[n_state:n_state + L * L].reshape(L, L)
-        start = counts[layout.start:layout.start + L]
-        end = counts[layout.end:layout.end + L]
+        w_state[is_bias] = unseen[label[is_bias]]
+        trans = model.transitions(counts)
+        start, end = model.start_end(counts)
         out = trans.sum(axis=1) + end + alpha * (L + 1)
-        w[n_state:n_state + L * L] = np.log((trans + alpha) / out[:, None]).ravel()
-        w[layout.end:layout.end + L] = np.log((end + alpha) / out)
-        w[layout.start:layout.start + L] = np.log((start + alpha) / (start.sum() + alpha * L))
+        model.transitions(w)[:] = np.log((trans + alpha) / out[:, None])
+        model.end_weights(w)[:] = np.log((end + alpha) / out)
+        model.start_weights(w)[:] = np.log((start + alpha) / (start.sum() + alpha * L))
         # the negative log-likelihood of the training data, per sentence: every observation
         # (non-bias attribute occurrence) with its probability, every transition, start, end
-        emit = w[:n_state] + unseen[label]
+        emit = w_state + unseen[label]
         nll = -float(state[~is_bias] @ emit[~is_bias])
-        nll -= float(counts[n_state:] @ w[n_state:])
+        nll -= float(model.edge_weights(counts) @ model.edge_weights(w))
         row = {"epoch": 1, "objective": nll / max(X.n_sentences, 1), "observations": V,
                "bias_attributes": len(bias), "nonzero": int(np.count_nonzero(w)),
                "converged": True}
         if problem.dev_score is not None:
             row.update(problem.dev_score(w))
         row["time"] = round(clock(), 2)
-        self._report(problem, row)
+        self.report(problem, row)
         return w

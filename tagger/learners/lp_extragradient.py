@@ -37,5 +37,5 @@ class LPExtragradient(WorkingSetLearner):
               low=0.0, high=0.999, low_open=True),
     )
 
-    def _solver(self, ws, settings):
+    def lp_solver(self, ws, settings):
         return ExtragradientSolver(ws, settings["C"], settings)

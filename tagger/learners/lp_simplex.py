@@ -20,5 +20,5 @@ class LPSimplex(WorkingSetLearner):
     strength = ("C", -1)  # the regularization parameter, +1: larger is stronger
     params = LP_PARAMS + (TIME_LIMIT,)
 
-    def _solver(self, ws, settings):
+    def lp_solver(self, ws, settings):
         return HighsSolver(ws, settings["C"], signed=False, time_limit=settings["time_limit"])

@@ -27,5 +27,5 @@ class M3NCuttingPlane(WorkingSetLearner):
         TIME_LIMIT,
     )
 
-    def _solver(self, ws, settings):
+    def lp_solver(self, ws, settings):
         return HighsSolver(ws, settings["C"], signed=True, time_limit=settings["time_limit"])

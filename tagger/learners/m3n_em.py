@@ -110,5 +110,5 @@ class M3NEM(Learner):
             if problem.dev_score is not None:
                 row.update(problem.dev_score(W))
             row["time"] = round(clock(), 2)
-            self._report(problem, row)
+            self.report(problem, row)
         return W

@@ -54,7 +54,7 @@ class M3NL2(Learner):
             if problem.dev_score is not None:
                 row.update(problem.dev_score(w))
             row["time"] = round(clock(), 2)
-            self._report(problem, row)
+            self.report(problem, row)
 
         solver.solve(settings["epochs"], settings["tol"], callback=report)
         return solver.weights()

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tagger.inference.max_product import loss_augmented_viterbi_batch_into
+from tagger.chain import loss_augmented_viterbi_batch_into
 from tagger.learners.base import Param, Stopwatch, TrainingProblem, main_score
 from tagger.learners.solvers.crf_base import CRFLearner, quasi_newton_params, with_l2
 from tagger.learners.solvers.owlqn import OWLQN, Convergence
@@ -191,5 +191,5 @@ class M3NOWLQN(CRFLearner):
         if problem.dev_score is not None:
             row.update(problem.dev_score(w))
         row["time"] = round(clock(), 2)
-        self._report(problem, row)
+        self.report(problem, row)
         return row

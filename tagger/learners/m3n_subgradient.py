@@ -58,12 +58,11 @@ import math
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.inference.max_product import labeling_score, loss_augmented_viterbi_into
+from tagger.chain import (FeatureBatch, SparseAccumulator, add_difference, labeling_score,
+                          loss_augmented_viterbi_into, sentence_state_scores, transitions_of)
 from tagger.jit import njit, prange
-from tagger.learners.solvers.l1_ball import project_l1_ball_into
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.chain.layout import (FeatureBatch, SparseAccumulator, add_difference,
-                          sentence_state_scores, transitions_of)
+from tagger.learners.solvers.l1_ball import project_l1_ball_into
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
@@ -282,7 +281,7 @@ class M3NSubgradient(Learner):
             if problem.dev_score is not None:
                 row.update(problem.dev_score(current))
             row["time"] = round(clock(), 2)
-            self._report(problem, row)
+            self.report(problem, row)
         return w if average is None else average[0] / average[1]
 
     def _objective(self, hinge, w, settings):

@@ -22,11 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from tagger._config import NUMBA_OPTS
-from tagger.inference.max_product import labeling_score, viterbi_into
+from tagger.chain import (FeatureBatch, SparseAccumulator, add_difference, labeling_score,
+                          sentence_state_scores, transitions_of, viterbi_into)
 from tagger.jit import njit
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.chain.layout import FeatureBatch, SparseAccumulator, add_difference, sentence_state_scores, \
-    transitions_of
 
 
 @njit(**NUMBA_OPTS)
@@ -118,7 +117,7 @@ class Perceptron(Learner):
             if problem.dev_score is not None:
                 row.update(problem.dev_score(average))
             row["time"] = round(clock(), 2)
-            self._report(problem, row)
+            self.report(problem, row)
             if mistakes == 0:
                 break
         return w - u / c

@@ -52,9 +52,9 @@ import warnings
 
 import numpy as np
 
+from tagger.chain import Featurized
 from tagger.constraints import ViolationState
 from tagger.errors import ParameterError, TaggerWarning, bad_value
-from tagger.features import Featurized
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.learners.solvers.label_switching import (SwitchLattice, SwitchPlan, all_max_marginals,
                                              label_switching, no_constraints, path_scores)
@@ -228,7 +228,7 @@ class SSVMAnnealing(Learner):
                                    else np.zeros(L, np.int64))
                 row["selected"] = True
             row["time"] = round(clock(), 2)
-            self._report(problem, row)
+            self.report(problem, row)
 
         res = solver.solve(settings["start_epochs"], settings["tol"],
                            check_every=settings["gap_every"])

@@ -72,4 +72,4 @@ class CRFLearner(Learner):
         if problem.dev_score is not None:
             row.update(problem.dev_score(w))
         row["time"] = round(clock(), 2)
-        self._report(problem, row)
+        self.report(problem, row)

@@ -1,7 +1,7 @@
 """The CRF negative log-likelihood and its gradient, shared by every CRF learner.
 
-For sentences ``(x_i, y_i)`` and the chain model of ``tagger.chain.layout`` (docs/algorithms.md section
-0)::
+For sentences ``(x_i, y_i)`` and the chain model of :mod:`tagger.chain` (docs/algorithms.md
+section 0)::
 
     L(w)      = sum_i log Z(x_i) - F(x_i, y_i; w)
     dL/dw_k   = sum_i E_{p(y|x_i)}[f_k(x_i, y)] - f_k(x_i, y_i)
@@ -10,8 +10,8 @@ Summed over sentences, not averaged: the same scale as CRFsuite, so ``c2 ||w||^2
 ``c1 ||w||_1`` added by the learners give CRFsuite's objectives at equal c1 / c2.
 
 The state scores come from the model's per-sentence kernel, log Z and the marginals from the
-forward-backward kernel of ``tagger.inference.sum_product``, both called sentence by sentence inside
-one parallel region (a single pass over the data per evaluation); the kernel here only scatters
+forward-backward kernel, both called sentence by sentence inside one parallel region (a single
+pass over the data per evaluation); :func:`tagger.chain.scatter_expectations` scatters
 ``marginal - gold`` into the gradient, in parallel over chunks of sentences (one gradient
 buffer per chunk, summed afterwards, so the result does not depend on thread timing).
 Attribute values (``Featurized.values``, real-valued features) are honoured: an empty array
@@ -28,10 +28,10 @@ from __future__ import annotations
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.features import Featurized
-from tagger.inference.sum_product import fb_buffers, fb_sentence, fb_tables
+from tagger.chain import (ChainModel, FeatureBatch, Featurized, fb_buffers, fb_sentence,
+                          fb_tables, scatter_expectations, sentence_state_scores,
+                          state_grad_from_marginals)
 from tagger.jit import njit, prange, thread_count
-from tagger.chain.layout import ChainModel, FeatureBatch, sentence_state_scores
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
@@ -111,39 +111,6 @@ def chunk_buffers(offsets, s0, s1, L):
     return (fb_buffers(tmax, L), np.empty((tmax, L)), np.empty((tmax, L)), np.empty((L, L)))
 
 
-@njit(**NUMBA_OPTS)
-def scatter_expectations(layout, X, a, b, gold, node, edge, k, g):
-    """g += k (E[f] - f(gold)) for the sentence of tokens a..b-1, from its node marginals
-    (one row per token) and its summed edge marginals."""
-    L = layout.n_labels
-    indptr, attrs, vals = X.indptr, X.attrs, X.vals
-    attr_ptr, param_label = layout.attr_ptr, layout.param_label
-    t_off, s_off, e_off = layout.n_state, layout.start, layout.end
-    has_vals = vals.shape[0] > 0
-    T = b - a
-    for i in range(a, b):
-        nt = node[i - a]
-        yi = gold[i]
-        for j in range(indptr[i], indptr[i + 1]):
-            v = k * (vals[j] if has_vals else 1.0)
-            at = attrs[j]
-            for p in range(attr_ptr[at], attr_ptr[at + 1]):
-                lab = param_label[p]
-                if lab == yi:
-                    g[p] += v * (nt[lab] - 1.0)
-                else:
-                    g[p] += v * nt[lab]
-        if i > a:
-            g[t_off + gold[i - 1] * L + yi] -= k
-    for i in range(L):
-        for j in range(L):
-            g[t_off + i * L + j] += k * edge[i, j]
-        g[s_off + i] += k * node[0, i]
-        g[e_off + i] += k * node[T - 1, i]
-    g[s_off + gold[a]] -= k
-    g[e_off + gold[b - 1]] -= k
-
-
 def balanced_chunks(offsets: np.ndarray, n_chunks: int) -> np.ndarray:
     """Sentence boundaries of ``n_chunks`` chunks holding about equal numbers of tokens."""
     n = len(offsets) - 1
@@ -212,31 +179,6 @@ class CRFObjective:
         return tau * float(self.nll_buf.sum()), grad
 
 
-@njit(**NUMBA_PARALLEL_OPTS)
-def _state_grad_from_marginals(t_ptr, t_tok, t_val, attr_ptr, param_label, marg, gold, g):
-    """g[p] = dL/dw_p for every state weight p, from the node marginals ``marg`` of a
-    forward-backward pass: sum over the tokens i carrying p's attribute (value v) of
-    v * (P(y_i = label_p) - [gold_i = label_p]). ``t_ptr, t_tok, t_val`` is the token CSR
-    transposed (the tokens of each attribute), so each attribute's weights are written by one
-    thread: no per-thread gradient copies to clear and add up."""
-    has_vals = t_val.shape[0] > 0
-    for at in prange(t_ptr.shape[0] - 1):
-        p0 = attr_ptr[at]
-        p1 = attr_ptr[at + 1]
-        for p in range(p0, p1):
-            g[p] = 0.0
-        for j in range(t_ptr[at], t_ptr[at + 1]):
-            i = t_tok[j]
-            v = t_val[j] if has_vals else 1.0
-            yi = gold[i]
-            for p in range(p0, p1):
-                lab = param_label[p]
-                if lab == yi:
-                    g[p] += v * (marg[i, lab] - 1.0)
-                else:
-                    g[p] += v * marg[i, lab]
-
-
 class WorkingSetObjective:
     """``L`` and its gradient over a working set S of the weights of ``model``, the others held
     at zero: what Grafting-Light and greedy Grafting optimise.
@@ -266,8 +208,7 @@ class WorkingSetObjective:
         self.t_val = np.ascontiguousarray(vals[order]) if len(vals) else np.empty(0)
         self.t_ptr = np.zeros(model.n_attrs + 1, dtype=np.int64)
         np.cumsum(np.bincount(X.attrs, minlength=model.n_attrs), out=self.t_ptr[1:])
-        self.attr_of_param = np.repeat(np.arange(model.n_attrs, dtype=np.int64),
-                                       np.diff(model.attr_ptr))
+        self.attr_of_param = model.state_param_attr()
         self.marginals = np.empty((N, L))
         self.n_evals = 0
         self.n_full = 0
@@ -311,8 +252,8 @@ class WorkingSetObjective:
             _, g = self(w)
         model = self.model
         full = np.empty(model.n_weights)
-        _state_grad_from_marginals(self.t_ptr, self.t_tok, self.t_val, model.attr_ptr,
-                                   model.param_label, self.marginals, self.gold, full)
+        state_grad_from_marginals(model.layout, self.t_ptr, self.t_tok, self.t_val,
+                                  self.marginals, self.gold, full)
         model.edge_weights(full)[:] = g[len(self.index) - model.n_edge:]
         self.n_full += 1
         return full

@@ -18,11 +18,11 @@ from typing import NamedTuple
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger.chain import labeling_score
 from tagger.constraints import Counts, apply_switch, switch_penalty_delta
 from tagger.constraints.penalties import (CorpusRules, InstanceRules, PenaltyRules,
                                           corpus_penalty, instance_penalty, run_corpus, run_phi,
                                           segments_of)
-from tagger.inference.max_product import labeling_score
 from tagger.jit import njit, prange
 
 

@@ -34,11 +34,9 @@ import math
 import numpy as np
 
 from tagger._config import NUMBA_PARALLEL_OPTS
-from tagger.inference.sum_product import fb_tables
+from tagger.chain import ChainModel, FeatureBatch, fb_tables, scatter_expectations
 from tagger.jit import njit, prange, thread_count
-from tagger.learners.solvers.crf_objective import (balanced_chunks, chunk_buffers, scatter_expectations,
-                                           sentence_log_z)
-from tagger.chain.layout import ChainModel, FeatureBatch
+from tagger.learners.solvers.crf_objective import balanced_chunks, chunk_buffers, sentence_log_z
 
 
 @njit(**NUMBA_PARALLEL_OPTS)

@@ -52,14 +52,13 @@ from typing import NamedTuple
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger.chain import (ChainModel, FeatureBatch, Featurized, SparseAccumulator,
+                          add_difference, labeling_score, loss_augmented_viterbi_into,
+                          release_param_table, sentence_param_table, sentence_state_scores,
+                          sentence_state_scores_table, set_table_weight, transitions_of)
 from tagger.errors import bad_value
-from tagger.features import Featurized
-from tagger.inference.max_product import labeling_score, loss_augmented_viterbi_into
 from tagger.jit import njit, prange
 from tagger.learners.base import Learner, TrainingProblem
-from tagger.chain.layout import (ChainModel, FeatureBatch, SparseAccumulator, add_difference,
-                          release_param_table, sentence_param_table, sentence_state_scores,
-                          sentence_state_scores_table, transitions_of)
 
 # --------------------------------------------------------------------------------- records
 
@@ -125,7 +124,7 @@ def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats,
     plain form, kept for the tests). ``param_attr`` is each state parameter's attribute,
     ``attr_row`` scratch of -1 per attribute."""
     indptr, offsets = X.indptr, X.offsets
-    param_label, n_state, L = layout.param_label, layout.n_state, layout.n_labels
+    L = layout.n_labels
     Cw, s2, u, w = dual
     ws_n, ws_alpha, ws_loss, ws_lab = ws
     acc, param_attr, attr_row = scratch
@@ -226,8 +225,8 @@ def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats,
                     w[kk] += delta * s2[kk] * d[kk]
                 d[kk] = 0.0
                 mark[kk] = False
-                if table and kk < n_state:  # the sentence's own attributes: rows of the table
-                    ptable[attr_row[param_attr[kk]], param_label[kk]] = w[kk]
+                if table:  # the sentence's own state weights are rows of the table
+                    set_table_weight(layout, param_attr, attr_row, ptable, w, kk)
             if up != n_i:
                 ws_alpha[i, up] += delta
             if down != n_i:

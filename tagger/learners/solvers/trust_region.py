@@ -34,9 +34,14 @@ progress row reports the center's whole objective (never above the start's: cent
 on decrease), the model's value at w, the radius and the step taken; the first also reports
 the start (its objective, the smoothed objective's gradient evaluations and the seconds they
 took). The smoothed start logs one line per temperature.
+
+The loop drives its learner through :class:`ColumnGenerationLearner`, the public part of
+:class:`~tagger.learners.solvers.working_set_learner.WorkingSetLearner` it needs.
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 import numpy as np
 from scipy.optimize import Bounds, minimize
@@ -44,6 +49,29 @@ from scipy.optimize import Bounds, minimize
 from tagger.learners.base import Stopwatch, TrainingProblem, log
 from tagger.learners.solvers.lp_smoothing import SmoothedLPObjective
 from tagger.learners.solvers.working_sets import WorkingSets
+
+class ColumnGenerationLearner(Protocol):
+    """What :func:`stabilized_generation` asks of the learner it trains."""
+
+    name: str
+    #: the separation mode of :meth:`WorkingSets.separate` (``SECOND_BEST`` for the LP)
+    mode: int
+
+    def lp_solver(self, ws: WorkingSets, settings: dict):
+        """A solver of the LP over the working sets ``ws``: ``solve()`` returns (w, LP
+        objective), ``set_box(lower, upper)`` bounds the working set's columns, ``loose``
+        says it still solves at its loose tolerance, ``last`` holds its statistics."""
+
+    def violations(self, value: np.ndarray) -> np.ndarray:
+        """Per sentence, the right-hand side minus w . Delta f at the oracle's labeling,
+        from the values :meth:`WorkingSets.separate` returns."""
+
+    def slacks(self, ws: WorkingSets, w: np.ndarray) -> np.ndarray:
+        """Per sentence, the slack that the rows of its working set give ``w``."""
+
+    def report(self, problem: TrainingProblem, row: dict) -> None:
+        """Record and log one progress row."""
+
 
 #: temperatures of the smoothed start, each stage warm-started from the last
 TEMPERATURES = (1.0, 0.5, 0.25, 0.1, 0.05)
@@ -71,7 +99,8 @@ def smoothed_start(problem: TrainingProblem, C: float, iterations: int,
     return w, objective.n_evals
 
 
-def stabilized_generation(learner, problem: TrainingProblem, settings: dict, w0) -> np.ndarray:
+def stabilized_generation(learner: ColumnGenerationLearner, problem: TrainingProblem,
+                          settings: dict, w0) -> np.ndarray:
     """The trust-region column generation of the module docstring; returns the weights."""
     C, eps = settings["C"], settings["epsilon"]
     clock = Stopwatch()
@@ -91,11 +120,11 @@ def stabilized_generation(learner, problem: TrainingProblem, settings: dict, w0)
         center = np.zeros(problem.model.n_weights)
     ws = WorkingSets(problem)
     ws.add_columns(np.flatnonzero(center))
-    solver = learner._solver(ws, settings)
+    solver = learner.lp_solver(ws, settings)
     radius = settings["trust_region"]
 
     def evaluate(w):
-        viol = learner._violations(ws.separate(w, learner.mode).copy())
+        viol = learner.violations(ws.separate(w, learner.mode).copy())
         viol[~nonempty] = 0.0
         return viol, float(w.sum() + C * np.maximum(viol, 0.0).sum())
 
@@ -112,7 +141,7 @@ def stabilized_generation(learner, problem: TrainingProblem, settings: dict, w0)
 
     viol_c, f_c = evaluate(center)
     start = {"start_objective": f_c, "start_evaluations": evals, "start_time": round(clock(), 2)}
-    added = add_rows(center, viol_c, learner._slacks(ws, center))
+    added = add_rows(center, viol_c, learner.slacks(ws, center))
     for epoch in range(1, settings["epochs"] + 1):
         cc = center[ws.coords]
         # a weight far from 0 may move in proportion: the half-width is r (1 + c_k)
@@ -123,7 +152,7 @@ def stabilized_generation(learner, problem: TrainingProblem, settings: dict, w0)
         wc = w[ws.coords]
         boxed = bool(np.any(wc >= cc + half - 1e-9)
                      or np.any((cc - half > 0.0) & (wc <= cc - half + 1e-9)))
-        xi_w = learner._slacks(ws, w)
+        xi_w = learner.slacks(ws, w)
         violated = int(np.count_nonzero(nonempty & (viol_w > xi_w + eps)))
         predicted = f_c - model_value
         # the model has every row violated at c, so m(c) = P(c): when it cannot decrease in
@@ -155,7 +184,7 @@ def stabilized_generation(learner, problem: TrainingProblem, settings: dict, w0)
         if problem.dev_score is not None:
             row.update(problem.dev_score(center))
         row["time"] = round(clock(), 2)
-        learner._report(problem, row)
+        learner.report(problem, row)
         if step == "optimal":
             break
         if settings["max_seconds"] and clock() > settings["max_seconds"]:

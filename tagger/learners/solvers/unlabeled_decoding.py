@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tagger.constraints.decoding import constrained_decode
+from tagger.chain import Featurized, constrained_decode, viterbi_batch_into
 from tagger.errors import TaggerError
-from tagger.features import Featurized
-from tagger.inference.max_product import viterbi_batch_into
 
 #: how long to wait for the scheduler to answer
 CONNECT_TIMEOUT = "10s"

@@ -44,15 +44,20 @@ from tagger.learners.solvers.working_sets import LOSS_AUGMENTED, SECOND_BEST, Wo
 
 
 class WorkingSetLearner(Learner):
-    """Shared loop: separate at w, add violated constraints, re-solve, until nothing is added."""
+    """Shared loop: separate at w, add violated constraints, re-solve, until nothing is added.
+
+    Subclasses give :meth:`lp_solver`; :meth:`violations`, :meth:`slacks` and ``report`` are
+    public too, as the trust-region loop (:class:`~tagger.learners.solvers.trust_region.
+    ColumnGenerationLearner`) drives the learner through them."""
 
     mode = SECOND_BEST
     signed = False
 
-    def _solver(self, ws: WorkingSets, settings: dict):
+    def lp_solver(self, ws: WorkingSets, settings: dict):
+        """The solver of the LP over the working sets ``ws`` (HiGHS or extragradient)."""
         raise NotImplementedError
 
-    def _violations(self, value: np.ndarray) -> np.ndarray:
+    def violations(self, value: np.ndarray) -> np.ndarray:
         """Per sentence: right-hand side minus w . Delta f at the oracle's labeling."""
         return value if self.mode == LOSS_AUGMENTED else 1.0 - value
 
@@ -62,7 +67,7 @@ class WorkingSetLearner(Learner):
         model = problem.model
         C, eps = settings["C"], settings["epsilon"]
         ws = WorkingSets(problem)
-        solver = self._solver(ws, settings)
+        solver = self.lp_solver(ws, settings)
         w = np.zeros(model.n_weights) if w0 is None else np.array(w0, dtype=np.float64)
         if not self.signed:
             w = np.maximum(w, 0.0)
@@ -70,7 +75,7 @@ class WorkingSetLearner(Learner):
         clock = Stopwatch()
         n = problem.X.n_sentences
         nonempty = np.diff(problem.X.offsets) > 0
-        viol = self._violations(ws.separate(w, self.mode).copy())
+        viol = self.violations(ws.separate(w, self.mode).copy())
         xi = np.zeros(n)
         lp_obj = 0.0
         resolve_every = settings.get("resolve_every", 0) or n
@@ -96,8 +101,8 @@ class WorkingSetLearner(Learner):
                 w, lp_obj = solver.solve()
             elif added == 0 and epoch > 1:
                 break
-            xi = self._slacks(ws, w)
-            viol = self._violations(ws.separate(w, self.mode).copy())
+            xi = self.slacks(ws, w)
+            viol = self.violations(ws.separate(w, self.mode).copy())
             hinge = np.maximum(viol, 0.0)
             hinge[~nonempty] = 0.0
             row = {"epoch": epoch, "objective": float(np.abs(w).sum() + C * hinge.sum()),
@@ -109,14 +114,14 @@ class WorkingSetLearner(Learner):
             if problem.dev_score is not None:
                 row.update(problem.dev_score(w))
             row["time"] = round(clock(), 2)
-            self._report(problem, row)
+            self.report(problem, row)
             if row["converged"]:
                 break
             if settings["max_seconds"] and clock() > settings["max_seconds"]:
                 break
         return w
 
-    def _slacks(self, ws: WorkingSets, w: np.ndarray) -> np.ndarray:
+    def slacks(self, ws: WorkingSets, w: np.ndarray) -> np.ndarray:
         """xi_i = max(0, max_{y in S_i} rhs - w . Delta f_i(y)), from the stored rows."""
         n = ws.problem.X.n_sentences
         xi = np.zeros(n)

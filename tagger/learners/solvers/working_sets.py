@@ -17,10 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.inference.max_product import (labeling_score, loss_augmented_viterbi_into,
-                                          second_best_viterbi_into, viterbi_into)
+from tagger.chain import (FeatureBatch, SparseAccumulator, add_difference, labeling_score,
+                          loss_augmented_viterbi_into, second_best_viterbi_into, viterbi_into)
 from tagger.jit import njit, prange
-from tagger.chain.layout import FeatureBatch, SparseAccumulator, add_difference
 
 #: separation modes
 LOSS_AUGMENTED = 0   # argmax_y Delta(y_i, y) + F(x_i, y); value H_i = that max - F(x_i, y_i)
