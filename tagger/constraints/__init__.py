@@ -23,12 +23,12 @@ constraints get a very large rho (chosen by the caller: ``hard_weight``) and, at
 enforced exactly where the expanded-state Viterbi of :mod:`tagger.constraints.decoding` can.
 """
 
-from tagger.constraints.language import (CHANGES, CONTAINS, CORPUS_RULES, COUNT_SEGMENTS,
-                                         COUNT_TOKENS, ConstraintSet, FRACTION_CHANGE,
-                                         FRACTION_LABEL, INSTANCE_RULES, ORDER, PROPERTIES, Rule,
-                                         SEGMENTS, UNARY, boundary_on_punctuation,
-                                         normalize_word)
 from tagger.constraints.compiled import CompiledConstraints, ConstraintData, TokenIndicators
+from tagger.constraints.language import CORPUS_RULES, INSTANCE_RULES, ConstraintSet
+from tagger.constraints.rules import (CHANGES, CONTAINS, COUNT_SEGMENTS, COUNT_TOKENS,
+                                      FRACTION_CHANGE, FRACTION_LABEL, ORDER, PROPERTIES,
+                                      SEGMENTS, UNARY, Rule, boundary_on_punctuation,
+                                      normalize_word)
 from tagger.constraints.violations import (Counts, Proposal, ViolationState, apply_switch,
                                            switch_penalty_delta, violation_report)
 

@@ -1,6 +1,7 @@
-"""A :class:`~tagger.constraints.language.ConstraintSet` compiled against a label list into
-arrays the numba kernels read (:class:`CompiledConstraints`), and the per-token indicators
-that word lists, patterns and token properties become on a corpus (:class:`TokenIndicators`).
+"""The rules of a :class:`~tagger.constraints.language.ConstraintSet` compiled against a label
+list into arrays the numba kernels read (:class:`CompiledConstraints`), and the per-token
+indicators that word lists, patterns and token properties become on a corpus
+(:class:`TokenIndicators`). Built from :mod:`.rules` alone: the language hands its rules down.
 """
 
 from __future__ import annotations
@@ -10,11 +11,10 @@ from typing import Sequence
 
 import numpy as np
 
-from tagger.constraints.language import (CHANGES, CONTAINS, COUNT_SEGMENTS, COUNT_TOKENS,
-                                         ConstraintSet, FRACTION_CHANGE, FRACTION_LABEL, ORDER,
-                                         Rule, SEGMENTS, UNARY,
-                                         boundary_on_punctuation, element_matches, has_property,
-                                         normalize_word)
+from tagger.constraints.rules import (CHANGES, CONTAINS, COUNT_SEGMENTS, COUNT_TOKENS,
+                                      FRACTION_CHANGE, FRACTION_LABEL, ORDER, SEGMENTS, UNARY,
+                                      Rule, boundary_on_punctuation, element_matches,
+                                      has_property, normalize_word)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,13 +69,14 @@ class CompiledConstraints:
     ``chard[k]``. Indicator rows are computed per corpus by :meth:`indicators`.
     """
 
-    def __init__(self, spec: ConstraintSet, label_names: list[str]):
-        self.spec = spec
+    def __init__(self, rules: Sequence[Rule], label_names: list[str]):
+        """``rules``: those of a constraint set (:meth:`ConstraintSet.compile` checks that
+        their labels are among ``label_names``)."""
         self.label_names = list(label_names)
         L = len(label_names)
         lid = {lab: i for i, lab in enumerate(label_names)}
-        inst = [r for r in spec.rules if r.level == "instance"]
-        corp = [r for r in spec.rules if r.level == "corpus"]
+        inst = [r for r in rules if r.level == "instance"]
+        corp = [r for r in rules if r.level == "corpus"]
         self.instance_rules, self.corpus_rules = inst, corp
         C, K = len(inst), len(corp)
         self.kind = np.zeros(C, np.int32)

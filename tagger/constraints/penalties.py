@@ -10,8 +10,8 @@ from typing import NamedTuple
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.constraints.language import (CHANGES, CONTAINS, COUNT_TOKENS, FRACTION_LABEL, ORDER,
-                                         SEGMENTS, UNARY)
+from tagger.constraints.rules import (CHANGES, CONTAINS, COUNT_TOKENS, FRACTION_LABEL, ORDER,
+                                      SEGMENTS, UNARY)
 from tagger.jit import njit, prange
 
 
