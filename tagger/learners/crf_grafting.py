@@ -36,8 +36,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from dataclasses import replace
+
 from tagger.learners.base import Param, Stopwatch, TrainingProblem
-from tagger.learners.solvers.crf_base import CRFLearner, l2_param, with_l2
+from tagger.learners.params import ADAPTIVE_STEP, C1, C2
+from tagger.learners.solvers.crf_base import QUASI_NEWTON, CRFLearner, with_l2
 from tagger.learners.solvers.crf_objective import WorkingSetObjective
 from tagger.learners.solvers.owlqn import OWLQN, Convergence
 
@@ -58,19 +61,13 @@ def initial_set(problem: TrainingProblem, free: np.ndarray) -> np.ndarray:
 
 
 GRAFTING_PARAMS = (
-    Param("c1", 1.0, float, "L1 coefficient c1 (CRFsuite's c1: c1 ||w||_1 on the summed "
-          "likelihood)", low=0.0, low_open=True),
-    l2_param(0.0, elastic=True),
+    C1, C2,
     Param("select_unit", 1000, int, "M: weights added to the working set per growth step "
           "(the top M violators of the optimality conditions)", low=1),
-    Param("epochs", 1000, int, "maximum number of quasi-Newton iterations", low=1),
-    Param("memory", 6, int, "number of (step, gradient change) pairs kept by L-BFGS", low=1),
-    Param("delta", 1e-5, float, "convergence on the working set: relative decrease of the "
-          "objective over the last 'period' iterations below this", low=0.0),
-    Param("period", 10, int, "iterations over which 'delta' is measured", low=1),
-    Param("start_end", True, bool, "learn start and end weights (false holds them at 0)"),
-    Param("adaptive_step", True, bool, "start each line search at the last accepted step "
-          "(doubled back towards 1 after 5 first-trial acceptances) instead of at 1"),
+) + QUASI_NEWTON + (
+    # on here, off for crf-l1: the adaptive first step measured faster on the working-set
+    # problems of Grafting and worse on crf-l1's full problem
+    replace(ADAPTIVE_STEP, default=True),
 )
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tagger.learners.base import Param, Stopwatch, TrainingProblem
-from tagger.learners.solvers.crf_base import CRFLearner, l2_param, quasi_newton_params, with_l2
+from tagger.learners.base import Stopwatch, TrainingProblem
+from tagger.learners.params import ADAPTIVE_STEP, C1, C2
+from tagger.learners.solvers.crf_base import QUASI_NEWTON, CRFLearner, with_l2
 from tagger.learners.solvers.owlqn import OWLQN, Convergence
 
 
@@ -29,11 +30,7 @@ class CRFL1(CRFLearner):
     path_settings = {"epochs": 100}
     #: the path then tries an L2 term at the chosen c1 (the elastic net), kept if it helps
     mix = "c2"
-    params = (Param("c1", 1.0, float, "L1 coefficient c1 (CRFsuite's c1: c1 ||w||_1 on the "
-                    "summed likelihood)", low=0.0, low_open=True), l2_param(0.0, elastic=True)
-              ) + quasi_newton_params(1000) + (
-        Param("adaptive_step", False, bool, "start each line search at the last accepted "
-              "step (doubled back towards 1 after 5 first-trial acceptances) instead of at 1"),)
+    params = (C1, C2) + QUASI_NEWTON + (ADAPTIVE_STEP,)
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
         fun = self._objective_fn(problem, settings)

@@ -17,8 +17,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 
+from dataclasses import replace
+
 from tagger.learners.base import Param, Stopwatch, TrainingProblem
-from tagger.learners.solvers.crf_base import CRFLearner, l2_param, quasi_newton_params, with_l2
+from tagger.learners.params import C2
+from tagger.learners.solvers.crf_base import QUASI_NEWTON, CRFLearner, with_l2
 from tagger.learners.solvers.owlqn import OWLQN, Convergence, dot
 
 
@@ -30,7 +33,9 @@ class CRFL2(CRFLearner):
 
     name = "crf-l2"
     strength = ("c2", 1)  # the regularization parameter, +1: larger is stronger
-    params = (l2_param(1.0, elastic=False),) + quasi_newton_params(1000) + (
+    # c2 is the only penalty here: it starts at CRFsuite's default of 1, and 0 (an
+    # unregularized likelihood, unbounded on separable data) is outside its range
+    params = (replace(C2, default=1.0, low_open=True),) + QUASI_NEWTON + (
         Param("solver", "lbfgs", str, "L-BFGS implementation: ours (the OWL-QN core with "
               "c1=0) or scipy's L-BFGS-B", choices=("lbfgs", "scipy")),)
 

@@ -38,9 +38,12 @@ C is kept fixed and lambda tuned, as in the paper. Only C / lambda matters for t
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
+from tagger.learners.params import HINGE_C, MAX_INNER, MAX_WORKING_SET, SDM_TOL
 from tagger.learners.solvers.sdm_solver import SDMSolver, warm_state
 
 
@@ -57,19 +60,19 @@ class M3NEM(Learner):
     strength = ("lambda", 1)  # the regularization parameter, +1: larger is stronger
     params = (
         Param("lambda", 20.0, float, "strength lambda of the adaptive penalty "
-              "(lambda/K)||w||_1^2; larger = sparser", low=0.0, low_open=True),
-        Param("C", 1.0, float, "weight C of each sentence's structured hinge (kept fixed; "
-              "tune lambda)", low=0.0, low_open=True),
+              "(lambda/K)||w||_1^2; larger = sparser (the setting to tune: C stays fixed)",
+              low=0.0, low_open=True),
+        # lambda is the strength to tune; C stays fixed at 1
+        replace(HINGE_C, default=1.0),
         Param("epochs", 40, int, "EM iterations (M-step + beta-step)", low=1),
         Param("inner_epochs", 2, int, "maximum SDM passes per M-step (warm-started, so a few "
               "passes follow the moving scales)", low=1),
-        Param("tol", 0.01, float, "an M-step stops when its relative duality gap is at most "
-              "this", low=0.0),
+        # an M-step is one of many, warm-started: a looser gap than m3n-l2's whole solve
+        replace(SDM_TOL, default=0.01),
         Param("drop", 0.3, float, "weights whose scale beta falls below this are removed "
               "(beta_k < d means |w_k| < d^2 times the mean |w|); the paper's 1e-4 is exact "
               "but needs far more iterations on large feature sets", low=0.0),
-        Param("max_working_set", 32, int, "competitor labelings kept per sentence", low=1),
-        Param("max_inner", 10, int, "sequential minimal steps per sentence visit", low=1),
+        MAX_WORKING_SET, MAX_INNER,
     )
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:

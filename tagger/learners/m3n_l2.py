@@ -4,9 +4,12 @@ Sequential Dual Method of :mod:`tagger.learners.solvers.sdm_solver`.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
+from tagger.learners.base import Learner, Stopwatch, TrainingProblem
+from tagger.learners.params import EPOCHS, HINGE_C, MAX_INNER, MAX_WORKING_SET, SDM_TOL
 from tagger.learners.solvers.sdm_solver import SDMSolver, warm_state
 
 
@@ -25,13 +28,9 @@ class M3NL2(Learner):
     name = "m3n-l2"
     strength = ("C", -1)  # the regularization parameter, +1: larger is stronger
     params = (
-        Param("C", 0.1, float, "weight C of each sentence's structured hinge", low=0.0,
-              low_open=True),
-        Param("epochs", 30, int, "maximum passes over the training data", low=1),
-        Param("tol", 1e-3, float, "stop when the relative duality gap (P - D) / P is at most "
-              "this", low=0.0),
-        Param("max_working_set", 32, int, "competitor labelings kept per sentence", low=1),
-        Param("max_inner", 10, int, "sequential minimal steps per sentence visit", low=1),
+        HINGE_C,
+        replace(EPOCHS, default=30),  # a bound: the duality gap (tol) stops it
+        SDM_TOL, MAX_WORKING_SET, MAX_INNER,
     )
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:

@@ -5,11 +5,13 @@ baseline of the L1-M3N (its loop is that of :mod:`tagger.learners.m3n_subgradien
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from tagger.learners.base import Param
 from tagger.learners.m3n_subgradient import M3NSubgradient
+from tagger.learners.params import BATCH_GROWTH, BATCH_SIZE, EPOCHS, ETA0, MOMENTUM, SHUFFLE
 
 
 class L2Shrink:
@@ -40,16 +42,11 @@ class M3NL2Subgradient(M3NSubgradient):
     params = (
         Param("lambda", 1e-4, float, "L2 regularization strength lambda",
               low=0.0, low_open=True),
-        Param("epochs", 30, int, "passes over the training data", low=1),
-        Param("eta0", 20.0, float, "first step size, divided by the mean number of active "
-              "attributes per token (plus one)", low=0.0, low_open=True),
-        Param("batch_size", 0, int, "sentences per update at the start; 0 = N/256; N or more "
-              "= full batch", low=0),
-        Param("batch_growth", 1.25, float, "multiply the batch size by this after every epoch",
-              low=1.0),
-        Param("momentum", 0.97, float, "heavy-ball momentum beta on the subgradient; "
-              "0 = plain Pegasos", low=0.0, high=0.999),
-        Param("shuffle", True, bool, "visit the sentences in a new random order each epoch"),
+        replace(EPOCHS, default=30),  # each online learner sets its own number of passes
+        # the first step of a 1/t schedule (eta0 / (1 + t / t0)): half the L1 learner's, which
+        # decays as 1/sqrt(t)
+        replace(ETA0, default=20.0),
+        BATCH_SIZE, BATCH_GROWTH, MOMENTUM, SHUFFLE,
     )
 
     def _penalty(self, settings, n_weights):

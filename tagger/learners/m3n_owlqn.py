@@ -46,11 +46,14 @@ iteration count, which train the same model on other data (a held-out path's fin
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from tagger.chain import loss_augmented_viterbi_batch_into
 from tagger.learners.base import Param, Stopwatch, TrainingProblem, main_score
-from tagger.learners.solvers.crf_base import CRFLearner, quasi_newton_params, with_l2
+from tagger.learners.params import C1, C2, MEMORY, DELTA, PERIOD, QN_EPOCHS, SELECT, START_END
+from tagger.learners.solvers.crf_base import CRFLearner, with_l2
 from tagger.learners.solvers.owlqn import OWLQN, Convergence
 
 
@@ -104,10 +107,7 @@ class M3NOWLQN(CRFLearner):
     #: the scores are max-margin scores, not log-probabilities
     probabilistic = False
     params = (
-        Param("c1", 1.0, float, "L1 coefficient c1 (c1 ||w||_1 on the summed hinge, the scale "
-              "of crf-l1's c1)", low=0.0, low_open=True),
-        Param("c2", 0.0, float, "L2 coefficient c2 of the elastic net (c2 ||w||^2 on the "
-              "summed hinge); 0 = pure L1", low=0.0),
+        C1, C2,
         Param("cost", 1.0, float, "Hamming cost of each wrong label in the margin", low=0.0,
               low_open=True),
         Param("tau", 1.0, float, "temperature of the first stage (1: the softmax-margin)",
@@ -118,12 +118,10 @@ class M3NOWLQN(CRFLearner):
               "by the stages; a stage ends early when OWL-QN converges)", low=1),
         Param("gap", 0.01, float, "stop once the certified gap P(w) - D is at most this "
               "fraction of P(w)", low=0.0),
-        Param("select", "dev", str, "with dev data, the weights of the stage that scores best "
-              "on it, stopping after the first stage that scores lower (colder stages fit the "
-              "training hinge more closely, which can score lower on new text); 'last': the "
-              "last stage's weights, the closest to the certified optimum",
-              choices=("dev", "last")),
-    ) + quasi_newton_params(400)
+        SELECT,
+        # a budget the stages share, each ending when OWL-QN converges at its temperature
+        replace(QN_EPOCHS, default=400), MEMORY, DELTA, PERIOD, START_END,
+    )
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
         fun = self._objective_fn(problem, settings)

@@ -54,6 +54,7 @@ part only decodes, and gradients are summed in a fixed order).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -62,6 +63,8 @@ from tagger.chain import (FeatureBatch, SparseAccumulator, add_difference, label
                           loss_augmented_viterbi_into, sentence_state_scores, transitions_of)
 from tagger.jit import njit, prange
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
+from tagger.learners.params import (BATCH_GROWTH, BATCH_SIZE, EPOCHS, ETA0, MOMENTUM,
+                                    SHUFFLE)
 from tagger.learners.solvers.l1_ball import project_l1_ball_into
 
 
@@ -170,20 +173,11 @@ class M3NSubgradient(Learner):
     params = (
         Param("radius", 3000.0, float, "radius lambda of the L1 ball ||w||_1 <= lambda",
               low=0.0, low_open=True),
-        Param("epochs", 40, int, "passes over the training data", low=1),
-        Param("batch_size", 0, int, "sentences per update at the start; 0 = N/256 (about 256 "
-              "updates in the first epoch); N or more = full batch", low=0),
-        Param("eta0", 40.0, float, "initial step size, divided by the mean number of active "
-              "attributes per token (plus one)", low=0.0, low_open=True),
+        replace(EPOCHS, default=40),  # each online learner sets its own number of passes
+        BATCH_SIZE, ETA0,
         Param("decay", "sqrt", str, "step size schedule over epochs t: eta0/sqrt(1+t), "
               "eta0/(1+t) or constant", choices=("sqrt", "inverse", "constant")),
-        Param("shuffle", True, bool, "visit the sentences in a new random order each epoch"),
-        Param("batch_growth", 1.25, float, "multiply the batch size by this after every epoch "
-              "(larger, less noisy batches late in training leave fewer spurious non-zeros)",
-              low=1.0),
-        Param("momentum", 0.97, float, "heavy-ball momentum beta: step along the running "
-              "average of subgradients (damps the hinge's subgradient flicker, so fewer "
-              "spurious non-zeros); 0 = plain subgradient", low=0.0, high=0.999),
+        SHUFFLE, BATCH_GROWTH, MOMENTUM,
         Param("average_from", 0, int, "average the iterates of the epochs from this one on "
               "(Polyak averaging; the average stays inside the ball); 0 = no averaging", low=0),
         Param("max_nonzero", 0, int, "after the epochs, keep only this many state weights (the "

@@ -25,7 +25,8 @@ from tagger._config import NUMBA_OPTS
 from tagger.chain import (FeatureBatch, SparseAccumulator, add_difference, labeling_score,
                           sentence_state_scores, transitions_of, viterbi_into)
 from tagger.jit import njit
-from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
+from tagger.learners.base import Learner, Stopwatch, TrainingProblem
+from tagger.learners.params import EPOCHS, SHUFFLE
 
 
 @njit(**NUMBA_OPTS)
@@ -86,10 +87,7 @@ class Perceptron(Learner):
     """
 
     name = "perceptron"
-    params = (
-        Param("epochs", 20, int, "passes over the training data", low=1),
-        Param("shuffle", True, bool, "visit the sentences in a new random order each epoch"),
-    )
+    params = (EPOCHS, SHUFFLE)
 
     def _clip(self, settings: dict) -> float:
         return 0.0       # the perceptron's unit step

@@ -49,6 +49,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from dataclasses import replace
 
 import numpy as np
 
@@ -56,6 +57,7 @@ from tagger.chain import Featurized
 from tagger.constraints import ViolationState
 from tagger.errors import ParameterError, TaggerWarning, bad_value
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
+from tagger.learners.params import HINGE_C, MAX_INNER, MAX_WORKING_SET, SDM_TOL, SELECT
 from tagger.learners.solvers.label_switching import (SwitchLattice, SwitchPlan, all_max_marginals,
                                              label_switching, no_constraints, path_scores)
 from tagger.learners.solvers.sdm_solver import SDMSolver
@@ -100,8 +102,7 @@ class SSVMAnnealing(Learner):
     needs_unlabeled = True
     progress_counter = ("step", "steps")   # one row per annealing step and round
     params = (
-        Param("C", 0.1, float, "weight C_l of each labeled sentence's hinge", low=0.0,
-              low_open=True),
+        HINGE_C,  # C_l, the labeled sentences' weight; C_u is a fraction of it
         Param("cu_start", 0.01, float, "first C_u of the schedule, as a fraction of C",
               low=0.0, low_open=True),
         Param("cu_end", 1.0, float, "last C_u of the schedule, as a fraction of C", low=0.0,
@@ -122,17 +123,17 @@ class SSVMAnnealing(Learner):
         Param("epochs", 15, int, "SDM passes per supervised step (at most; warm-started)",
               low=1),
         Param("start_epochs", 50, int, "SDM passes of the supervised start (at most)", low=1),
-        Param("max_inner", 3, int, "SDM minimal steps per sentence visit", low=1),
-        Param("tol", 1e-2, float, "SDM relative duality gap to stop a supervised step",
-              low=0.0),
+        # the supervised steps rerun SDM at every C_u, warm-started: shorter visits, a looser
+        # gap and more competitors per sentence than m3n-l2 (the citation study's settings)
+        replace(MAX_INNER, default=3),
+        replace(SDM_TOL, default=1e-2),
         Param("gap_every", 5, int, "SDM passes between two duality-gap checks (each check "
               "decodes every weighted sentence once more)", low=1),
-        Param("max_working_set", 64, int, "competitor labelings kept per sentence", low=1),
+        replace(MAX_WORKING_SET, default=64),
         Param("restarts", 1, int, "independent annealing runs (different seeds for the "
               "SDM visiting order and the label switching); the weights with the best dev "
               "score over all of them are kept", low=1),
-        Param("select", "dev", str, "which weights to return: the best on dev along the "
-              "schedule, or the last", choices=("dev", "last")),
+        SELECT,
         Param("scheduler", "", str, "address of a Dask scheduler (tcp://host:8786): each "
               "round decodes the unlabeled sentences on its workers, the same labels as here "
               "(empty: in this process)"),

@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from tagger.learners.base import Learner, Param, TrainingProblem
+from tagger.learners.base import Learner, TrainingProblem
+from tagger.learners.params import DELTA, MEMORY, PERIOD, QN_EPOCHS, START_END
 from tagger.learners.solvers.crf_objective import CRFObjective
 from tagger.learners.solvers.owlqn import dot
 
-
-def l2_param(default: float, elastic: bool) -> Param:
-    if elastic:
-        return Param("c2", default, float, "L2 coefficient c2 of the elastic net (CRFsuite's "
-                     "c2: c2 ||w||^2 on the summed likelihood); 0 = pure L1", low=0.0)
-    return Param("c2", default, float, "L2 coefficient c2 (CRFsuite's c2: c2 ||w||^2 on the "
-                 "summed likelihood)", low=0.0, low_open=True)
+#: the settings of the quasi-Newton loop (after the learner's own regularization settings)
+QUASI_NEWTON = (QN_EPOCHS, MEMORY, DELTA, PERIOD, START_END)
 
 
 def with_l2(fun, c2: float):
@@ -38,19 +34,6 @@ def with_l2(fun, c2: float):
         return f + c2 * dot(w, w), g
 
     return value_grad
-
-
-def quasi_newton_params(epochs: int) -> tuple[Param, ...]:
-    return (
-        Param("epochs", epochs, int, "maximum number of quasi-Newton iterations", low=1),
-        Param("memory", 6, int, "number of (step, gradient change) pairs kept by L-BFGS",
-              low=1),
-        Param("delta", 1e-5, float, "stop when the objective fell by less than this relative "
-              "amount over the last 'period' iterations (CRFsuite's rule)", low=0.0),
-        Param("period", 10, int, "iterations over which 'delta' is measured", low=1),
-        Param("start_end", True, bool, "learn start and end weights (false holds them at 0: "
-              "CRFsuite's model, which has none)"),
-    )
 
 
 class CRFLearner(Learner):
