@@ -3,10 +3,16 @@
 ``import tagger`` stays light: the API objects are imported on first use.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 __version__ = "0.1.0"
 
 _LAZY = {
     "Tagger": ("tagger.api", "Tagger"),
+    "train": ("tagger.api", "train"),
+    "TrainingConfig": ("tagger.training.config", "TrainingConfig"),
     "Sentence": ("tagger.sentence", "Sentence"),
     "FeatureSpec": ("tagger.features", "FeatureSpec"),
     "read_corpus": ("tagger.io", "read_corpus"),
@@ -18,7 +24,7 @@ _LAZY = {
 __all__ = ["__version__", *_LAZY]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 

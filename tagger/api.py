@@ -1,5 +1,9 @@
-"""The Python API: ``Tagger`` fits, predicts, evaluates, saves and loads sequence taggers.
+"""The Python API: :func:`train` fits a tagger as ``tagger train`` does; ``Tagger`` fits,
+predicts, evaluates, saves and loads sequence taggers.
 
+    >>> import tagger
+    >>> tg = tagger.train(train="corpora/sample_chunk.txt", output="chunker.tgm")  # doctest: +SKIP
+    >>> tg = tagger.train("train.toml", seed=3)                      # doctest: +SKIP
     >>> from tagger import Tagger, read_corpus
     >>> tg = Tagger(features="chunk", learner="m3n-subgradient", params={"radius": 1500})
     >>> tg.fit(read_corpus("corpora/sample_chunk.txt"))            # doctest: +SKIP
@@ -10,31 +14,30 @@
 from __future__ import annotations
 
 import itertools
-import time
-import warnings
+import os
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from tagger.errors import (ModelFileError, NotFittedError, TaggerError, TaggerWarning,
-                           UnknownLabelError)
-from tagger.features import Featurized, FeatureSpec, Featurizer
+from tagger.chain.layout import ChainModel
+from tagger.errors import ModelFileError, NotFittedError, TaggerError, UnknownLabelError
+from tagger.evaluation.labels import LabelIndex, is_bio
+from tagger.evaluation.metrics import by_vocabulary, word_set
+from tagger.evaluation.metrics import evaluate as evaluate_labels
+from tagger.features import FeatureSpec, Featurized, Featurizer
 from tagger.inference import forward_backward_batch
 from tagger.inference.max_product import viterbi_batch_into
 from tagger.io.sources import as_sentences
-from tagger.evaluation.labels import LabelIndex, is_bio
-from tagger.learners import AUTO, DEFAULT_LEARNER, get_learner
-from tagger.evaluation.metrics import by_vocabulary, evaluate as evaluate_labels, word_set
-from tagger.chain.layout import ChainModel
-from tagger.model.header import check_header
-from tagger.training import selection
-from tagger.model.inspect import inspect_report, jsonable
-from tagger.io.scratch import ScratchSpace
-from tagger.sentence import Sentence
-from tagger.training.data import (HELD_OUT, build_problem, check_columns, conllu_label_info,
-                                  constraint_set, labeled_list)
+from tagger.learners import DEFAULT_LEARNER
 from tagger.model.files import load_model_file, save_model_file
+from tagger.model.header import check_header, header_meta
+from tagger.model.inspect import inspect_report
+from tagger.sentence import Sentence
+from tagger.training.data import check_columns, constraint_set, labeled_list
+
+if TYPE_CHECKING:
+    from tagger.training.config import TrainingConfig
 
 #: sentences featurized and decoded together when tagging a stream
 TAG_BATCH = 4096
@@ -57,38 +60,56 @@ class Predictions(NamedTuple):
 
     def marginal_list(self) -> list[np.ndarray]:
         """The node marginals as one (T, L) array per sentence."""
+        if self.marginals is None:
+            raise TaggerError("these predictions were decoded without marginals")
         offs = self.offsets.tolist()
-        return [self.marginals[a:b] for a, b in zip(offs[:-1], offs[1:])]
+        marginals = self.marginals
+        return [marginals[a:b] for a, b in zip(offs[:-1], offs[1:])]
+
+
+class Model(NamedTuple):
+    """What a fitted :class:`Tagger` holds (:meth:`Tagger.fitted`)."""
+
+    featurizer: Featurizer
+    labels: LabelIndex
+    model: ChainModel
+    weights: np.ndarray
 
 
 class Tagger:
     """A linear-chain sequence tagger with sparse weights.
 
-    Parameters are stored as given and validated by :meth:`fit` (scikit-learn's habit):
+    Parameters are stored as given and validated by :meth:`fit` (scikit-learn's habit); the
+    defaults are ``tagger train``'s, and :meth:`fit` trains through :func:`train`, so the same
+    data and settings give the same model as the command line:
 
     features
-        a preset name (``chunk``, ``pos``, ``citation``), a TOML file, or a :class:`FeatureSpec`
+        a preset name (``chunk``, ``pos``, ``citation``), a TOML file, or a :class:`FeatureSpec`;
+        None (default): the preset that follows the training data
+        (:func:`tagger.io.sources.default_preset`)
     learner
         a learner name (see ``tagger.learners.LEARNERS``), or ``"auto"``: train each of
         ``AUTO_CANDIDATES`` with its own choice of strength and keep the best on dev
-        (:mod:`tagger.training.auto`)
+        (:mod:`tagger.training.auto`); None (default): ``ssvm-annealing`` with unlabeled data,
+        else ``DEFAULT_LEARNER``
     params
         the learner's parameters (its table: ``tagger learners``)
     seed
         makes training deterministic
     select
-        choose the regularization strength (:mod:`tagger.training.selection`): a warm-started path
-        scored on the dev data, or on a held-out tenth of the training data without dev data.
-        Only when ``params`` does not set the strength and the learner has one (``tagger
-        train`` selects by default; ``--no-select`` turns it off)
+        choose the regularization strength (:mod:`tagger.training.selection`; default True, as
+        ``tagger train`` does): a warm-started path scored on the dev data, or on a held-out
+        tenth of the training data without dev data. Only when ``params`` does not set the
+        strength and the learner has one; False trains at the learner's default strength
+        (``--no-select``)
     max_seconds
         a time budget for that path (0: none): no new point starts after that many seconds of
         training; the best point so far is kept and a :class:`TaggerWarning` says so
     """
 
-    def __init__(self, features: str | Path | FeatureSpec = "chunk",
-                 learner: str = DEFAULT_LEARNER, params: dict | None = None, seed: int = 0,
-                 select: bool = False, max_seconds: float = 0.0):
+    def __init__(self, features: str | Path | FeatureSpec | None = None,
+                 learner: str | None = None, params: dict | None = None, seed: int = 0,
+                 select: bool = True, max_seconds: float = 0.0):
         self.features = features
         self.learner = learner
         self.params = dict(params or {})
@@ -101,13 +122,15 @@ class Tagger:
         self.model_: ChainModel | None = None
         self.weights_: np.ndarray | None = None
         self.info_: dict = {}
+        self.trace_: list[dict] = []
 
     # ------------------------------------------------------------------ training
     def fit(self, sentences: Iterable[Sentence], dev: Iterable[Sentence] | None = None,
             progress: Callable[[dict], None] | None = None, *,
             unlabeled: Iterable[Sentence] | None = None, constraints=None,
             test: Iterable[Sentence] | None = None) -> "Tagger":
-        """Train on labeled sentences; ``dev`` sentences are scored after every epoch.
+        """Train on labeled sentences (:func:`train` with this tagger's settings); ``dev``
+        sentences are scored after every epoch and choose the strength.
 
         Either may also be a Hugging Face dataset or source string (``tagger.io.hf``).
         Semi-supervised learners (``ssvm-annealing``) also take ``unlabeled`` sentences (any
@@ -116,133 +139,19 @@ class Tagger:
         the unlabeled sentences should meet. ``test`` sentences are scored along the way for
         the trace only (reporting; nothing is chosen on them).
         """
-        sentences = as_sentences(sentences)
-        dev = None if dev is None else as_sentences(dev)
-        if self.learner == AUTO:
-            if unlabeled is not None or constraints is not None:
-                raise TaggerError("learner 'auto' trains on labeled data only; name "
-                                  "ssvm-annealing for unlabeled data and constraints")
-            from tagger.training.auto import fit_auto
-
-            return fit_auto(self, sentences, dev, progress, test)
-        learner_cls = get_learner(self.learner)
-        learner = learner_cls(**self.params)
-        learner.validated()  # fail on bad parameters before featurizing anything
-        if not isinstance(self.seed, (int, np.integer)) or isinstance(self.seed, bool):
-            raise TaggerError(f"seed must be an integer; got {self.seed!r}")
-        if (isinstance(self.max_seconds, bool) or not isinstance(self.max_seconds, (int, float))
-                or not self.max_seconds >= 0):
-            raise TaggerError(f"max_seconds must be a number >= 0 (0: no limit); got "
-                              f"{self.max_seconds!r}")
-        t0 = time.perf_counter()
-        cset = constraint_set(constraints)
-        cset_source = None if cset is None else cset.source
-        selecting = self._selects(learner_cls, unlabeled)
-        t_held = 0.0
-        if selecting and dev is None:
-            sentences = labeled_list(sentences, "training data")
-            path = self._held_out_path(learner, sentences, progress)
-            t_held = time.perf_counter() - t0
-        # the unlabeled text's arrays: memory, or memory-mapped files under scratch_dir
-        scratch = ScratchSpace(learner.settings.get("scratch_dir"))
-        try:
-            train, featurizer, labels, problem = self._problem(
-                sentences, dev, progress, unlabeled=unlabeled, constraints=cset, test=test,
-                scratch=scratch)
-            X, model = problem.X, problem.model
-            n_unlabeled = 0 if problem.unlabeled is None else int(problem.unlabeled.n_sentences)
-            t_feat = time.perf_counter() - t0 - t_held
-            if selecting and dev is not None:
-                path = selection.run_path(learner, problem, self._strength_default(learner_cls),
-                                          learner_cls.strength[1], int(self.seed), "dev data",
-                                          progress, float(self.max_seconds), t0,
-                                          mix=self._mixes(learner_cls))
-                w = path.weights
-                learner.trace_ = path.trace
-            else:
-                w = learner.fit(problem, seed=int(self.seed))
-        finally:
-            scratch.close()
-        del problem
-        n_params = model.n_weights
-        w = self._keep(learner, featurizer, labels, model, w)
-        # the row of the weights kept: learners that choose along training (best dev score)
-        # mark it "selected"; otherwise the weights are those of the last row
-        kept = [r for r in learner.trace_ if r.get("selected")]
-        last = kept[-1] if kept else (learner.trace_[-1] if learner.trace_ else {})
-        self.info_ = {
-            "learner": learner.name, "params": learner.validated(), "seed": int(self.seed),
-            "n_params": int(n_params), "n_nonzero": int(np.count_nonzero(w)),
-            "n_train_sentences": len(train), "n_train_tokens": int(X.n_tokens),
-            "n_unlabeled_sentences": n_unlabeled,
-            "constraints": cset_source,
-            "featurize_seconds": round(t_feat, 3),
-            "train_seconds": round(time.perf_counter() - t0 - t_feat, 3),
-            "final": {k: v for k, v in last.items() if isinstance(v, (int, float, str))},
-            **conllu_label_info(train),
-        }
-        evidence = getattr(learner, "evidence_", None)
-        if evidence is not None:
-            self.info_["evidence"] = {
-                name: {"labeled": evidence["labeled"][i], "imputed": evidence["imputed"][i]}
-                for i, name in enumerate(labels.labels)}
-        if selecting:
-            self.info_["selection"] = path.as_info()
-            for note in path.notes:
-                warnings.warn(note, TaggerWarning, stacklevel=2)
+        fitted = train(train=sentences, dev=dev, test=test, unlabeled=unlabeled,
+                       constraints=constraints, features=self.features, learner=self.learner,
+                       params=self.params, seed=self.seed, select=self.select,
+                       max_seconds=self.max_seconds, progress=progress)
+        self._take(*fitted.fitted(), fitted.info_, fitted.trace_)
         return self
 
-    def _selects(self, learner_cls, unlabeled) -> bool:
-        strength = learner_cls.strength
-        return bool(self.select and strength is not None and strength[0] not in self.params
-                    and unlabeled is None)
-
-    def _mixes(self, learner_cls) -> bool:
-        """Whether the path also chooses the learner's L2 mix (not when it was set)."""
-        mix = getattr(learner_cls, "mix", None)
-        return bool(mix) and mix not in self.params
-
-    def _strength_default(self, learner_cls) -> float:
-        return float(learner_cls.param(learner_cls.strength[0]).default)
-
-    def _held_out_path(self, learner, sentences: list[Sentence], progress):
-        """The path scored on a held-out tenth of ``sentences``; ``learner`` is left set to the
-        chosen value, to be trained on all of them."""
-        kept, held = selection.holdout_split(len(sentences))
-        if not held or not kept:
-            raise TaggerError(f"choosing the regularization needs dev data or at least "
-                              f"{selection.HOLDOUT_EVERY} training sentences to hold some out; "
-                              f"give --dev FILE, or set the strength with --set")
-        _, _, _, problem = self._problem([sentences[i] for i in kept],
-                                         [sentences[i] for i in held], progress,
-                                         dev_what=HELD_OUT)
-        cls = type(learner)
-        path = selection.run_path(learner, problem, self._strength_default(cls),
-                                  cls.strength[1], int(self.seed), HELD_OUT, progress,
-                                  float(self.max_seconds), mix=self._mixes(cls))
-        # all the sentences are trained as the kept weights were (e.g. the stages that scored
-        # best on the held-out part), but what the user set stays
-        learner.settings.update({k: v for k, v in path.recipe.items() if k not in self.params})
-        return path
-
-    def _keep(self, learner, featurizer: Featurizer, labels: LabelIndex, model: ChainModel,
-              w: np.ndarray) -> np.ndarray:
-        """Keep what training ended with (:meth:`fit` and :meth:`path`): the model without its
-        zero weights, the featurizer without the attributes left without parameters, and the
-        learner's trace. Returns the kept weights."""
-        model, w, keep_attr = model.compact(w)
-        featurizer.prune(keep_attr)
-        self.featurizer_, self.labels_, self.model_, self.weights_ = featurizer, labels, model, w
-        self.trace_ = list(learner.trace_)
-        return w
-
-    def _problem(self, sentences, dev, progress, unlabeled=None, constraints=None, test=None,
-                 dev_what="dev data", scratch=None):
-        """(train list, featurizer, labels, problem): see
-        :func:`tagger.training.data.build_problem`."""
-        spec = self.features if isinstance(self.features, FeatureSpec) else FeatureSpec.load(self.features)
-        return build_problem(spec, sentences, dev, progress, unlabeled, constraints, test,
-                             dev_what, scratch)
+    def _take(self, featurizer: Featurizer, labels: LabelIndex, model: ChainModel,
+              weights: np.ndarray, info: dict, trace: list[dict]) -> None:
+        """Hold a trained (or loaded) model."""
+        self.featurizer_, self.labels_, self.model_, self.weights_ = (featurizer, labels, model,
+                                                                      weights)
+        self.info_, self.trace_ = info, trace
 
     def path(self, sentences: Iterable[Sentence], dev: Iterable[Sentence], values: Sequence[float],
              param: str | None = None, progress: Callable[[dict], None] | None = None
@@ -256,46 +165,37 @@ class Tagger:
         ``{param, value, dev_f1 (chunk labels), dev_acc, nonzero, seconds}``; the Tagger
         keeps the last model.
         """
-        learner_cls = get_learner(self.learner)
-        param = param or (learner_cls.strength[0] if learner_cls.strength else None)
-        if param is None:
-            raise TaggerError(f"learner {self.learner!r} has no default path parameter; name one")
-        learner_cls.param(param)  # an unknown name fails here
-        values = [float(v) for v in values]
-        if not values:
-            raise TaggerError("the path needs at least one value")
-        learner = learner_cls(**self.params)
-        learner.validated()
-        for v in values:
-            learner_cls(**dict(self.params, **{param: v})).validated()
-        train, featurizer, labels, problem = self._problem(sentences, dev, progress)
-        if problem.dev_score is None:
-            raise TaggerError("the path needs dev data")
-        rows, w = [], None
-        learner.warm_start = True
-        for v in values:
-            learner.settings[param] = v
-            t0 = time.perf_counter()
-            w = learner.fit(problem, seed=int(self.seed), w0=w)
-            row = {"param": param, "value": v, **problem.dev_score(w),
-                   "nonzero": int(np.count_nonzero(w)),
-                   "seconds": round(time.perf_counter() - t0, 3)}
-            rows.append(row)
-        w = self._keep(learner, featurizer, labels, problem.model, w)
-        self.info_ = {"learner": learner.name, "params": learner.validated(),
-                      "seed": int(self.seed), "n_nonzero": int(np.count_nonzero(w)),
-                      "path": rows, **conllu_label_info(train)}
+        from tagger.training.fit import FitSettings, fit_path
+        from tagger.training.run import feature_spec
+
+        spec, sentences = feature_spec(self.features, sentences)
+        settings = FitSettings(spec, self.learner or DEFAULT_LEARNER, dict(self.params),
+                               int(self.seed))
+        fitted, rows = fit_path(settings, sentences, dev, values, param, progress)
+        self._take(fitted.featurizer, fitted.labels, fitted.model, fitted.weights,
+                   fitted.info, fitted.trace)
         return rows
 
+    def stored_path(self) -> dict | None:
+        """The regularization path kept in the model: the one training chose the strength on
+        (``info_["selection"]``) or the one :meth:`path` trained (as ``{"rows": [...]}``);
+        None when it was trained at a set strength."""
+        info = self.info_
+        stored = info.get("selection") or ({"rows": info["path"]} if info.get("path") else None)
+        return stored if stored and stored.get("rows") else None
+
     # ------------------------------------------------------------------ prediction
-    def _check_fitted(self) -> None:
-        if self.model_ is None:
+    def fitted(self) -> Model:
+        """The model's parts; :class:`NotFittedError` before :meth:`fit` or :meth:`load`."""
+        if (self.featurizer_ is None or self.labels_ is None or self.model_ is None
+                or self.weights_ is None):
             raise NotFittedError("this Tagger has no model yet: call fit() or Tagger.load()")
+        return Model(self.featurizer_, self.labels_, self.model_, self.weights_)
 
     def featurize(self, sentences: Sequence[Sentence]) -> Featurized:
-        self._check_fitted()
-        check_columns(sentences, self.featurizer_.spec, "input")
-        return self.featurizer_.transform(sentences)
+        featurizer = self.fitted().featurizer
+        check_columns(sentences, featurizer.spec, "input")
+        return featurizer.transform(sentences)
 
     def predict_batch(self, sentences: Sequence[Sentence], constraints=None,
                       marginals: bool = False) -> Predictions:
@@ -308,18 +208,18 @@ class Tagger:
         marginals of the model's Gibbs distribution come from forward-backward over the same
         scores (meaningful as probabilities for CRF models only: see
         :attr:`probabilistic_`). Empty sentences take no rows."""
-        self._check_fitted()
+        featurizer, labels, model, w = self.fitted()
         sentences = list(sentences)
         offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
         np.cumsum([len(s) for s in sentences], out=offsets[1:])
         nonempty = [s for s in sentences if len(s)]
         if not nonempty:
-            node = np.empty((0, len(self.labels_))) if marginals else None
+            node = np.empty((0, len(labels))) if marginals else None
             return Predictions(np.empty(0, np.int32), offsets, node)
-        check_columns(nonempty, self.featurizer_.spec, "input")
-        E = self.featurizer_.encode(nonempty)
-        state = self.model_.state_scores_from_views(E, self.weights_)
-        trans = np.ascontiguousarray(self.model_.transitions(self.weights_))
+        check_columns(nonempty, featurizer.spec, "input")
+        E = featurizer.encode(nonempty)
+        state = model.state_scores_from_views(E, w)
+        trans = np.ascontiguousarray(model.transitions(w))
         if constraints is None:
             ids = np.empty(int(E.offsets[-1]), dtype=np.int32)
             viterbi_batch_into(state, E.offsets, trans, ids, np.empty(len(nonempty)))
@@ -338,7 +238,7 @@ class Tagger:
         model lacks is an error."""
         if hasattr(constraints, "indicators"):
             return constraints
-        return constraint_set(constraints).compile(self.labels_.labels)
+        return constraint_set(constraints).compile(self.fitted().labels.labels)
 
     def predict(self, sentences: Iterable[Sentence], constraints=None) -> list[list[str]]:
         """Predicted label sequences, one per sentence (under ``constraints``, a constraint
@@ -354,14 +254,14 @@ class Tagger:
         """Yield ``(sentence, predicted labels)`` in input order, decoding in batches;
         with ``constraints``, hard rules are enforced (exactly where the expanded-state
         Viterbi can) and soft ones weigh in by label switching."""
-        self._check_fitted()
+        labels = self.fitted().labels
         compiled = None if constraints is None else self.compile_constraints(constraints)
         it = iter(sentences)
         while True:
             batch = list(itertools.islice(it, batch_size))
             if not batch:
                 return
-            yield from zip(batch, self.predict_batch(batch, compiled).labels(self.labels_))
+            yield from zip(batch, self.predict_batch(batch, compiled).labels(labels))
 
     @property
     def conllu_label_(self) -> str:
@@ -392,7 +292,7 @@ class Tagger:
 
         Max-margin models are refused: their scores rank labelings but are not probabilities.
         """
-        self._check_fitted()
+        self.fitted()
         self.check_probabilistic()
         return self.predict_batch(list(sentences), marginals=True).marginal_list()
 
@@ -400,23 +300,27 @@ class Tagger:
                           predictions: Sequence[Sequence[str]] | None = None) -> list[dict]:
         """How often each constraint is violated by the gold labels and by the predictions
         (this tagger's, or the ``predictions`` given) of labeled ``sentences``."""
+        gold_sents = self.fitted().featurizer.spec.relabel(
+            labeled_list(as_sentences(sentences), "evaluation data"))
+        return self._violations(gold_sents, constraints, predictions)
+
+    def _violations(self, gold_sents: list[Sentence], constraints,
+                    predictions: Sequence[Sequence[str]] | None) -> list[dict]:
         from tagger.constraints import violation_report
 
-        self._check_fitted()
-        gold_sents = self.featurizer_.spec.relabel(
-            labeled_list(as_sentences(sentences), "evaluation data"))
-        compiled = constraint_set(constraints).compile(self.labels_.labels)
+        index = self.fitted().labels
+        compiled = constraint_set(constraints).compile(index.labels)
         ti = compiled.indicators(gold_sents)
-        gold = [lab for s in gold_sents for lab in s.labels]
-        known = set(self.labels_.labels)
+        gold = [lab for s in gold_sents for lab in s.labels or ()]
+        known = set(index.labels)
         unknown = sorted({lab for lab in gold if lab not in known})
         if unknown:
             raise UnknownLabelError(f"gold labels {', '.join(unknown)} are not labels of the "
                                     f"model; the constraint report cannot count them")
         if predictions is None:
             predictions = self.predict(gold_sents)
-        g = violation_report(compiled, ti, self.labels_.encode(gold))
-        p = violation_report(compiled, ti, self.labels_.encode(
+        g = violation_report(compiled, ti, index.encode(gold))
+        p = violation_report(compiled, ti, index.encode(
             [lab for labs in predictions for lab in labs]))
         rows = []
         for rg, rp in zip(g, p):
@@ -432,51 +336,46 @@ class Tagger:
         return rows
 
     def evaluate(self, sentences: Iterable[Sentence], constraints=None,
-                 vocabulary=None) -> dict:
+                 vocabulary=None, violations=None) -> dict:
         """Token accuracy and conlleval chunk P/R/F1 against the sentences' gold labels
         (predictions under ``constraints`` when given). With ``vocabulary`` (the words of the
         training data, or its sentences), also the accuracy on tokens whose word is in it and
-        on the others (``by_vocabulary``: the error on seen words is the LP paper's Err_voc)."""
-        gold_sents = self.featurizer_.spec.relabel(
+        on the others (``by_vocabulary``: the error on seen words is the LP paper's Err_voc).
+        With ``violations`` (a constraint file or set), also how often each of its constraints
+        is violated by the gold labels and by the same predictions (``constraints``: see
+        :meth:`constraint_report`)."""
+        featurizer, index = self.fitted()[:2]
+        gold_sents = featurizer.spec.relabel(
             labeled_list(as_sentences(sentences), "evaluation data"))
-        gold_labels = {lab for s in gold_sents for lab in s.labels}
-        known = set(self.labels_.labels)
+        gold = [list(s.labels or ()) for s in gold_sents]
+        gold_labels = {lab for labs in gold for lab in labs}
+        known = set(index.labels)
         if not gold_labels & known:
             raise UnknownLabelError(
                 f"none of the evaluation data's labels ({', '.join(sorted(gold_labels)[:8])}"
                 f"{', ...' if len(gold_labels) > 8 else ''}) is a label of this model "
-                f"({', '.join(self.labels_.labels[:8])}{', ...' if len(known) > 8 else ''}); "
+                f"({', '.join(index.labels[:8])}{', ...' if len(known) > 8 else ''}); "
                 f"is it the right model, format and label column?")
         pred = self.predict(gold_sents, constraints=constraints)
         # the model's labels decide chunk or token scoring: a stray gold label cannot switch it
-        result = evaluate_labels([s.labels for s in gold_sents], pred,
-                                 chunk_level=is_bio(self.labels_.labels))
+        result = evaluate_labels(gold, pred, chunk_level=is_bio(index.labels))
         # gold labels the model never saw in training: always counted as errors
         result["unknown_labels"] = sorted(gold_labels - known)
         if vocabulary is not None:
             result["by_vocabulary"] = by_vocabulary(
-                [s.tokens for s in gold_sents], [s.labels for s in gold_sents], pred,
-                word_set(vocabulary))
+                [s.tokens for s in gold_sents], gold, pred, word_set(vocabulary))
+        if violations is not None:
+            result["constraints"] = self._violations(gold_sents, violations, pred)
         return result
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> int:
         """Write the model atomically (no pickle); returns the file size in bytes."""
-        self._check_fitted()
-        feat_meta, arrays = self.featurizer_.to_arrays()
-        arrays.update(self.model_.to_arrays())
-        arrays["weights"] = self.weights_
-        # wall-clock times stay out of the file: same data, options and seed give the same bytes
-        info = _without_clock(self.info_)
-        if isinstance(info.get("final"), dict):
-            info["final"] = _without_clock(info["final"])
-        if isinstance(info.get("selection"), dict):
-            info["selection"] = dict(info["selection"], rows=[
-                _without_clock(r) for r in info["selection"]["rows"]])
-        if isinstance(info.get("path"), list):
-            info["path"] = [_without_clock(r) for r in info["path"]]
-        meta = {"labels": self.labels_.labels, "features": feat_meta, "info": info,
-                "trace": [_without_clock(_scalars(r)) for r in getattr(self, "trace_", [])]}
+        featurizer, labels, model, w = self.fitted()
+        feat_meta, arrays = featurizer.to_arrays()
+        arrays.update(model.to_arrays())
+        arrays["weights"] = w
+        meta = header_meta(labels.labels, feat_meta, self.info_, self.trace_)
         return save_model_file(path, meta, arrays)
 
     def __reduce__(self):
@@ -532,22 +431,60 @@ class Tagger:
         info = meta.get("info", {})
         self = cls(features=featurizer.spec, learner=info.get("learner", DEFAULT_LEARNER),
                    params=info.get("params", {}), seed=info.get("seed", 0))
-        self.featurizer_, self.labels_, self.model_, self.weights_ = featurizer, labels, model, w
-        self.info_ = info
-        self.trace_ = meta.get("trace", [])
+        self._take(featurizer, labels, model, w, info, meta.get("trace", []))
         return self
 
     # ------------------------------------------------------------------ inspection
     @property
     def n_nonzero_(self) -> int:
-        self._check_fitted()
-        return int(np.count_nonzero(self.weights_))
+        return int(np.count_nonzero(self.fitted().weights))
 
     def inspect(self, top: int = 10) -> dict:
         """Parameter counts, the strongest state features per label, and transitions
         (:func:`tagger.model.inspect.inspect_report`)."""
-        self._check_fitted()
+        self.fitted()
         return inspect_report(self, top)
+
+
+# ---------------------------------------------------------------------- training
+
+
+def train(config: "TrainingConfig | Mapping[str, Any] | str | os.PathLike | None" = None, /, *,
+          progress: Callable[[dict], None] | None = None, **settings: Any) -> Tagger:
+    """Train a tagger as ``tagger train`` does, with every rule it applies, and return it
+    fitted (saved atomically to ``output`` when one is given).
+
+    ``config`` is a :class:`~tagger.training.config.TrainingConfig`, its dict form or a TOML
+    file; ``settings`` win over it as ``tagger train``'s options do, each named by its key
+    (``train``, ``dev``, ``test``, ``unlabeled``, ``constraints``, ``format``,
+    ``label_column``, ``conllu_label``, ``fields``, ``output``, ``features``, ``learner``,
+    ``seed``, ``select``, ``max_seconds``; None leaves a setting as it is), ``params`` merged
+    over the learner's parameters. Data are file names and sources (read as the command line
+    reads them) or sentences and datasets; the constraints may be a
+    :class:`~tagger.constraints.ConstraintSet`, the features a :class:`FeatureSpec`.
+    ``progress`` receives the learner's progress rows.
+
+    The rules are :mod:`tagger.training.run`'s: the learner defaults to ``ssvm-annealing`` with
+    unlabeled data; the parameters are checked against its table; the output and the
+    constraints are checked before any data is read; without ``features`` the preset follows
+    the data; the strength is chosen unless ``select`` is False or ``params`` sets it. When
+    everything is named by files, the model keeps the resolved configuration
+    (``info_["config"]``, what ``--config-from`` trains again). Mistakes in the settings raise
+    :class:`~tagger.training.config.SettingError`.
+    """
+    from tagger.training import run
+
+    names, objects = run.split_settings(settings)
+    cfg = run.configuration(config).merged(names)
+    trained = run.fit(cfg, objects, progress)
+    tagger = Tagger(features=trained.features, learner=trained.learner, params=trained.params,
+                    seed=trained.seed, select=trained.select, max_seconds=trained.max_seconds)
+    fitted = trained.fitted
+    tagger._take(fitted.featurizer, fitted.labels, fitted.model, fitted.weights, fitted.info,
+                 fitted.trace)
+    if trained.output:
+        tagger.save(trained.output)
+    return tagger
 
 
 # ---------------------------------------------------------------------- helpers
@@ -562,17 +499,3 @@ def _tagger_from_pickle(data: bytes, params: dict) -> Tagger:
     for key, value in params.items():
         setattr(tagger, key, value)
     return tagger
-
-
-_CLOCK_KEYS = ("time", "featurize_seconds", "train_seconds", "match_time", "solve_time",
-               "seconds")
-
-
-def _without_clock(row: dict) -> dict:
-    return {k: v for k, v in row.items() if k not in _CLOCK_KEYS}
-
-
-def _scalars(row: dict) -> dict:
-    """The row's numbers, strings and None, as JSON takes them (lists and tables left out)."""
-    return {k: v for k, v in jsonable(row).items()
-            if isinstance(v, (int, float, str, bool)) or v is None}

@@ -48,7 +48,7 @@ def dev() -> list[Sentence]:
 @pytest.fixture(scope="module")
 def tagger(train) -> Tagger:
     return Tagger(features="chunk", learner="m3n-subgradient", params=PARAMS,
-                  seed=SEED).fit(train)
+                  seed=SEED, select=False).fit(train)
 
 
 @pytest.fixture(scope="module")
@@ -122,10 +122,11 @@ def test_fit_accepts_a_generator_and_a_spec_file(train, tmp_path):
     spec = tmp_path / "small.toml"
     spec.write_text('[featurizer]\ncolumns = ["word", "pos"]\n'
                     'templates = ["word[0]", "pos[0]", "pos[-1]|pos[0]"]\n', "utf-8")
-    tg = Tagger(features=spec, params={"epochs": 2}).fit(iter(train))
+    tg = Tagger(features=spec, params={"epochs": 2}, select=False).fit(iter(train))
     assert tg.featurizer_.spec.name == "small"
     assert tg.info_["n_train_sentences"] == len(train)
-    tg2 = Tagger(features=FeatureSpec.load(spec), params={"epochs": 2}).fit(train)
+    tg2 = Tagger(features=FeatureSpec.load(spec), params={"epochs": 2},
+                 select=False).fit(train)
     np.testing.assert_array_equal(tg.weights_, tg2.weights_)
 
 
@@ -135,25 +136,26 @@ def test_fit_accepts_a_generator_and_a_spec_file(train, tmp_path):
 def test_fit_without_labels(train):
     unlabeled = [Sentence(s.columns) for s in train[:5]]
     with pytest.raises(TaggerError, match="has no labels") as info:
-        Tagger(features="chunk", params=PARAMS).fit(unlabeled)
+        Tagger(features="chunk", params=PARAMS, select=False).fit(unlabeled)
     assert "\n" not in str(info.value)
 
 
 @pytest.mark.parametrize("data", [[], [Sentence([[], []])]], ids=["nothing", "empty-sentence"])
 def test_fit_on_no_sentences(data):
     with pytest.raises(TaggerError, match="contains no sentences"):
-        Tagger(features="chunk", params=PARAMS).fit(data)
+        Tagger(features="chunk", params=PARAMS, select=False).fit(data)
 
 
 def test_fit_with_unlabeled_dev(train):
     with pytest.raises(TaggerError, match="dev data has no labels"):
-        Tagger(features="chunk", params=PARAMS).fit(train, dev=[Sentence(train[0].columns)])
+        Tagger(features="chunk", params=PARAMS, select=False).fit(
+            train, dev=[Sentence(train[0].columns)])
 
 
 def test_too_few_columns(tagger, train):
     one_column = [Sentence([s.columns[0]], s.labels) for s in train[:5]]
     with pytest.raises(CorpusFormatError, match="1 input column.*read 2 .*word, pos"):
-        Tagger(features="chunk", params=PARAMS).fit(one_column)
+        Tagger(features="chunk", params=PARAMS, select=False).fit(one_column)
     with pytest.raises(CorpusFormatError, match="input column"):
         tagger.predict(one_column)
 
@@ -188,10 +190,10 @@ def test_same_seed_same_bytes(train, tmp_path):
     paths = []
     for k in range(2):
         path = tmp_path / f"m{k}.tgm"
-        Tagger(features="chunk", params={"epochs": 2}, seed=11).fit(train).save(path)
+        Tagger(features="chunk", params={"epochs": 2}, seed=11, select=False).fit(train).save(path)
         paths.append(path)
     other = tmp_path / "other.tgm"
-    Tagger(features="chunk", params={"epochs": 2}, seed=12).fit(train).save(other)
+    Tagger(features="chunk", params={"epochs": 2}, seed=12, select=False).fit(train).save(other)
     assert paths[0].read_bytes() == paths[1].read_bytes()
     assert other.read_bytes() != paths[0].read_bytes()
 

@@ -19,7 +19,8 @@ from _helpers import SAMPLE, SAMPLE_DEV
 
 @pytest.fixture(scope="module")
 def fitted():
-    return Tagger(features="chunk", params={"epochs": 3}, seed=2).fit(load_corpus(SAMPLE))
+    return Tagger(features="chunk", params={"epochs": 3}, seed=2,
+                  select=False).fit(load_corpus(SAMPLE))
 
 
 @pytest.mark.parametrize("preset", ["chunk", "pos", "citation"])

@@ -1,7 +1,7 @@
 """What the command line needs around the API: data errors as one line with exit status 1,
 usage errors (exit 2) for bad learner settings, a quiet end when stdout's reader goes away,
-JSON output, the training configuration a run resolves (file, model, options) and the sharded
-tagging command."""
+JSON output, the training configuration a run resolves (file, model, options), training
+settings refused as usage errors, and the sharded tagging command."""
 
 from __future__ import annotations
 
@@ -176,24 +176,28 @@ def check_features(value: str | None) -> str | None:
 def check_output(path: str | None, inputs, option: str = "'-o' / '--output'") -> None:
     """Refuse, before any work, an output that would replace one of the ``inputs`` or that
     cannot be written where it is asked for (a usage error naming the path)."""
-    if path is None or path == "-":
-        return
-    for other in inputs:
-        if other and other != "-" and os.path.exists(other) and os.path.exists(path) \
-                and os.path.samefile(path, other):
-            raise click.BadParameter(f"{path} is also an input ({other}); writing it would "
-                                     f"replace that file: choose another output path",
-                                     param_hint=option)
-    if os.path.isdir(path):
-        raise click.BadParameter(f"{path} is a directory; give a file name inside it",
-                                 param_hint=option)
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise click.BadParameter(f"the directory {directory} of {path} does not exist; create "
-                                 f"it first", param_hint=option)
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise click.BadParameter(f"cannot write in the directory {directory} of {path} "
-                                 f"(permission denied)", param_hint=option)
+    from tagger.io.atomic import OutputPathError
+    from tagger.io.atomic import check_output as check_path
+
+    try:
+        check_path(path, inputs)
+    except OutputPathError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
+
+
+#: the option that sets each setting of a training run (SettingError.key)
+SETTING_OPTIONS = {"model.learner": "'--learner'", "model.features": "'--features'",
+                   "model.output": "'-o' / '--output'", "params": "'--set'"}
+
+
+def setting_usage_error(exc) -> click.UsageError:
+    """A training setting refused by :func:`tagger.api.train` (a
+    :class:`~tagger.training.config.SettingError`) as the usage error of the option that set
+    it (exit status 2)."""
+    option = SETTING_OPTIONS.get(exc.key)
+    if option is None:
+        return click.UsageError(str(exc))
+    return click.BadParameter(str(exc), param_hint=option)
 
 
 def resolved_config(config_file, config_model, options: dict) -> tuple[dict, str | None]:

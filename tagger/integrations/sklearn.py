@@ -6,7 +6,10 @@ the list of their label lists. Every setting is a constructor parameter, stored 
 estimator's own (``features``, ``learner``, ``seed``, ``select``, ``max_seconds``) and any
 parameter of the learner by its name (``radius=3000``, ``c1=0.1``; ``tagger learners`` lists
 them), so ``GridSearchCV(SparseTaggerEstimator(), {"radius": [...]})`` and ``clone`` work.
-Validation happens in :meth:`fit`, as scikit-learn asks.
+Validation happens in :meth:`fit`, as scikit-learn asks, and training is :func:`tagger.train`'s,
+with its defaults: the feature preset follows the data (``chunk`` for tokens with a POS column,
+``pos`` for words alone) and the regularization strength is chosen on a held-out tenth of ``X``
+(or on ``X_dev``) unless ``select=False`` or a parameter sets it, as ``tagger train`` does.
 
 ``score`` is the chunk F1 (conlleval's) when the labels are BIO chunk labels, else token
 accuracy: the same number ``tagger eval`` leads with. Fitted estimators pickle and deep-copy
@@ -26,10 +29,10 @@ from typing import Sequence
 
 from sklearn.base import BaseEstimator
 
-from tagger.api import Tagger
+from tagger.api import Tagger, train
 from tagger.errors import TaggerError
-from tagger.learners import AUTO, DEFAULT_LEARNER, get_learner
 from tagger.sentence import Sentence
+from tagger.training.config import TrainingConfig
 
 #: the estimator's own parameters (the learner's come on top)
 OWN_PARAMS = ("features", "learner", "seed", "select", "max_seconds")
@@ -71,8 +74,8 @@ def _sentences(X, y=None) -> list[Sentence]:
 class SparseTaggerEstimator(BaseEstimator):
     """scikit-learn estimator wrapping :class:`tagger.api.Tagger` (see the module docstring)."""
 
-    def __init__(self, features: str = "pos", learner: str = DEFAULT_LEARNER, seed: int = 0,
-                 select: bool = False, max_seconds: float = 0.0, **learner_params):
+    def __init__(self, features: str | None = None, learner: str | None = None, seed: int = 0,
+                 select: bool = True, max_seconds: float = 0.0, **learner_params):
         self.features = features
         self.learner = learner
         self.seed = seed
@@ -99,19 +102,12 @@ class SparseTaggerEstimator(BaseEstimator):
     def fit(self, X: Sequence, y: Sequence, X_dev: Sequence | None = None,
             y_dev: Sequence | None = None) -> "SparseTaggerEstimator":
         """Train on token sequences ``X`` with label sequences ``y`` (``X_dev``/``y_dev``: dev
-        data for the learners that score it and for ``select=True``)."""
-        params = self._learner_params()
-        if params and self.learner != AUTO:
-            known = {p.name for p in get_learner(self.learner).params}
-            extra = sorted(set(params) - known)
-            if extra:
-                raise TaggerError(f"learner {self.learner!r} has no parameter "
-                                  f"{', '.join(extra)}; its parameters are: "
-                                  f"{', '.join(sorted(known))}")
+        data for the learners that score it and for the choice of the strength)."""
         dev = None if X_dev is None else _sentences(X_dev, y_dev)
-        self.tagger_ = Tagger(features=self.features, learner=self.learner, params=params,
-                              seed=self.seed, select=self.select,
-                              max_seconds=self.max_seconds).fit(_sentences(X, y), dev)
+        self.tagger_ = train(TrainingConfig(source=type(self).__name__),
+                             train=_sentences(X, y), dev=dev, features=self.features,
+                             learner=self.learner, params=self._learner_params(),
+                             seed=self.seed, select=self.select, max_seconds=self.max_seconds)
         self.classes_ = list(self.tagger_.labels_.labels)
         return self
 

@@ -29,7 +29,9 @@ Config:
                  training in spaCy: with ``model = null``, ``nlp.initialize`` (the start of
                  ``spacy train``) trains the component on the training Examples with these
                  (preset or TOML file, default chosen from the Docs; learner and its
-                 parameters; seed; choose the strength on a held-out tenth), see
+                 parameters; seed; choose the strength on a held-out tenth), through
+                 :func:`tagger.train` and with its defaults, so the same sentences and
+                 settings give ``tagger train``'s model; see
                  :mod:`tagger.integrations.spacy_training`
 
 ``predict`` reads the Docs and decodes a whole batch with one kernel call; ``set_annotations``

@@ -1,7 +1,8 @@
 """Training the spaCy component ``sparse_tagger`` inside spaCy: ``nlp.initialize`` (and so the
 start of ``spacy train``) hands the component its training Examples, and the component trains
 one :class:`tagger.Tagger` on all of them at once with its configured features, learner,
-parameters and seed, as ``tagger train`` does on the same sentences.
+parameters and seed, by :func:`tagger.train`: the same sentences and settings give the model
+``tagger train`` gives (the default preset follows the Docs, the strength is chosen).
 
 The learners see the whole training set (the path over the regularization strength, OWL-QN,
 the SDM dual), not spaCy's mini-batches, so the work happens in ``initialize`` and
@@ -63,26 +64,28 @@ def sentences_of(examples: Iterable, fields: list[str], vocab) -> list:
 
 
 def train(component, get_examples: Callable) -> "object":
-    """A Tagger trained on ``get_examples()`` with ``component``'s configuration."""
-    from tagger.api import Tagger
+    """A Tagger trained on ``get_examples()`` with ``component``'s configuration, by
+    :func:`tagger.train` (so with ``tagger train``'s rules and defaults)."""
+    from tagger.api import train as train_tagger
     from tagger.features import FeatureSpec
-    from tagger.learners import DEFAULT_LEARNER
-    from tagger.cli.progress import TrainProgress
+    from tagger.training.config import TrainingConfig
+    from tagger.training.progress import TrainProgress
 
     cfg, name = component.cfg, component.name
     examples = list(get_examples())
     if not examples:
         raise ComponentConfigError(f"[{name}] initialize got no training Examples to train on")
+    # the features decide which Doc fields are read, so the preset is chosen from the Docs
     features = cfg["features"] or default_features(cfg["target"],
                                                    [eg.reference for eg in examples[:1]])
     spec = FeatureSpec.load(features)
     fields = ["words"] + input_fields(spec, cfg["inputs"], name) + [component.assigned_field()]
     sentences = sentences_of(examples, fields, component.vocab)
-    tagger = Tagger(features=features, learner=cfg["learner"] or DEFAULT_LEARNER,
-                    params=dict(cfg["params"] or {}), seed=cfg["seed"], select=cfg["select"])
     with TrainProgress(quiet=False):
-        tagger.fit(sentences)
-    return tagger
+        return train_tagger(TrainingConfig(source=f"[{name}]"), train=sentences,
+                            features=features, learner=cfg["learner"] or None,
+                            params=dict(cfg["params"] or {}), seed=cfg["seed"],
+                            select=cfg["select"])
 
 
 def weigh_target(nlp, name: str, target: str, spans_key: str) -> None:

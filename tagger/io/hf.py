@@ -388,7 +388,7 @@ def tag_dataset(tagger, ds, fields: Sequence[str] | str | None = None, output: s
     ``fields`` are the model's input columns (default: the first ``n_columns`` of the default
     fields).
     """
-    tagger._check_fitted()
+    tagger.fitted()
     features = _features_of(ds)
     need = tagger.featurizer_.spec.n_columns
     fields = _split_fields(fields) or default_fields(features)[:need]

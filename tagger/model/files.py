@@ -296,6 +296,21 @@ def _fsync_directory(directory: str) -> None:
 # reading
 
 
+#: the first bytes of every model file (a zip archive's local file header)
+ZIP_SIGNATURE = b"PK\x03\x04"
+
+
+def is_model_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` starts as a model file does: they are zip archives, and no corpus
+    starts with a zip signature (a file that cannot be read is not one: reading it as a
+    corpus reports the problem)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == ZIP_SIGNATURE
+    except OSError:
+        return False
+
+
 def load_model_file(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
     """Read a model file written by :func:`save_model_file`; return ``(meta, arrays)``.
 
@@ -314,7 +329,7 @@ def load_model_file(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray
             try:
                 zf = zipfile.ZipFile(fh)
             except Exception as e:  # BadZipFile, or anything a corrupt central directory causes
-                if magic == b"PK\x03\x04":
+                if magic == ZIP_SIGNATURE:
                     raise _damaged(path, f"truncated or corrupt zip archive: {_text(e)}") from e
                 raise _not_a_model(path, "it is not a zip archive") from e
             with zf:

@@ -1,4 +1,5 @@
-"""What a model file's JSON header must hold before :meth:`tagger.api.Tagger.load` trusts it.
+"""What a model file's JSON header must hold before :meth:`tagger.api.Tagger.load` trusts it,
+and what :meth:`tagger.api.Tagger.save` writes there (:func:`header_meta`).
 
 The arrays are checked by :mod:`tagger.model.files` (dtype, shape, sha256); the header is plain
 JSON that a person may edit, so every field the package reads is checked here, with its key
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from tagger.errors import ModelFileError
+from tagger.model.inspect import jsonable
 
 _INT = (int,)
 _NUMBER = (int, float)
@@ -74,3 +76,36 @@ def check_header(meta: Any, path: str) -> None:
     for i, row in enumerate(trace):
         if not isinstance(row, dict):
             raise bad(f"meta.trace[{i}]", _NAMES[dict], row)
+
+
+# ---------------------------------------------------------------------- writing
+
+#: wall-clock times, left out of the file: same data, options and seed give the same bytes
+CLOCK_KEYS = ("time", "featurize_seconds", "train_seconds", "match_time", "solve_time",
+              "seconds")
+
+
+def header_meta(labels: list[str], features: dict, info: dict, trace: list[dict]) -> dict:
+    """The header's ``meta`` for a model: its labels, the featurizer's description, the
+    training info and trace, without wall-clock times (the trace's rows without their lists
+    and tables either)."""
+    info = _without_clock(info)
+    if isinstance(info.get("final"), dict):
+        info["final"] = _without_clock(info["final"])
+    if isinstance(info.get("selection"), dict):
+        info["selection"] = dict(info["selection"], rows=[
+            _without_clock(r) for r in info["selection"]["rows"]])
+    if isinstance(info.get("path"), list):
+        info["path"] = [_without_clock(r) for r in info["path"]]
+    return {"labels": labels, "features": features, "info": info,
+            "trace": [_without_clock(_scalars(r)) for r in trace]}
+
+
+def _without_clock(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k not in CLOCK_KEYS}
+
+
+def _scalars(row: dict) -> dict:
+    """The row's numbers, strings and None, as JSON takes them (lists and tables left out)."""
+    return {k: v for k, v in jsonable(row).items()
+            if isinstance(v, (int, float, str, bool)) or v is None}

@@ -11,18 +11,36 @@ are kept as written). The model's configuration leaves out the output path and, 
 chooses the strength, the strength itself and the L2 mix chosen with it (the choice is in the
 model's ``selection``): what was asked for, so that a rerun asks for the same and, with the
 same data and seed, writes the same bytes.
+
+In Python the same settings are a :class:`TrainingConfig` (or its dict form, ``to_dict``), which
+:func:`tagger.train` takes with keyword arguments that override it as the options do.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Mapping
 
-from tagger.io import toml_file
 from tagger.errors import ConfigError, ParameterError
+from tagger.io import toml_file
 from tagger.io.formats import FORMATS as READ_FORMATS
+from tagger.model.files import load_model_file
+from tagger.model.header import check_header
+
+
+class SettingError(ConfigError):
+    """A setting of a training run that cannot be used as given: an unknown learner or feature
+    preset, an output that would replace an input, constraints without unlabeled data...
+    ``key`` names the setting as the file does (``model.learner``, ``data.unlabeled``,
+    ``params``), so that the command line can name the option that set it."""
+
+    def __init__(self, message: str, key: str):
+        super().__init__(message)
+        self.key = key
 
 
 @dataclass(frozen=True)
@@ -82,6 +100,10 @@ OPTION_KEYS = {
 }
 
 
+#: the section of each key, for settings named without their section (keyword arguments)
+SECTION_OF = {name: section for section, keys in SCHEMA.items() for name in keys}
+
+
 def defaults() -> dict:
     """Every setting at its default (``params`` empty: the learner's own)."""
     cfg = {section: {k: (list(key.default) if isinstance(key.default, list) else key.default)
@@ -122,11 +144,13 @@ def check(data: dict, source: str, base: Path | None = None) -> dict:
             if key is None:
                 raise _error(source, f"{section}.{name}", f"one of {_names(SCHEMA[section])}",
                              f"'{name}'", "remove the line or correct the key")
+            if value is None and key.default is None:
+                continue     # decided from the data, as the default is
             cfg[section][name] = _value(key, value, source, f"{section}.{name}", base)
     return cfg
 
 
-def _value(key: Key, value, source: str, where: str, base: Path | None):
+def _value(key: Key, value: Any, source: str, where: str, base: Path | None) -> Any:
     if key.kind is list:
         if isinstance(value, str):
             value = [value]
@@ -134,17 +158,20 @@ def _value(key: Key, value, source: str, where: str, base: Path | None):
             raise _error(source, where, "a list of file names", value,
                          f'e.g. {where.split(".")[-1]} = ["train.txt"]')
         return [_path(v, base) for v in value]
-    if key.kind is float and isinstance(value, int) and not isinstance(value, bool):
+    # numpy's numbers too (a grid search hands them out), as Python's
+    if key.kind is int and isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = int(value)
+    if key.kind is float and isinstance(value, numbers.Real) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, key.kind) or (key.kind is int and isinstance(value, bool)):
         kind = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
         raise _error(source, where, kind[key.kind], value, "correct the value")
-    if key.kind is float and (not math.isfinite(value) or value < 0):
+    if isinstance(value, float) and (not math.isfinite(value) or value < 0):
         raise _error(source, where, "a number >= 0", value, "correct the value")
     if key.choices is not None and value not in key.choices:
         raise _error(source, where, f"one of {_names(key.choices)}", value, "correct the value")
     if key.is_path:
-        return _path(value, base)
+        return _path(str(value), base)
     return value
 
 
@@ -235,23 +262,104 @@ def for_model(cfg: dict, learner: str, params: dict, select: bool) -> dict:
         # a rerun chooses it again rather than taking it as a setting
         chosen = set()
         if select and strength is not None and strength[0] not in params:
-            chosen = {strength[0]} | ({cls.mix} if getattr(cls, "mix", None) else set())
+            mix = getattr(cls, "mix", None)
+            chosen = {strength[0]} | ({mix} if mix else set())
         full = {p.name: params.get(p.name, p.default) for p in cls.params
                 if p.name in params or p.name not in chosen}
     out["params"] = full
     return out
 
 
-def from_model(path: str) -> dict:
-    """The configuration a model was trained from (``tagger train`` keeps it)."""
-    from tagger.api import Tagger
-
-    stored = Tagger.load(path).info_.get("config")
+def from_model(path: str | os.PathLike) -> dict:
+    """The configuration a model was trained from (training keeps it when its data were
+    files)."""
+    meta, _ = load_model_file(path)
+    check_header(meta, str(path))
+    stored = meta.get("info", {}).get("config")
     if not isinstance(stored, dict):
         raise ConfigError(f"{path}: the model keeps no training configuration (it was trained "
-                          f"through the Python API or by an earlier version); write one with "
+                          f"on sentences in memory or by an earlier version); write one with "
                           f"'tagger init-config' and train with --config")
     return check(stored, f"{path} (its stored configuration)")
+
+
+# ---------------------------------------------------------------------- the object
+
+
+@dataclass
+class TrainingConfig:
+    """The settings of a training run, in the sections and keys of the TOML file: ``data``
+    (train, dev, test, unlabeled, constraints, format, label_column, conllu_label, fields),
+    ``model`` (output, features, learner, seed, select, max_seconds) and ``params`` (the
+    learner's parameters). Keys left out take their defaults; every value is checked when the
+    object is made (:class:`ConfigError` naming ``source`` and the key).
+
+        >>> cfg = TrainingConfig.from_file("train.toml")               # doctest: +SKIP
+        >>> cfg.model["seed"] = 3; tagger.train(cfg, output="m.tgm")   # doctest: +SKIP
+    """
+
+    data: dict[str, Any] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    #: where the settings come from, as error messages name it
+    source: str = "the configuration"
+
+    def __post_init__(self) -> None:
+        checked = check({"data": self.data, "model": self.model, "params": self.params},
+                        self.source)
+        self.data, self.model, self.params = checked["data"], checked["model"], checked["params"]
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> "TrainingConfig":
+        """A TOML file (``tagger init-config`` writes one); its paths are relative to it."""
+        return cls(**read(path), source=str(path))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any],
+                  source: str = "the configuration") -> "TrainingConfig":
+        """The dict form (``{"data": {...}, "model": {...}, "params": {...}}``, any section
+        left out); a section or key the file does not have is an error."""
+        return cls(**check(dict(data), source), source=source)
+
+    @classmethod
+    def from_model(cls, path: str | os.PathLike) -> "TrainingConfig":
+        """The configuration a model file keeps (see :func:`from_model`)."""
+        return cls(**from_model(path), source=str(path))
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """The dict form: a copy of the three sections."""
+        return {"data": {k: list(v) if isinstance(v, list) else v for k, v in self.data.items()},
+                "model": dict(self.model), "params": dict(self.params)}
+
+    def to_toml(self) -> str:
+        """The settings as a commented TOML file (what ``tagger init-config`` writes)."""
+        return to_toml(self.to_dict(), self.model["learner"])
+
+    def merged(self, settings: Mapping[str, Any], source: str = "tagger.train()"
+               ) -> "TrainingConfig":
+        """A copy with ``settings`` over it, each named by its key alone (``seed=3``,
+        ``train=["a.txt"]``, ``dev="d.txt"``; a key given as None is left as it is), and
+        ``params`` merged over the learner's parameters, as ``tagger train``'s options and
+        ``--set`` go over a ``--config`` file."""
+        out = self.to_dict()
+        for name, value in settings.items():
+            if name == "params":
+                if not isinstance(value, Mapping):
+                    raise _error(source, "params", "a dict of the learner's parameters", value,
+                                 "give params={'name': value, ...}")
+                out["params"].update(value)
+            elif name not in SECTION_OF:
+                raise _error(source, name, f"one of the settings {_names(SECTION_OF)} or "
+                             f"params", f"'{name}'", "correct its name")
+            elif value is not None:
+                section = SECTION_OF[name]
+                if isinstance(value, os.PathLike):
+                    value = os.fspath(value)
+                elif isinstance(value, (list, tuple)):
+                    value = [os.fspath(v) if isinstance(v, os.PathLike) else v for v in value]
+                out[section][name] = _value(SCHEMA[section][name], value, source,
+                                            f"{section}.{name}", None)
+        return TrainingConfig(**out, source=self.source)
 
 
 # ---------------------------------------------------------------------- writing
@@ -307,7 +415,7 @@ def _toml(value) -> str:
 
 
 #: what ``tagger init-config --task`` fills in: the samples shipped in corpora/
-TASKS = {
+TASKS: dict[str, dict[str, Any]] = {
     "chunk": {"train": ["corpora/sample_chunk.txt"], "dev": "corpora/sample_chunk_dev.txt",
               "features": "chunk", "output": "chunker.tgm"},
     "pos": {"train": ["corpora/sample_pos.conllu"], "dev": "", "features": "pos",

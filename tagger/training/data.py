@@ -115,7 +115,7 @@ def dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: list
 class FeaturizeProgress:
     """Featurization reported on the ``tagger.train`` logger as it goes: each pass over the data
     (the vocabulary, then each part turned into attributes) with the tokens done out of those
-    known so far, which a progress bar (:mod:`tagger.cli.console`) shows with an ETA."""
+    known so far, which a progress bar (:mod:`tagger.training.progress`) shows with an ETA."""
 
     def __init__(self, *parts):
         self.total = sum(_tokens(p) for p in parts)

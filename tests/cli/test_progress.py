@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import logging
 
-from tagger.cli.progress import CompileClock, ProgressHandler, TrainProgress
+from tagger.training.progress import CompileClock, ProgressHandler, TrainProgress
 
 log = logging.getLogger("tagger.train")
 

@@ -40,10 +40,12 @@ PARAMS = {"epochs": 4}
 def models(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("spacy")
     train = load_corpus(SAMPLE)
-    chunk = Tagger(features="chunk", learner="m3n-subgradient", params=PARAMS).fit(train)
+    chunk = Tagger(features="chunk", learner="m3n-subgradient", params=PARAMS,
+                   select=False).fit(train)
     chunk.save(tmp / "chunk.tgm")
     pos_train = load_corpus(SAMPLE, label_column=1)
-    pos = Tagger(features="pos", learner="m3n-subgradient", params=PARAMS).fit(pos_train)
+    pos = Tagger(features="pos", learner="m3n-subgradient", params=PARAMS,
+                 select=False).fit(pos_train)
     pos.save(tmp / "pos.tgm")
     return {"dir": tmp, "chunk": tmp / "chunk.tgm", "pos": tmp / "pos.tgm",
             "chunk_tagger": chunk, "pos_tagger": pos}
@@ -204,7 +206,8 @@ def test_scores_match_our_conlleval(models, dev):
 
 
 def test_marginals_extension_matches_brute_force(models, tmp_path):
-    tg = Tagger(features="chunk", learner="crf-l2", params={"epochs": 30}).fit(load_corpus(SAMPLE))
+    tg = Tagger(features="chunk", learner="crf-l2", params={"epochs": 30},
+                select=False).fit(load_corpus(SAMPLE))
     tg.save(tmp_path / "crf.tgm")
     nlp = spacy.blank("en")
     nlp.add_pipe("sparse_tagger", config={"model": str(tmp_path / "crf.tgm"), "target": "spans",
@@ -296,7 +299,7 @@ def test_train_on_a_docbin_equals_training_on_the_conll_file(tmp_path):
 def test_nlp_pipe_on_conll2000_test_equals_tagger_tag(corpora, tmp_path):
     """The whole CoNLL-2000 test set: spans from nlp.pipe are the chunks `tagger tag` writes."""
     train = load_corpus(corpora / "conll2000" / "train.txt")[:1500]
-    tg = Tagger(features="chunk", params={"epochs": 5}).fit(train)
+    tg = Tagger(features="chunk", params={"epochs": 5}, select=False).fit(train)
     tg.save(tmp_path / "chunk.tgm")
     test = corpora / "conll2000" / "test.txt"
     r = CliRunner().invoke(cli, ["tag", str(tmp_path / "chunk.tgm"), str(test), "-o",

@@ -292,7 +292,7 @@ def test_bad_max_seconds_is_a_clear_error():
     from tagger.errors import TaggerError
     from tagger.io import load_corpus
 
-    with pytest.raises(TaggerError, match="max_seconds must be a number >= 0"):
+    with pytest.raises(TaggerError, match="max_seconds: expected a number >= 0"):
         Tagger(select=True, max_seconds=-1).fit(load_corpus(SAMPLE))
 
 
