@@ -152,7 +152,7 @@ def _prepare_ours(job: dict):
 
     def train(sentences: list) -> dict:
         tg = Tagger(features=job["features"], learner=job["learner"], params=job["params"],
-                    seed=job.get("seed", 0))
+                    seed=job.get("seed", 0), select=False)
         t0 = time.perf_counter()
         tg.fit(sentences)
         seconds = time.perf_counter() - t0

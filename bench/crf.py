@@ -90,7 +90,7 @@ def run_ours(name, c, problem, fz, labels, test):
     t0, c0 = time.perf_counter(), time.process_time()
     w = learner.fit(problem)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    tg = Tagger(features=fz.spec, learner=name)
+    tg = Tagger(features=fz.spec, learner=name, select=False)
     tg.featurizer_, tg.labels_, tg.model_, tg.weights_ = fz, labels, problem.model, w
     tg.info_ = {"learner": name}
     last = learner.trace_[-1]
