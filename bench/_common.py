@@ -40,10 +40,15 @@ def corpora() -> Path:
 
 def command_line() -> str:
     """The exact command that reproduces this run."""
-    env = f"TAGGER_CORPORA={shlex.quote(os.environ['TAGGER_CORPORA'])} " \
-        if os.environ.get("TAGGER_CORPORA") else ""
+    env = (
+        f"TAGGER_CORPORA={shlex.quote(os.environ['TAGGER_CORPORA'])} "
+        if os.environ.get("TAGGER_CORPORA")
+        else ""
+    )
     script = os.path.relpath(os.path.abspath(sys.argv[0]), REPO)
-    return f"cd {shlex.quote(str(REPO))} && {env}{shlex.join([sys.executable, script, *sys.argv[1:]])}"
+    return (
+        f"cd {shlex.quote(str(REPO))} && {env}{shlex.join([sys.executable, script, *sys.argv[1:]])}"
+    )
 
 
 def _version(dist: str) -> str:
@@ -67,10 +72,14 @@ def machine() -> dict:
     import numba
     import pycrfsuite
 
-    git = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                         capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "tagger",
-                            "cli.py"], capture_output=True, text=True).stdout.strip()
+    git = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", str(REPO), "status", "--porcelain", "--", "tagger", "cli.py"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     return {
         "cores": os.cpu_count(),
         "usable_cores": len(os.sched_getaffinity(0)),
@@ -115,7 +124,7 @@ def load(spec: dict) -> list:
     opts = {"label_column": spec["label_column"]} if spec.get("label_column") is not None else {}
     sents = load_corpus(spec["path"], format=spec.get("format", "auto"), **opts)
     if spec.get("limit"):
-        sents = sents[:spec["limit"]]
+        sents = sents[: spec["limit"]]
     keep = spec.get("keep_columns")
     if keep:
         for s in sents:
@@ -151,18 +160,28 @@ def _prepare_ours(job: dict):
     from tagger.api import Tagger
 
     def train(sentences: list) -> dict:
-        tg = Tagger(features=job["features"], learner=job["learner"], params=job["params"],
-                    seed=job.get("seed", 0), select=False)
+        tg = Tagger(
+            features=job["features"],
+            learner=job["learner"],
+            params=job["params"],
+            seed=job.get("seed", 0),
+            select=False,
+        )
         t0 = time.perf_counter()
         tg.fit(sentences)
         seconds = time.perf_counter() - t0
         size = tg.save(job["model"])
         info = tg.info_
-        return {"train_seconds": seconds, "model_bytes": size,
-                "learner_train_seconds": info.get("train_seconds"),
-                "featurize_seconds": info.get("featurize_seconds"),
-                "params": info.get("params"), "n_params": info.get("n_params"),
-                "n_nonzero": info.get("n_nonzero"), "final": info.get("final")}
+        return {
+            "train_seconds": seconds,
+            "model_bytes": size,
+            "learner_train_seconds": info.get("train_seconds"),
+            "featurize_seconds": info.get("featurize_seconds"),
+            "params": info.get("params"),
+            "n_params": info.get("n_params"),
+            "n_nonzero": info.get("n_nonzero"),
+            "final": info.get("final"),
+        }
 
     return train
 
@@ -186,10 +205,15 @@ def _prepare_crfsuite(job: dict):
         for line in (log.last_log or "").splitlines():
             if line.startswith("Number of active features:"):
                 active = int(line.split(":")[1].split()[0])
-        return {"train_seconds": seconds, "attributes_and_append_seconds": t_append,
-                "model_bytes": os.path.getsize(job["model"]), "params": trainer.get_params(),
-                "iterations": len(log.iterations), "final_loss": last.get("loss"),
-                "active_features": active}
+        return {
+            "train_seconds": seconds,
+            "attributes_and_append_seconds": t_append,
+            "model_bytes": os.path.getsize(job["model"]),
+            "params": trainer.get_params(),
+            "iterations": len(log.iterations),
+            "final_loss": last.get("loss"),
+            "active_features": active,
+        }
 
     return train
 
@@ -204,10 +228,12 @@ def worker_main(job_path: str) -> int:
     sentences = load(job["train"])
     after_reading = _maxrss_mb()
     result = train(sentences)
-    result.update(rss_after_imports_mb=round(after_imports, 1),
-                  rss_after_reading_mb=round(after_reading, 1),
-                  n_train_sentences=len(sentences),
-                  n_train_tokens=sum(len(s) for s in sentences))
+    result.update(
+        rss_after_imports_mb=round(after_imports, 1),
+        rss_after_reading_mb=round(after_reading, 1),
+        n_train_sentences=len(sentences),
+        n_train_tokens=sum(len(s) for s in sentences),
+    )
     Path(job_path).with_suffix(".result.json").write_text(json.dumps(result))
     return 0
 
@@ -224,8 +250,9 @@ def measured(cmd: list[str], what: str) -> dict:
     fd, path = tempfile.mkstemp(suffix=".json", prefix="spawn-")
     os.close(fd)
     try:
-        code = subprocess.call([sys.executable, str(BENCH / "_common.py"), "--spawn", path,
-                                "--", *cmd], cwd=REPO)
+        code = subprocess.call(
+            [sys.executable, str(BENCH / "_common.py"), "--spawn", path, "--", *cmd], cwd=REPO
+        )
         if code != 0:
             sys.exit(f"{what} failed (exit {code}): {shlex.join(cmd)}")
         return json.loads(Path(path).read_text())
@@ -241,9 +268,16 @@ def _spawn_main(argv: list[str]) -> int:
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     code = os.waitstatus_to_exitcode(status)
-    Path(result_path).write_text(json.dumps({
-        "wall_seconds": wall, "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-        "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2), "exit": code}))
+    Path(result_path).write_text(
+        json.dumps(
+            {
+                "wall_seconds": wall,
+                "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+                "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
+                "exit": code,
+            }
+        )
+    )
     return code
 
 
@@ -251,8 +285,9 @@ def run_worker(script: str, job: dict, workdir: Path, name: str) -> dict:
     """Train in a fresh process (``script --worker JOB``) and add its peak RSS."""
     job_path = workdir / f"{name}.job.json"
     job_path.write_text(json.dumps(job))
-    m = measured([sys.executable, script, "--worker", str(job_path)],
-                 f"the training worker for {name}")
+    m = measured(
+        [sys.executable, script, "--worker", str(job_path)], f"the training worker for {name}"
+    )
     result = json.loads(job_path.with_suffix(".result.json").read_text())
     result["peak_rss_mb"] = m["peak_rss_mb"]
     result["worker_wall_seconds"] = round(m["wall_seconds"], 2)
@@ -304,11 +339,18 @@ def crfsuite_model_counts(model_path: str) -> dict:
     tg.open(model_path)
     info = tg.info()
     state, trans = info.state_features, info.transitions
-    printed_zero = sum(1 for v in state.values() if v == 0) + sum(1 for v in trans.values() if v == 0)
+    printed_zero = sum(1 for v in state.values() if v == 0) + sum(
+        1 for v in trans.values() if v == 0
+    )
     tg.close()
-    return {"n_nonzero": len(state) + len(trans), "state_features": len(state),
-            "transitions": len(trans), "printed_zero": printed_zero,
-            "attributes": len(info.attributes), "labels": len(info.labels)}
+    return {
+        "n_nonzero": len(state) + len(trans),
+        "state_features": len(state),
+        "transitions": len(trans),
+        "printed_zero": printed_zero,
+        "attributes": len(info.attributes),
+        "labels": len(info.labels),
+    }
 
 
 # ------------------------------------------------------------------ output

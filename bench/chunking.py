@@ -53,24 +53,42 @@ BENCH_PARAMS: dict[str, dict] = {
     "m3n-em": {"lambda": 200.0},
 }
 CRFSUITE_PARAMS = {"crfsuite-l2": C.CRFSUITE_L2, "crfsuite-l1": C.CRFSUITE_L1}
-ROW_NAMES = {"ours": "ours: L1-M3N (m3n-subgradient)",
-             "crfsuite-l2": "python-crfsuite L-BFGS, L2 c2=1",
-             "crfsuite-l1": "python-crfsuite L-BFGS, L1 c1=1"}
+ROW_NAMES = {
+    "ours": "ours: L1-M3N (m3n-subgradient)",
+    "crfsuite-l2": "python-crfsuite L-BFGS, L2 c2=1",
+    "crfsuite-l1": "python-crfsuite L-BFGS, L1 c1=1",
+}
 QUICK_SENTENCES = 2000
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--systems", default=",".join(SYSTEMS),
-                   help=f"comma-separated rows among ours, crfsuite-l2, crfsuite-l1 and the "
-                        f"learner names of `tagger learners` (default {','.join(SYSTEMS)})")
-    p.add_argument("--repeat", type=int, default=None,
-                   help="copies of test.txt in the end-to-end tagging file (default 50; 5 with --quick)")
-    p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
-                   help=f"a parameter of the ours row ({LEARNER}), or LEARNER:key=value for "
-                        f"a learner row; repeatable")
-    p.add_argument("--quick", action="store_true",
-                   help=f"train on the first {QUICK_SENTENCES} sentences, repeat 5")
+    p.add_argument(
+        "--systems",
+        default=",".join(SYSTEMS),
+        help=f"comma-separated rows among ours, crfsuite-l2, crfsuite-l1 and the "
+        f"learner names of `tagger learners` (default {','.join(SYSTEMS)})",
+    )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=None,
+        help="copies of test.txt in the end-to-end tagging file (default 50; 5 with --quick)",
+    )
+    p.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"a parameter of the ours row ({LEARNER}), or LEARNER:key=value for "
+        f"a learner row; repeatable",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"train on the first {QUICK_SENTENCES} sentences, repeat 5",
+    )
     p.add_argument("--json", default=None, help="where to write the results")
     args = p.parse_args(argv)
     from tagger.errors import ParameterError
@@ -147,21 +165,21 @@ def choose_crfsuite_attributes(test) -> dict:
         outputs[kind] = [fn(s) for s in test]
         times[kind] = time.perf_counter() - t0
     if outputs["handwritten"] != outputs["featurizer"]:
-        sys.exit("bench/crfsuite_tag.py: chunk_attributes differs from "
-                 "Featurizer.string_attributes; fix it before comparing")
+        sys.exit(
+            "bench/crfsuite_tag.py: chunk_attributes differs from "
+            "Featurizer.string_attributes; fix it before comparing"
+        )
     best = min(times, key=times.get)
-    return {"chosen": best,
-            "tokens_per_s": {k: round(n_tok / v) for k, v in times.items()}}
+    return {"chosen": best, "tokens_per_s": {k: round(n_tok / v) for k, v in times.items()}}
 
 
 def evaluate_ours(model_path: str, test, gold) -> dict:  # any of our learners
     import numba
-
-    from tagger.api import Tagger
     import numpy as np
 
-    from tagger.inference.max_product import viterbi_batch_into
+    from tagger.api import Tagger
     from tagger.evaluation.metrics import evaluate
+    from tagger.inference.max_product import viterbi_batch_into
 
     tg = Tagger.load(model_path)
     pred = tg.predict(test)
@@ -173,8 +191,9 @@ def evaluate_ours(model_path: str, test, gold) -> dict:  # any of our learners
     def decode():  # scoring and Viterbi on features already built (the unchecked kernel)
         state = tg.model_.state_scores(X, tg.weights_)
         trans = np.ascontiguousarray(tg.model_.transitions(tg.weights_))
-        viterbi_batch_into(state, X.offsets, trans, np.empty(X.n_tokens, dtype=np.int32),
-                           np.empty(X.n_sentences))
+        viterbi_batch_into(
+            state, X.offsets, trans, np.empty(X.n_tokens, dtype=np.int32), np.empty(X.n_sentences)
+        )
 
     decode_rate, reps = C.rate(decode, n_tok)
     threads = numba.get_num_threads()
@@ -183,11 +202,18 @@ def evaluate_ours(model_path: str, test, gold) -> dict:  # any of our learners
         decode_rate_1, _ = C.rate(decode, n_tok)
     finally:
         numba.set_num_threads(threads)
-    return {"f1": m["f1"], "accuracy": m["accuracy"], "precision": m["precision"],
-            "recall": m["recall"], "n_nonzero": tg.n_nonzero_,
-            "decode_tokens_per_s": decode_rate, "decode_repetitions": reps,
-            "decode_tokens_per_s_1_thread": decode_rate_1, "numba_threads": threads,
-            "featurize_tokens_per_s": feat_rate}
+    return {
+        "f1": m["f1"],
+        "accuracy": m["accuracy"],
+        "precision": m["precision"],
+        "recall": m["recall"],
+        "n_nonzero": tg.n_nonzero_,
+        "decode_tokens_per_s": decode_rate,
+        "decode_repetitions": reps,
+        "decode_tokens_per_s_1_thread": decode_rate_1,
+        "numba_threads": threads,
+        "featurize_tokens_per_s": feat_rate,
+    }
 
 
 def evaluate_crfsuite(model_path: str, test, gold, attributes: str) -> dict:
@@ -207,9 +233,15 @@ def evaluate_crfsuite(model_path: str, test, gold, attributes: str) -> dict:
     tag = tagger.tag
     decode_rate, reps = C.rate(lambda: [tag(x) for x in items], n_tok)
     tagger.close()
-    out = {"f1": m["f1"], "accuracy": m["accuracy"], "precision": m["precision"],
-           "recall": m["recall"], "decode_tokens_per_s": decode_rate,
-           "decode_repetitions": reps, "featurize_tokens_per_s": feat_rate}
+    out = {
+        "f1": m["f1"],
+        "accuracy": m["accuracy"],
+        "precision": m["precision"],
+        "recall": m["recall"],
+        "decode_tokens_per_s": decode_rate,
+        "decode_repetitions": reps,
+        "featurize_tokens_per_s": feat_rate,
+    }
     out.update(C.crfsuite_model_counts(model_path))
     return out
 
@@ -240,9 +272,12 @@ def check_tagged(inp: Path, out: Path, n_lines: int) -> dict:
                 tokens += 1
                 correct += fa[-1] == fb[-1] and fa[0] == fb[0]
         rest = sum(1 for _ in fo)
-    return {"output_lines": lines + rest, "input_lines": n_lines,
-            "lines_match": lines + rest == n_lines and lines == n_lines,
-            "accuracy": correct / tokens if tokens else 0.0}
+    return {
+        "output_lines": lines + rest,
+        "input_lines": n_lines,
+        "lines_match": lines + rest == n_lines and lines == n_lines,
+        "accuracy": correct / tokens if tokens else 0.0,
+    }
 
 
 def tag_command(system: str, model: str, inp: Path, out: Path, attributes: str) -> list[str]:
@@ -253,8 +288,15 @@ def tag_command(system: str, model: str, inp: Path, out: Path, attributes: str) 
 
             exe = shutil.which("tagger") or sys.exit("the tagger command is not installed")
         return [str(exe), "tag", model, str(inp), "-o", str(out)]
-    return [sys.executable, str(C.BENCH / "crfsuite_tag.py"), model, str(inp), str(out),
-            "--features", attributes]
+    return [
+        sys.executable,
+        str(C.BENCH / "crfsuite_tag.py"),
+        model,
+        str(inp),
+        str(out),
+        "--features",
+        attributes,
+    ]
 
 
 # ---------------------------------------------------------------------- main
@@ -264,16 +306,21 @@ def main(argv) -> int:
     args, mach = C.begin(argv, parse_args)
 
     d = C.corpora()
-    train_spec = {"path": str(d / "conll2000" / "train.txt"), "format": "conll",
-                  "limit": QUICK_SENTENCES if args.quick else None}
+    train_spec = {
+        "path": str(d / "conll2000" / "train.txt"),
+        "format": "conll",
+        "limit": QUICK_SENTENCES if args.quick else None,
+    }
     test = C.load({"path": str(d / "conll2000" / "test.txt"), "format": "conll"})
     gold = [s.labels for s in test]
 
     crf_attr = None
     if any(not is_ours(s) for s in args.systems):
         crf_attr = choose_crfsuite_attributes(test)
-        log(f"CRFsuite attribute strings: {crf_attr['chosen']} (tokens/s "
-            f"{crf_attr['tokens_per_s']}); identical lists from both functions")
+        log(
+            f"CRFsuite attribute strings: {crf_attr['chosen']} (tokens/s "
+            f"{crf_attr['tokens_per_s']}); identical lists from both functions"
+        )
 
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="bench-chunking-") as tmp:
@@ -281,13 +328,24 @@ def main(argv) -> int:
         for system in args.systems:
             model = str(work / (f"{system}.tgm" if is_ours(system) else f"{system}.crfsuite"))
             if is_ours(system):
-                job = {"system": "ours", "features": "chunk", "learner": learner_of(system),
-                       "params": args.row_params[system], "seed": 0, "train": train_spec,
-                       "model": model}
+                job = {
+                    "system": "ours",
+                    "features": "chunk",
+                    "learner": learner_of(system),
+                    "params": args.row_params[system],
+                    "seed": 0,
+                    "train": train_spec,
+                    "model": model,
+                }
             else:
-                job = {"system": "crfsuite", "features": "chunk",
-                       "attributes": crf_attr["chosen"], "params": CRFSUITE_PARAMS[system],
-                       "train": train_spec, "model": model}
+                job = {
+                    "system": "crfsuite",
+                    "features": "chunk",
+                    "attributes": crf_attr["chosen"],
+                    "params": CRFSUITE_PARAMS[system],
+                    "train": train_spec,
+                    "model": model,
+                }
             log(f"training {system} (load average {C.load_average()})")
             r = C.run_worker(str(Path(__file__).resolve()), job, work, system)
             log(f"{system}: trained in {r['train_seconds']:.1f} s, peak RSS {r['peak_rss_mb']} MB")
@@ -299,8 +357,9 @@ def main(argv) -> int:
             r["model"] = model
             results[system] = r
 
-        big, small, n_tokens, n_lines = make_tagging_file(d / "conll2000" / "test.txt",
-                                                          args.repeat, work)
+        big, small, n_tokens, n_lines = make_tagging_file(
+            d / "conll2000" / "test.txt", args.repeat, work
+        )
         log(f"end-to-end tagging of {n_tokens:,} tokens ({args.repeat} x test.txt)")
         for system in args.systems:
             r = results[system]
@@ -326,61 +385,106 @@ def main(argv) -> int:
         if is_ours(system):
             params = f"{learner_of(system)} {C.fmt_params(r['params'])} seed=0"
         else:
-            params = (f"lbfgs {C.fmt_params(CRFSUITE_PARAMS[system])}, CRFsuite defaults "
-                      f"otherwise ({r['iterations']} iterations)")
-        rows.append([row_name(system), C.fmt_pct(r["f1"]), C.fmt_pct(r["accuracy"]),
-                     f"{r['train_seconds']:.1f}", C.fmt_int(r["e2e_tokens_per_s"]),
-                     C.fmt_int(r["decode_tokens_per_s"]), C.fmt_int(r["n_nonzero"]),
-                     C.fmt_int(r["model_bytes"]), f"{r['peak_rss_mb']:.0f}", params])
-    header = ["system", "chunk F1", "token acc", "train s", "tag tok/s end-to-end",
-              "tag tok/s decode-only", "non-zero weights", "model bytes",
-              "peak RSS MB (training)", "parameters"]
+            params = (
+                f"lbfgs {C.fmt_params(CRFSUITE_PARAMS[system])}, CRFsuite defaults "
+                f"otherwise ({r['iterations']} iterations)"
+            )
+        rows.append(
+            [
+                row_name(system),
+                C.fmt_pct(r["f1"]),
+                C.fmt_pct(r["accuracy"]),
+                f"{r['train_seconds']:.1f}",
+                C.fmt_int(r["e2e_tokens_per_s"]),
+                C.fmt_int(r["decode_tokens_per_s"]),
+                C.fmt_int(r["n_nonzero"]),
+                C.fmt_int(r["model_bytes"]),
+                f"{r['peak_rss_mb']:.0f}",
+                params,
+            ]
+        )
+    header = [
+        "system",
+        "chunk F1",
+        "token acc",
+        "train s",
+        "tag tok/s end-to-end",
+        "tag tok/s decode-only",
+        "non-zero weights",
+        "model bytes",
+        "peak RSS MB (training)",
+        "parameters",
+    ]
     n_train = next(iter(results.values()))["n_train_sentences"]
-    print(f"CoNLL-2000 chunking: train {n_train:,} sentences"
-          f"{' (--quick)' if args.quick else ''}, test 2,012 sentences / 47,377 tokens; "
-          f"end-to-end tagging file = test.txt x {args.repeat} ({n_tokens:,} tokens)")
+    print(
+        f"CoNLL-2000 chunking: train {n_train:,} sentences"
+        f"{' (--quick)' if args.quick else ''}, test 2,012 sentences / 47,377 tokens; "
+        f"end-to-end tagging file = test.txt x {args.repeat} ({n_tokens:,} tokens)"
+    )
     print()
     print(C.markdown_table(header, rows))
     print()
     notes = []
     for system in [s for s in args.systems if is_ours(s)]:
         r = results[system]
-        notes.append(f"{system}: learner time (info_['train_seconds']) {r['learner_train_seconds']} s, "
-                     f"featurisation {r['featurize_seconds']} s; decode-only uses "
-                     f"{r['numba_threads']} numba threads ({C.fmt_int(r['decode_tokens_per_s_1_thread'])}"
-                     f" tokens/s with 1 thread); {C.fmt_int(r['n_params'])} parameters before "
-                     f"compaction")
+        notes.append(
+            f"{system}: learner time (info_['train_seconds']) {r['learner_train_seconds']} s, "
+            f"featurisation {r['featurize_seconds']} s; decode-only uses "
+            f"{r['numba_threads']} numba threads ({C.fmt_int(r['decode_tokens_per_s_1_thread'])}"
+            f" tokens/s with 1 thread); {C.fmt_int(r['n_params'])} parameters before "
+            f"compaction"
+        )
     for system in args.systems:
         if is_ours(system):
             continue
         r = results[system]
-        notes.append(f"{system}: attributes+append {r['attributes_and_append_seconds']:.1f} s of "
-                     f"the training time; {r['state_features']:,} state features + "
-                     f"{r['transitions']} transitions stored ({r['printed_zero']} print as "
-                     f"0.000000 in info()); decode-only is Tagger.tag over prebuilt ItemSequence "
-                     f"(single-threaded)")
+        notes.append(
+            f"{system}: attributes+append {r['attributes_and_append_seconds']:.1f} s of "
+            f"the training time; {r['state_features']:,} state features + "
+            f"{r['transitions']} transitions stored ({r['printed_zero']} print as "
+            f"0.000000 in info()); decode-only is Tagger.tag over prebuilt ItemSequence "
+            f"(single-threaded)"
+        )
     if crf_attr:
-        notes.append(f"CRFsuite attribute strings built by the {crf_attr['chosen']} function "
-                     f"(the faster of the two, identical output; tokens/s {crf_attr['tokens_per_s']})")
+        notes.append(
+            f"CRFsuite attribute strings built by the {crf_attr['chosen']} function "
+            f"(the faster of the two, identical output; tokens/s {crf_attr['tokens_per_s']})"
+        )
         crf_params = next(r for s, r in results.items() if not is_ours(s))["params"]
-        notes.append("CRFsuite parameters besides c1/c2 (its defaults): " + C.fmt_params(
-            {k: v for k, v in crf_params.items() if k not in ("c1", "c2")}))
+        notes.append(
+            "CRFsuite parameters besides c1/c2 (its defaults): "
+            + C.fmt_params({k: v for k, v in crf_params.items() if k not in ("c1", "c2")})
+        )
     for system in args.systems:
         chk = results[system]["e2e_check"]
         acc = results[system]["accuracy"]
         ok = chk["lines_match"] and abs(chk["accuracy"] - acc) < 1e-12
-        notes.append(f"{system} end-to-end output: {chk['output_lines']:,} lines for "
-                     f"{chk['input_lines']:,} input lines, accuracy {100 * chk['accuracy']:.2f}"
-                     f"{'' if ok else '  <-- MISMATCH'}")
+        notes.append(
+            f"{system} end-to-end output: {chk['output_lines']:,} lines for "
+            f"{chk['input_lines']:,} input lines, accuracy {100 * chk['accuracy']:.2f}"
+            f"{'' if ok else '  <-- MISMATCH'}"
+        )
     notes.append(f"load average at end: {' '.join(map(str, C.load_average()))}")
     for n in notes:
         print(f"- {n}")
 
-    path = Path(args.json) if args.json else C.OUT / ("chunking-quick.json" if args.quick
-                                                      else "chunking.json")
-    C.write_json(path, {"command": C.command_line(), "machine": mach, "quick": args.quick,
-                        "repeat": args.repeat, "n_tagging_tokens": n_tokens,
-                        "crfsuite_attributes": crf_attr, "systems": results})
+    path = (
+        Path(args.json)
+        if args.json
+        else C.OUT / ("chunking-quick.json" if args.quick else "chunking.json")
+    )
+    C.write_json(
+        path,
+        {
+            "command": C.command_line(),
+            "machine": mach,
+            "quick": args.quick,
+            "repeat": args.repeat,
+            "n_tagging_tokens": n_tokens,
+            "crfsuite_attributes": crf_attr,
+            "systems": results,
+        },
+    )
     print(f"\nresults: {os.path.relpath(path, C.REPO)}")
     return 0
 

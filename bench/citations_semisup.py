@@ -67,8 +67,15 @@ SUPERVISED = {"C": 0.1}
 #: over 0.1 and 0.3, 15 / 50 SDM passes over 5 / 20 (the dual is far from converged either way,
 #: but the longer solves gain 2 points of dev accuracy at 20 labeled), 64 competitors per
 #: sentence over 16
-SEMISUP = {"C": 1.0, "steps": 3, "rounds": 1, "epochs": 15, "start_epochs": 50,
-           "max_working_set": 64, "cu_end": 1.0}
+SEMISUP = {
+    "C": 1.0,
+    "steps": 3,
+    "rounds": 1,
+    "epochs": 15,
+    "start_epochs": 50,
+    "max_working_set": 64,
+    "cu_end": 1.0,
+}
 #: per labeled-set size, on top of SEMISUP, chosen on the mean dev accuracy over that size's 5
 #: draws: the supervised start converges slowly (relative duality gap 0.8-0.9 after 50 passes,
 #: 0.5 after 200); 200 passes raise the mean dev accuracy at 20 labeled citations from 85.41
@@ -81,35 +88,58 @@ SEMISUP_BY_SIZE = {5: {"restarts": 3}, 20: {"start_epochs": 200, "restarts": 3}}
 #: the independent parts of one labeled set's rows, each a job of its own, longest first
 PARTS = ("constrained", "semisup", "supervised")
 
-ROWS = [("crfsuite", "python-crfsuite L-BFGS L2 c2=1 (supervised)"),
-        ("supervised", "ours: L2 SSVM, SDM (m3n-l2), supervised"),
-        ("semisup", "ours: ssvm-annealing, no constraints"),
-        ("constrained", "ours: ssvm-annealing with constraints"),
-        ("decoded", "ours: ... and constrained decoding")]
+ROWS = [
+    ("crfsuite", "python-crfsuite L-BFGS L2 c2=1 (supervised)"),
+    ("supervised", "ours: L2 SSVM, SDM (m3n-l2), supervised"),
+    ("semisup", "ours: ssvm-annealing, no constraints"),
+    ("constrained", "ours: ssvm-annealing with constraints"),
+    ("decoded", "ours: ... and constrained decoding"),
+]
 
 
 def _data(d: Path) -> dict:
     cpf = d / "citations" / "cpf_zheng_chang_2016"
-    return {k: str(cpf / f) for k, f in (("train", "citation_train.300.1.txt"),
-                                          ("dev", "citation_dev.txt"),
-                                          ("test", "citation_test.txt"),
-                                          ("unlabeled", "citation_unlabeled.txt"))}
+    return {
+        k: str(cpf / f)
+        for k, f in (
+            ("train", "citation_train.300.1.txt"),
+            ("dev", "citation_dev.txt"),
+            ("test", "citation_test.txt"),
+            ("unlabeled", "citation_unlabeled.txt"),
+        )
+    }
 
 
 def _recipes() -> dict:
-    return {k: str(C.REPO / "corpora" / f"recipes_{k}.txt")
-            for k in ("train", "dev", "test", "unlabeled")}
+    return {
+        k: str(C.REPO / "corpora" / f"recipes_{k}.txt")
+        for k in ("train", "dev", "test", "unlabeled")
+    }
 
 
 #: what differs between the citation study and the recipe sample: data (the unlabeled file's
 #: format), constraint file, sizes, published figures and targets, settings
 DOMAINS = {
-    "citations": {"data": lambda: _data(C.corpora()), "unlabeled_format": "tab",
-                  "constraints": "citations.toml", "sizes": "5,20,300", "published": PUBLISHED,
-                  "targets": TARGETS, "semisup": SEMISUP, "by_size": SEMISUP_BY_SIZE},
-    "recipes": {"data": _recipes, "unlabeled_format": "text", "constraints": "recipes.toml",
-                "sizes": "5,10,40", "published": {}, "targets": {}, "semisup": {},
-                "by_size": {}},
+    "citations": {
+        "data": lambda: _data(C.corpora()),
+        "unlabeled_format": "tab",
+        "constraints": "citations.toml",
+        "sizes": "5,20,300",
+        "published": PUBLISHED,
+        "targets": TARGETS,
+        "semisup": SEMISUP,
+        "by_size": SEMISUP_BY_SIZE,
+    },
+    "recipes": {
+        "data": _recipes,
+        "unlabeled_format": "text",
+        "constraints": "recipes.toml",
+        "sizes": "5,10,40",
+        "published": {},
+        "targets": {},
+        "semisup": {},
+        "by_size": {},
+    },
 }
 
 
@@ -124,8 +154,11 @@ def run_part(job: dict) -> dict:
     from tagger.constraints import ConstraintSet
 
     def load(path, labeled=True):
-        return C.load({"path": path, "format": "tab", "keep_columns": 1}) if labeled else \
-            _unlabeled(path)
+        return (
+            C.load({"path": path, "format": "tab", "keep_columns": 1})
+            if labeled
+            else _unlabeled(path)
+        )
 
     def _unlabeled(path):
         from tagger.io import load_corpus
@@ -148,8 +181,9 @@ def run_part(job: dict) -> dict:
         out["crfsuite"] = _crfsuite(train, test)
         out["seconds"]["crfsuite"] = round(time.perf_counter() - t0, 1)
         t0 = time.perf_counter()
-        sup = Tagger(features="citation", learner="m3n-l2", params=job["supervised"],
-                     select=False).fit(train)
+        sup = Tagger(
+            features="citation", learner="m3n-l2", params=job["supervised"], select=False
+        ).fit(train)
         out["supervised"] = sup.evaluate(test)["accuracy"]
         out["seconds"]["supervised"] = round(time.perf_counter() - t0, 1)
         return out
@@ -158,14 +192,19 @@ def run_part(job: dict) -> dict:
     cset = ConstraintSet.load(job["constraints"]) if row == "constrained" else None
     unl = load(data["unlabeled"], labeled=False)
     t0 = time.perf_counter()
-    tg = Tagger(features="citation", learner="ssvm-annealing", params=job["semisup"],
-                seed=job["draw"])
+    tg = Tagger(
+        features="citation", learner="ssvm-annealing", params=job["semisup"], seed=job["draw"]
+    )
     tg.fit(train, dev=dev, unlabeled=unl, constraints=cset, test=test)
     out[row] = tg.evaluate(test)["accuracy"]
     out[f"{row}_dev"] = max(r.get("dev_acc", 0) for r in tg.trace_) / 100
-    out[f"{row}_trace"] = [{k: r.get(k) for k in ("restart", "step", "C_u", "dev_acc",
-                                                   "test_acc", "violations", "selected")}
-                           for r in tg.trace_]
+    out[f"{row}_trace"] = [
+        {
+            k: r.get(k)
+            for k in ("restart", "step", "C_u", "dev_acc", "test_acc", "violations", "selected")
+        }
+        for r in tg.trace_
+    ]
     out["seconds"][row] = round(time.perf_counter() - t0, 1)
     if cset is not None:
         t0 = time.perf_counter()
@@ -177,8 +216,8 @@ def run_part(job: dict) -> dict:
 def _crfsuite(train, test) -> float:
     import pycrfsuite
 
-    from tagger.features import FeatureSpec, Featurizer
     from tagger.evaluation.metrics import evaluate
+    from tagger.features import FeatureSpec, Featurizer
 
     fz = Featurizer(FeatureSpec.load("citation"))
     trainer = pycrfsuite.Trainer(verbose=False)
@@ -199,18 +238,33 @@ def _crfsuite(train, test) -> float:
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--domain", choices=sorted(DOMAINS), default="citations")
-    p.add_argument("--sizes", default=None, help="labeled set sizes [default: 5,20,300 for "
-                                                 "citations, 5,10,40 for recipes]")
+    p.add_argument(
+        "--sizes",
+        default=None,
+        help="labeled set sizes [default: 5,20,300 for citations, 5,10,40 for recipes]",
+    )
     p.add_argument("--draws", type=int, default=5, help="random labeled sets for 5 and 20")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--parts", default=",".join(PARTS),
-                   help="which rows to run (comparing constraint files: constrained)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a parameter of ssvm-annealing; repeatable")
-    p.add_argument("--constraints", default=None,
-                   help="constraint file [default: the domain's file in constraints/]")
-    p.add_argument("--json", default=None,
-                   help="results [default: bench/out/<domain>_semisup.json]")
+    p.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help="which rows to run (comparing constraint files: constrained)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a parameter of ssvm-annealing; repeatable",
+    )
+    p.add_argument(
+        "--constraints",
+        default=None,
+        help="constraint file [default: the domain's file in constraints/]",
+    )
+    p.add_argument(
+        "--json", default=None, help="results [default: bench/out/<domain>_semisup.json]"
+    )
     return p.parse_args(argv)
 
 
@@ -230,38 +284,63 @@ def main(argv) -> int:
     full = max(int(x) for x in dom["sizes"].split(","))  # the whole training split: one draw
     jobs = []
     for n in sizes:
-        for draw in (range(args.draws) if n < full else [0]):
+        for draw in range(args.draws) if n < full else [0]:
             for part in [x for x in PARTS if x in args.parts.split(",")]:
-                jobs.append({"size": n, "draw": draw, "part": part, "data": data,
-                             "unlabeled_format": dom["unlabeled_format"],
-                             "constraints": constraints, "supervised": SUPERVISED,
-                             "semisup": {**semisup, **by_size.get(n, {}), **given}})
+                jobs.append(
+                    {
+                        "size": n,
+                        "draw": draw,
+                        "part": part,
+                        "data": data,
+                        "unlabeled_format": dom["unlabeled_format"],
+                        "constraints": constraints,
+                        "supervised": SUPERVISED,
+                        "semisup": {**semisup, **by_size.get(n, {}), **given},
+                    }
+                )
     # the longest parts first (semi-supervised before supervised, restarted sizes first,
     # constrained before unconstrained), so that the last parts to finish are short ones
     restarts = {n: by_size.get(n, {}).get("restarts", 1) for n in sizes}
-    jobs.sort(key=lambda j: (j["part"] == "supervised", -restarts[j["size"]], -j["size"],
-                             PARTS.index(j["part"])))
+    jobs.sort(
+        key=lambda j: (
+            j["part"] == "supervised",
+            -restarts[j["size"]],
+            -j["size"],
+            PARTS.index(j["part"]),
+        )
+    )
     t0 = time.perf_counter()
     results: dict[tuple, dict] = {}
     # spawn, not fork: the parent has numba's OpenMP threads running already
-    with ProcessPoolExecutor(max_workers=args.workers,
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(
+        max_workers=args.workers, mp_context=multiprocessing.get_context("spawn")
+    ) as pool:
         # parts start in the order above and are collected as they finish
         for future in as_completed([pool.submit(run_part, j) for j in jobs]):
             part = future.result()
-            r = results.setdefault((part["size"], part["draw"]),
-                                   {"size": part["size"], "draw": part["draw"], "seconds": {}})
+            r = results.setdefault(
+                (part["size"], part["draw"]),
+                {"size": part["size"], "draw": part["draw"], "seconds": {}},
+            )
             seconds = part.pop("seconds")
             r["seconds"].update(seconds)
             r.update(part)
-            print(f"  {part['size']} labeled, draw {part['draw']}: " + ", ".join(
-                f"{k} {100 * part[k]:.2f}" for k, _ in ROWS if k in part) + f" ({seconds} s)",
-                flush=True)
+            print(
+                f"  {part['size']} labeled, draw {part['draw']}: "
+                + ", ".join(f"{k} {100 * part[k]:.2f}" for k, _ in ROWS if k in part)
+                + f" ({seconds} s)",
+                flush=True,
+            )
     results = [results[k] for k in sorted(results)]
     total = time.perf_counter() - t0
-    print(f"ours: supervised {C.fmt_params(SUPERVISED)}; ssvm-annealing {C.fmt_params(semisup)}"
-          + "".join(f"; at {n} labeled {C.fmt_params({**extra, **given})}"
-                    for n, extra in by_size.items() if n in sizes))
+    print(
+        f"ours: supervised {C.fmt_params(SUPERVISED)}; ssvm-annealing {C.fmt_params(semisup)}"
+        + "".join(
+            f"; at {n} labeled {C.fmt_params({**extra, **given})}"
+            for n, extra in by_size.items()
+            if n in sizes
+        )
+    )
     print(f"constraints: {os.path.relpath(constraints, C.REPO)}\n")
     header = ["system"] + [f"{n} labeled" for n in sizes]
     rows = []
@@ -275,25 +354,44 @@ def main(argv) -> int:
             cells.append(f"{statistics.mean(vals):.2f}{sd}")
         rows.append(cells)
     for name, nums in dom["published"].items():
-        rows.append([f"published: {name}"] + [f"{nums[n]:.2f}" if n in nums else "–"
-                                              for n in sizes])
+        rows.append(
+            [f"published: {name}"] + [f"{nums[n]:.2f}" if n in nums else "–" for n in sizes]
+        )
     if dom["targets"]:
-        rows.append(["target for ours with constraints"] + [f">= {dom['targets'].get(n, 0):.1f}"
-                                                            for n in sizes])
+        rows.append(
+            ["target for ours with constraints"]
+            + [f">= {dom['targets'].get(n, 0):.1f}" for n in sizes]
+        )
     print(C.markdown_table(header, rows))
-    print(f"\ntest token accuracy (%), mean ± standard deviation over "
-          f"{args.draws} random labeled sets for the smaller sizes, the whole training split for "
-          f"{full}; models chosen on dev only")
+    print(
+        f"\ntest token accuracy (%), mean ± standard deviation over "
+        f"{args.draws} random labeled sets for the smaller sizes, the whole training split for "
+        f"{full}; models chosen on dev only"
+    )
     if any("constrained_dev" in r for r in results):
-        dev = {n: statistics.mean(100 * r["constrained_dev"] for r in results if r["size"] == n)
-               for n in sizes}
-        print("mean dev accuracy of the selected models with constraints (what the settings "
-              "were chosen on): " + ", ".join(f"{n} labeled {v:.2f}" for n, v in dev.items()))
-    print(f"whole study: {total:.0f} s wall clock with {args.workers} worker(s); load average "
-          f"at the end {' '.join(map(str, C.load_average()))}")
-    C.write_json(Path(args.json or C.OUT / f"{args.domain}_semisup.json"),
-                 {"machine": mach, "domain": args.domain, "semisup": semisup,
-                  "semisup_by_size": by_size, "results": results, "seconds": total})
+        dev = {
+            n: statistics.mean(100 * r["constrained_dev"] for r in results if r["size"] == n)
+            for n in sizes
+        }
+        print(
+            "mean dev accuracy of the selected models with constraints (what the settings "
+            "were chosen on): " + ", ".join(f"{n} labeled {v:.2f}" for n, v in dev.items())
+        )
+    print(
+        f"whole study: {total:.0f} s wall clock with {args.workers} worker(s); load average "
+        f"at the end {' '.join(map(str, C.load_average()))}"
+    )
+    C.write_json(
+        Path(args.json or C.OUT / f"{args.domain}_semisup.json"),
+        {
+            "machine": mach,
+            "domain": args.domain,
+            "semisup": semisup,
+            "semisup_by_size": by_size,
+            "results": results,
+            "seconds": total,
+        },
+    )
     return 0
 
 

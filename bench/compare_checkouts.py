@@ -25,29 +25,47 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _common as C  # noqa: E402
 
-COLUMNS = [("train_seconds", "train s", "{:.1f}"),
-           ("e2e_tokens_per_s", "tag tok/s e2e", "{:,.0f}"),
-           ("decode_tokens_per_s", "decode tok/s", "{:,.0f}"), ("f1", "F1", "{:.4f}"),
-           ("n_nonzero", "non-zero", "{:,.0f}")]
+COLUMNS = [
+    ("train_seconds", "train s", "{:.1f}"),
+    ("e2e_tokens_per_s", "tag tok/s e2e", "{:,.0f}"),
+    ("decode_tokens_per_s", "decode tok/s", "{:,.0f}"),
+    ("f1", "F1", "{:.4f}"),
+    ("n_nonzero", "non-zero", "{:,.0f}"),
+]
 
 
 def run(repo: Path, out: Path, quick: bool) -> dict:
     env = dict(os.environ, PYTHONPATH=str(repo))
-    cmd = [sys.executable, str(repo / "bench" / "chunking.py"), "--systems", "ours",
-           "--json", str(out)] + (["--quick"] if quick else [])
+    cmd = [
+        sys.executable,
+        str(repo / "bench" / "chunking.py"),
+        "--systems",
+        "ours",
+        "--json",
+        str(out),
+    ] + (["--quick"] if quick else [])
     subprocess.run(cmd, cwd=repo, env=env, check=True, stdout=subprocess.DEVNULL)
     return json.loads(out.read_text())["systems"]["ours"]
 
 
 def commit_of(repo: Path) -> str:
-    return subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True).stdout.strip() or "?"
+    return (
+        subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        or "?"
+    )
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repo", action="append", type=Path, required=True,
-                    help="a checkout of the project (repeat for each)")
+    ap.add_argument(
+        "--repo",
+        action="append",
+        type=Path,
+        required=True,
+        help="a checkout of the project (repeat for each)",
+    )
     ap.add_argument("--rounds", type=int, default=2, help="turns each checkout takes")
     ap.add_argument("--quick", action="store_true", help="chunking.py --quick")
     args = ap.parse_args(argv)
@@ -58,8 +76,10 @@ def main(argv=None) -> int:
         for k in range(args.rounds):
             for i, repo in enumerate(repos):
                 loads[repo].append(C.load_average())
-                print(f"round {k + 1}: {repo} at {commit_of(repo)} (load average "
-                      f"{loads[repo][-1]})", file=sys.stderr)
+                print(
+                    f"round {k + 1}: {repo} at {commit_of(repo)} (load average {loads[repo][-1]})",
+                    file=sys.stderr,
+                )
                 results[repo].append(run(repo, Path(tmp) / f"{k}-{i}.json", args.quick))
     head = ["checkout"] + [name for _, name, _ in COLUMNS] + ["load averages before runs"]
     rows = []
@@ -69,8 +89,10 @@ def main(argv=None) -> int:
             cells.append(fmt.format(statistics.median(r[key] for r in results[repo])))
         cells.append("; ".join(" ".join(map(str, la)) for la in loads[repo]))
         rows.append(cells)
-    print(f"CoNLL-2000 chunking, `ours` row of bench/chunking.py{' --quick' if args.quick else ''}"
-          f"; median of {args.rounds} alternating rounds per checkout")
+    print(
+        f"CoNLL-2000 chunking, `ours` row of bench/chunking.py{' --quick' if args.quick else ''}"
+        f"; median of {args.rounds} alternating rounds per checkout"
+    )
     print(C.markdown_table(head, rows))
     print(f"load average at end: {' '.join(map(str, C.load_average()))}")
     return 0

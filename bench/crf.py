@@ -59,10 +59,10 @@ def log(msg):
 
 
 def setup(train):
-    from tagger.features import FeatureSpec, Featurizer
-    from tagger.evaluation.labels import LabelIndex
-    from tagger.learners import TrainingProblem
     from tagger.chain.layout import ChainModel
+    from tagger.evaluation.labels import LabelIndex
+    from tagger.features import FeatureSpec, Featurizer
+    from tagger.learners import TrainingProblem
 
     spec = FeatureSpec.load("chunk")
     t0 = time.perf_counter()
@@ -85,8 +85,9 @@ def run_ours(name, c, problem, fz, labels, test):
     from tagger.learners import LEARNERS
 
     key = "c2" if name == "crf-l2" else "c1"
-    learner = LEARNERS[name](**{key: c, "start_end": False, "memory": 6, "delta": 1e-5,
-                                "period": 10})
+    learner = LEARNERS[name](
+        **{key: c, "start_end": False, "memory": 6, "delta": 1e-5, "period": 10}
+    )
     t0, c0 = time.perf_counter(), time.process_time()
     w = learner.fit(problem)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -94,18 +95,29 @@ def run_ours(name, c, problem, fz, labels, test):
     tg.featurizer_, tg.labels_, tg.model_, tg.weights_ = fz, labels, problem.model, w
     tg.info_ = {"learner": name}
     last = learner.trace_[-1]
-    return {"objective": last["objective"], "iterations": last["epoch"],
-            "grad_evals": last["grad_evals"], "train_seconds": seconds, "cpu_seconds": cpu,
-            "nonzero": int(np.count_nonzero(w)), "f1": f1_of(tg.predict, test)}
+    return {
+        "objective": last["objective"],
+        "iterations": last["epoch"],
+        "grad_evals": last["grad_evals"],
+        "train_seconds": seconds,
+        "cpu_seconds": cpu,
+        "nonzero": int(np.count_nonzero(w)),
+        "f1": f1_of(tg.predict, test),
+    }
 
 
 def run_crfsuite(name, c, train, test, problem, fz, labels, workdir):
     import pycrfsuite
 
     attributes = fz.string_attributes
-    params = {"c1": c if name == "crfsuite-l1" else 0.0, "c2": c if name == "crfsuite-l2" else 0.0,
-              "feature.possible_transitions": True, "num_memories": 6, "delta": 1e-5,
-              "period": 10}
+    params = {
+        "c1": c if name == "crfsuite-l1" else 0.0,
+        "c2": c if name == "crfsuite-l2" else 0.0,
+        "feature.possible_transitions": True,
+        "num_memories": 6,
+        "delta": 1e-5,
+        "period": 10,
+    }
     trainer = pycrfsuite.Trainer(algorithm="lbfgs", params=params, verbose=False)
     t0 = time.perf_counter()
     for s in train:
@@ -147,11 +159,17 @@ def run_crfsuite(name, c, train, test, problem, fz, labels, workdir):
     nll, _ = CRFObjective(model, problem.X, problem.y)(w)
     ours = nll + (params["c2"] * float(w @ w) + params["c1"] * float(np.abs(w).sum()))
     tagger.close()
-    return {"objective": its[-1]["loss"], "objective_ours_at_their_weights": ours,
-            "iterations": len(its), "train_seconds": seconds, "cpu_seconds": cpu,
-            "append_seconds": t_append,
-            "nonzero": len(info.state_features) + len(info.transitions),
-            "unmapped_features": missing, "f1": f1}
+    return {
+        "objective": its[-1]["loss"],
+        "objective_ours_at_their_weights": ours,
+        "iterations": len(its),
+        "train_seconds": seconds,
+        "cpu_seconds": cpu,
+        "append_seconds": t_append,
+        "nonzero": len(info.state_features) + len(info.transitions),
+        "unmapped_features": missing,
+        "f1": f1,
+    }
 
 
 def main(argv):
@@ -181,26 +199,52 @@ def main(argv):
                 r = run_ours(name, c, problem, fz, labels, test)
             log(json.dumps(r))
             results[name] = r
-    header = ["system", "c", "objective", "our objective at its weights", "iterations",
-              "grad evals", "train s", "CPU s", "non-zeros", "test F1"]
+    header = [
+        "system",
+        "c",
+        "objective",
+        "our objective at its weights",
+        "iterations",
+        "grad evals",
+        "train s",
+        "CPU s",
+        "non-zeros",
+        "test F1",
+    ]
     rows = []
     for name, r in results.items():
         c = args.c2 if name.endswith("l2") else args.c1
-        rows.append([name, f"{'c2' if name.endswith('l2') else 'c1'}={c:g}",
-                     f"{r['objective']:.2f}",
-                     f"{r['objective_ours_at_their_weights']:.2f}"
-                     if "objective_ours_at_their_weights" in r else "",
-                     r["iterations"], r.get("grad_evals", ""), f"{r['train_seconds']:.1f}", f"{r['cpu_seconds']:.1f}",
-                     C.fmt_int(r["nonzero"]), f"{r['f1']:.2f}"])
+        rows.append(
+            [
+                name,
+                f"{'c2' if name.endswith('l2') else 'c1'}={c:g}",
+                f"{r['objective']:.2f}",
+                f"{r['objective_ours_at_their_weights']:.2f}"
+                if "objective_ours_at_their_weights" in r
+                else "",
+                r["iterations"],
+                r.get("grad_evals", ""),
+                f"{r['train_seconds']:.1f}",
+                f"{r['cpu_seconds']:.1f}",
+                C.fmt_int(r["nonzero"]),
+                f"{r['f1']:.2f}",
+            ]
+        )
     print(C.markdown_table(header, rows))
     for pair in (("crf-l2", "crfsuite-l2"), ("crf-l1", "crfsuite-l1")):
         if all(p in results for p in pair):
             a, b = results[pair[0]], results[pair[1]]
-            print(f"{pair[0]} vs {pair[1]}: objective {100 * (a['objective'] / b['objective'] - 1):+.3f} %, "
-                  f"F1 {a['f1'] - b['f1']:+.2f}, time x{a['train_seconds'] / b['train_seconds']:.2f}, "
-                  f"CPU time x{a['cpu_seconds'] / b['cpu_seconds']:.2f}")
-    print(f"\n{len(train)} training sentences, {problem.model.n_weights} weights; "
-          f"featurisation {t_feat:.1f} s (ours)")
+            print(
+                f"{pair[0]} vs {pair[1]}: objective "
+                f"{100 * (a['objective'] / b['objective'] - 1):+.3f} %, "
+                f"F1 {a['f1'] - b['f1']:+.2f}, "
+                f"time x{a['train_seconds'] / b['train_seconds']:.2f}, "
+                f"CPU time x{a['cpu_seconds'] / b['cpu_seconds']:.2f}"
+            )
+    print(
+        f"\n{len(train)} training sentences, {problem.model.n_weights} weights; "
+        f"featurisation {t_feat:.1f} s (ours)"
+    )
     print("command: " + C.command_line())
     out = Path(args.json) if args.json else C.OUT / ("crf-quick.json" if args.quick else "crf.json")
     C.write_json(out, {"command": C.command_line(), "machine": C.machine(), "results": results})

@@ -27,19 +27,31 @@ def chunk_attributes(words: list[str], tags: list[str]) -> list[list[str]]:
     P = [BOS, BOS, *tags, EOS, EOS]
     out = []
     for i in range(n):
-        w_2, w_1, w0, w1, w2 = W[i:i + 5]
-        p_2, p_1, p0, p1, p2 = P[i:i + 5]
-        out.append([
-            "word[-2]=" + w_2, "word[-1]=" + w_1, "word[0]=" + w0, "word[1]=" + w1,
-            "word[2]=" + w2,
-            "word[-1]|word[0]=" + w_1 + "|" + w0, "word[0]|word[1]=" + w0 + "|" + w1,
-            "pos[-2]=" + p_2, "pos[-1]=" + p_1, "pos[0]=" + p0, "pos[1]=" + p1, "pos[2]=" + p2,
-            "pos[-2]|pos[-1]=" + p_2 + "|" + p_1, "pos[-1]|pos[0]=" + p_1 + "|" + p0,
-            "pos[0]|pos[1]=" + p0 + "|" + p1, "pos[1]|pos[2]=" + p1 + "|" + p2,
-            "pos[-2]|pos[-1]|pos[0]=" + p_2 + "|" + p_1 + "|" + p0,
-            "pos[-1]|pos[0]|pos[1]=" + p_1 + "|" + p0 + "|" + p1,
-            "pos[0]|pos[1]|pos[2]=" + p0 + "|" + p1 + "|" + p2,
-        ])
+        w_2, w_1, w0, w1, w2 = W[i : i + 5]
+        p_2, p_1, p0, p1, p2 = P[i : i + 5]
+        out.append(
+            [
+                "word[-2]=" + w_2,
+                "word[-1]=" + w_1,
+                "word[0]=" + w0,
+                "word[1]=" + w1,
+                "word[2]=" + w2,
+                "word[-1]|word[0]=" + w_1 + "|" + w0,
+                "word[0]|word[1]=" + w0 + "|" + w1,
+                "pos[-2]=" + p_2,
+                "pos[-1]=" + p_1,
+                "pos[0]=" + p0,
+                "pos[1]=" + p1,
+                "pos[2]=" + p2,
+                "pos[-2]|pos[-1]=" + p_2 + "|" + p_1,
+                "pos[-1]|pos[0]=" + p_1 + "|" + p0,
+                "pos[0]|pos[1]=" + p0 + "|" + p1,
+                "pos[1]|pos[2]=" + p1 + "|" + p2,
+                "pos[-2]|pos[-1]|pos[0]=" + p_2 + "|" + p_1 + "|" + p0,
+                "pos[-1]|pos[0]|pos[1]=" + p_1 + "|" + p0 + "|" + p1,
+                "pos[0]|pos[1]|pos[2]=" + p0 + "|" + p1 + "|" + p2,
+            ]
+        )
     return out
 
 

@@ -46,8 +46,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
 TASKS = ("chunk", "pos", "gum-upos", "gum-xpos", "citation")
-GRIDS = {"full": ([0.0, 0.01, 0.03, 0.1, 0.3, 1.0], [0.0, 0.001, 0.01, 0.1, 1.0]),
-         "small": ([0.0, 0.1, 1.0], [0.0, 0.01, 1.0])}
+GRIDS = {
+    "full": ([0.0, 0.01, 0.03, 0.1, 0.3, 1.0], [0.0, 0.001, 0.01, 0.1, 1.0]),
+    "small": ([0.0, 0.1, 1.0], [0.0, 0.01, 1.0]),
+}
 DEFAULT_LEARNERS = ("m3n-subgradient", "crf-l1", "m3n-em")
 
 
@@ -57,21 +59,34 @@ def task_data(task: str, d: Path) -> dict:
     cpf = d / "citations" / "cpf_zheng_chang_2016"
     if task == "chunk":
         spec = {"format": "conll"}
-        return {"preset": "chunk", "train": {"path": str(conll / "train.txt"), **spec},
-                "test": {"path": str(conll / "test.txt"), **spec}}
+        return {
+            "preset": "chunk",
+            "train": {"path": str(conll / "train.txt"), **spec},
+            "test": {"path": str(conll / "test.txt"), **spec},
+        }
     if task == "pos":
         spec = {"format": "conll", "label_column": 1, "keep_columns": 1}
-        return {"preset": "pos", "train": {"path": str(conll / "train.txt"), **spec},
-                "test": {"path": str(conll / "test.txt"), **spec}}
+        return {
+            "preset": "pos",
+            "train": {"path": str(conll / "train.txt"), **spec},
+            "test": {"path": str(conll / "test.txt"), **spec},
+        }
     if task.startswith("gum-"):
         spec = {"format": "conllu", "conllu_label": task[4:]}
-        return {"preset": "pos", **{k: {"path": str(gum / f"en_gum-ud-{k}.conllu"), **spec}
-                                    for k in ("train", "dev", "test")}}
+        return {
+            "preset": "pos",
+            **{
+                k: {"path": str(gum / f"en_gum-ud-{k}.conllu"), **spec}
+                for k in ("train", "dev", "test")
+            },
+        }
     spec = {"format": "tab", "keep_columns": 1}
-    return {"preset": "citation",
-            "train": {"path": str(cpf / "citation_train.300.1.txt"), **spec},
-            "dev": {"path": str(cpf / "citation_dev.txt"), **spec},
-            "test": {"path": str(cpf / "citation_test.txt"), **spec}}
+    return {
+        "preset": "citation",
+        "train": {"path": str(cpf / "citation_train.300.1.txt"), **spec},
+        "dev": {"path": str(cpf / "citation_dev.txt"), **spec},
+        "test": {"path": str(cpf / "citation_test.txt"), **spec},
+    }
 
 
 # ------------------------------------------------------------------ workers
@@ -111,13 +126,19 @@ def worker_ours(job: dict) -> dict:
     seconds = time.perf_counter() - t0
     size = tg.save(job["model"])
     sel = tg.info_.get("selection") or {}
-    return {"seconds": seconds, "model_bytes": size, "n_nonzero": tg.n_nonzero_,
-            "test": score([s.labels for s in test], tg.predict(test), job["chunk"]),
-            "chosen": {sel.get("param", "?"): sel.get("value"), **sel.get("mix", {})},
-            "recipe": sel.get("recipe", {}),
-            "scored_on": sel.get("scored_on"), "path_points": len(sel.get("rows", [])),
-            "path": sel.get("rows", []), "learner": tg.info_["learner"],
-            "learner_choice": tg.info_.get("learner_choice")}
+    return {
+        "seconds": seconds,
+        "model_bytes": size,
+        "n_nonzero": tg.n_nonzero_,
+        "test": score([s.labels for s in test], tg.predict(test), job["chunk"]),
+        "chosen": {sel.get("param", "?"): sel.get("value"), **sel.get("mix", {})},
+        "recipe": sel.get("recipe", {}),
+        "scored_on": sel.get("scored_on"),
+        "path_points": len(sel.get("rows", [])),
+        "path": sel.get("rows", []),
+        "learner": tg.info_["learner"],
+        "learner_choice": tg.info_.get("learner_choice"),
+    }
 
 
 _GRID: dict = {}  # what forked grid workers inherit: the sentences and their attributes
@@ -152,8 +173,9 @@ def _crfsuite_point(c1: float, c2: float) -> dict:
     seconds = _crfsuite_fit(g["fit_part"], c1, c2, path)
     dev = score([s.labels for s in g["dev"]], _crfsuite_tag(path, g["dev"]), g["chunk"])
     os.unlink(path)
-    print(f"# crfsuite c1={c1} c2={c2}: dev {dev:.2f} in {seconds:.1f} s",
-          file=sys.stderr, flush=True)
+    print(
+        f"# crfsuite c1={c1} c2={c2}: dev {dev:.2f} in {seconds:.1f} s", file=sys.stderr, flush=True
+    )
     return {"c1": c1, "c2": c2, "seconds": round(seconds, 2), "dev": dev}
 
 
@@ -170,8 +192,13 @@ def worker_crfsuite(job: dict) -> dict:
     else:
         kept, held = selection.holdout_split(len(train))
         fit_part, dev = [train[i] for i in kept], [train[i] for i in held]
-    _GRID.update(feats={id(s): attributes(s) for s in itertools.chain(train, dev, test)},
-                 fit_part=fit_part, dev=dev, chunk=job["chunk"], model=job["model"])
+    _GRID.update(
+        feats={id(s): attributes(s) for s in itertools.chain(train, dev, test)},
+        fit_part=fit_part,
+        dev=dev,
+        chunk=job["chunk"],
+        model=job["model"],
+    )
     c1s, c2s = GRIDS[job["grid"]]
     grid, jobs = list(itertools.product(c1s, c2s)), job.get("jobs", 1)
     t0 = time.perf_counter()
@@ -180,18 +207,23 @@ def worker_crfsuite(job: dict) -> dict:
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
         points = list(pool.map(_crfsuite_point, *zip(*grid)))
     grid_wall = time.perf_counter() - t0
-    best = max(points, key=lambda p: p["dev"])   # first of the best: the grid's order
+    best = max(points, key=lambda p: p["dev"])  # first of the best: the grid's order
     # The chosen configuration is trained again alone on all the training data: its time is
     # the one compared with ours, measured with no grid job beside it.
     model = job["model"]
     seconds = _crfsuite_fit(train, best["c1"], best["c2"], model)
     counts = C.crfsuite_model_counts(model)
-    return {"seconds": seconds, "grid_seconds": sum(p["seconds"] for p in points),
-            "grid_wall_seconds": grid_wall, "grid_jobs": jobs,
-            "model_bytes": os.path.getsize(model),
-            "n_nonzero": counts["n_nonzero"], "chosen": {"c1": best["c1"], "c2": best["c2"]},
-            "test": score([s.labels for s in test], _crfsuite_tag(model, test), job["chunk"]),
-            "points": points}
+    return {
+        "seconds": seconds,
+        "grid_seconds": sum(p["seconds"] for p in points),
+        "grid_wall_seconds": grid_wall,
+        "grid_jobs": jobs,
+        "model_bytes": os.path.getsize(model),
+        "n_nonzero": counts["n_nonzero"],
+        "chosen": {"c1": best["c1"], "c2": best["c2"]},
+        "test": score([s.labels for s in test], _crfsuite_tag(model, test), job["chunk"]),
+        "points": points,
+    }
 
 
 def maybe_worker(argv: list[str]) -> None:
@@ -214,12 +246,19 @@ def log(msg: str) -> None:
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default=",".join(TASKS), help=f"comma-separated among {TASKS}")
-    p.add_argument("--learners", default=",".join(DEFAULT_LEARNERS),
-                   help="our learners trained with their automatic choice besides the default")
+    p.add_argument(
+        "--learners",
+        default=",".join(DEFAULT_LEARNERS),
+        help="our learners trained with their automatic choice besides the default",
+    )
     p.add_argument("--grid", choices=tuple(GRIDS), default="full")
     p.add_argument("--no-crfsuite", action="store_true", help="leave the crfsuite grid out")
-    p.add_argument("--grid-jobs", type=int, default=1,
-                   help="crfsuite grid points trained at once (the chosen one is retrained alone)")
+    p.add_argument(
+        "--grid-jobs",
+        type=int,
+        default=1,
+        help="crfsuite grid points trained at once (the chosen one is retrained alone)",
+    )
     p.add_argument("--json", default=None, help="where to write the results")
     args = p.parse_args(argv)
     args.tasks = [t.strip() for t in args.task.split(",") if t.strip()]
@@ -238,49 +277,80 @@ def parse_args(argv):
 def run_task(task: str, args, d: Path, work: Path) -> dict:
     data = task_data(task, d)
     chunk = task == "chunk"
-    base = {"preset": data["preset"], "train": data["train"], "test": data["test"],
-            "dev": data.get("dev"), "chunk": chunk}
+    base = {
+        "preset": data["preset"],
+        "train": data["train"],
+        "test": data["test"],
+        "dev": data.get("dev"),
+        "chunk": chunk,
+    }
     rows = {}
     systems = [("ours default", {"system": "ours", "learner": args.default_learner})]
-    systems += [(f"ours {x} (auto)", {"system": "ours", "learner": x})
-                for x in args.learners if x != args.default_learner]
+    systems += [
+        (f"ours {x} (auto)", {"system": "ours", "learner": x})
+        for x in args.learners
+        if x != args.default_learner
+    ]
     if not args.no_crfsuite:
-        systems.append(("crfsuite tuned",
-                        {"system": "crfsuite", "grid": args.grid, "jobs": args.grid_jobs}))
+        systems.append(
+            ("crfsuite tuned", {"system": "crfsuite", "grid": args.grid, "jobs": args.grid_jobs})
+        )
     for name, extra in systems:
         slug = name.replace(" ", "-").replace("(", "").replace(")", "")
         job = dict(base, **extra, model=str(work / f"{task}-{slug}.model"))
         log(f"{task}: {name} (load average {C.load_average()})")
         rows[name] = C.run_worker(str(Path(__file__).resolve()), job, work, f"{task}-{slug}")
         log(f"{task}: {name}: test {rows[name]['test']:.2f} in {rows[name]['seconds']:.1f} s")
-    return {"metric": "chunk F1" if chunk else "token accuracy", "rows": rows,
-            "load_average_after": C.load_average()}
+    return {
+        "metric": "chunk F1" if chunk else "token accuracy",
+        "rows": rows,
+        "load_average_after": C.load_average(),
+    }
 
 
 def print_task(task: str, res: dict) -> None:
-    header = ["system", f"test {res['metric']}", "non-zero weights", "model bytes",
-              "train s (selection included)", "chosen", "peak RSS MB"]
+    header = [
+        "system",
+        f"test {res['metric']}",
+        "non-zero weights",
+        "model bytes",
+        "train s (selection included)",
+        "chosen",
+        "peak RSS MB",
+    ]
     table = []
     for name, r in res["rows"].items():
         chosen = ", ".join(f"{k}={v:g}" for k, v in r["chosen"].items() if v is not None)
         if "grid_seconds" in r:
-            chosen += (f" (grid of {len(r['points'])}: {r['grid_seconds']:.0f} s, "
-                       f"{r['grid_wall_seconds']:.0f} s wall with {r['grid_jobs']} at once)")
+            chosen += (
+                f" (grid of {len(r['points'])}: {r['grid_seconds']:.0f} s, "
+                f"{r['grid_wall_seconds']:.0f} s wall with {r['grid_jobs']} at once)"
+            )
         elif r.get("scored_on"):
             chosen += f" on {r['scored_on']} ({r['path_points']} points)"
-        table.append([name, f"{r['test']:.2f}", C.fmt_int(r["n_nonzero"]),
-                      C.fmt_int(r["model_bytes"]), f"{r['seconds']:.1f}", chosen,
-                      f"{r['peak_rss_mb']:.0f}"])
+        table.append(
+            [
+                name,
+                f"{r['test']:.2f}",
+                C.fmt_int(r["n_nonzero"]),
+                C.fmt_int(r["model_bytes"]),
+                f"{r['seconds']:.1f}",
+                chosen,
+                f"{r['peak_rss_mb']:.0f}",
+            ]
+        )
     print(f"{task}:")
     print()
     print(C.markdown_table(header, table))
     print()
     ours, peer = res["rows"].get("ours default"), res["rows"].get("crfsuite tuned")
     if ours and peer:
-        print(f"- ours default - crfsuite tuned: {ours['test'] - peer['test']:+.2f} points; "
-              f"non-zeros {ours['n_nonzero'] / max(peer['n_nonzero'], 1):.2f}x; seconds "
-              f"{ours['seconds'] / max(peer['seconds'], 1e-9):.2f}x crfsuite's chosen "
-              f"configuration")
+        print(
+            f"- ours default - crfsuite tuned: {ours['test'] - peer['test']:+.2f} points; "
+            f"non-zeros {ours['n_nonzero'] / max(peer['n_nonzero'], 1):.2f}x; seconds "
+            f"{ours['seconds'] / max(peer['seconds'], 1e-9):.2f}x crfsuite's chosen "
+            f"configuration"
+        )
         print()
 
 

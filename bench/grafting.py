@@ -54,9 +54,12 @@ def parse_args(argv):
     p.add_argument("--l2", type=float, default=None, help="np: also train the dense L2 CRF")
     p.add_argument("--limit", type=int, default=None, help="np: first N training sentences")
     p.add_argument("--delta", type=float, default=1e-5)
-    p.add_argument("--l1-adaptive-step", action="store_true",
-                   help="crf-l1 with adaptive_step=true (the grafting learners' line-search "
-                        "start) instead of its default unit first step")
+    p.add_argument(
+        "--l1-adaptive-step",
+        action="store_true",
+        help="crf-l1 with adaptive_step=true (the grafting learners' line-search "
+        "start) instead of its default unit first step",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None)
     a = p.parse_args(argv)
@@ -88,24 +91,33 @@ def synthetic_data(seed):
     def f1(w):
         from tagger.inference import viterbi_batch
 
-        pred, _ = viterbi_batch(data.model.state_scores(Xte, w), Xte.offsets,
-                                data.model.transitions(w))
+        pred, _ = viterbi_batch(
+            data.model.state_scores(Xte, w), Xte.offsets, data.model.transitions(w)
+        )
         tp = int(((pred == 1) & (yte == 1)).sum())
         fp = int(((pred == 1) & (yte == 0)).sum())
         fn = int(((pred == 0) & (yte == 1)).sum())
         return 200.0 * tp / max(2 * tp + fp + fn, 1)
 
-    return problem, f1, {"weights": data.model.n_weights, "train_sequences": 1000,
-                         "test_sequences": 1000, "label 1 F1": "token-level F1 of label 1"}
+    return (
+        problem,
+        f1,
+        {
+            "weights": data.model.n_weights,
+            "train_sequences": 1000,
+            "test_sequences": 1000,
+            "label 1 F1": "token-level F1 of label 1",
+        },
+    )
 
 
 def np_data(limit):
-    from tagger.io import read_corpus
-    from tagger.features import FeatureSpec, Featurizer
-    from tagger.evaluation.labels import LabelIndex
-    from tagger.learners import TrainingProblem
-    from tagger.evaluation.metrics import evaluate
     from tagger.chain.layout import ChainModel
+    from tagger.evaluation.labels import LabelIndex
+    from tagger.evaluation.metrics import evaluate
+    from tagger.features import FeatureSpec, Featurizer
+    from tagger.io import read_corpus
+    from tagger.learners import TrainingProblem
 
     root = C.corpora() / "conll2000"
     spec = FeatureSpec.load("np-chunk-large")
@@ -132,9 +144,16 @@ def np_data(limit):
         flat = [names[i] for i in pred.tolist()]
         return 100 * evaluate(gold, [flat[a:b] for a, b in zip(offs[:-1], offs[1:])])["f1"]
 
-    return TrainingProblem(model, X, y), f1, {
-        "weights": model.n_weights, "attributes": fz.n_attributes,
-        "train_sentences": len(train), "featurize_seconds": round(t_feat, 1)}
+    return (
+        TrainingProblem(model, X, y),
+        f1,
+        {
+            "weights": model.n_weights,
+            "attributes": fz.n_attributes,
+            "train_sentences": len(train),
+            "featurize_seconds": round(t_feat, 1),
+        },
+    )
 
 
 # ---------------------------------------------------------------------- runs
@@ -164,16 +183,30 @@ def run(name, params, problem, f1, w0=None, trace_f1=True):
     seconds = time.perf_counter() - t0 - (scorer.seconds if scorer else 0.0)
     trace = []
     for r in learner.trace_:
-        trace.append({"seconds": r["time"] - r.get("score_seconds", 0.0),
-                      "objective": r["objective"], "test_f1": r.get("test_f1"),
-                      "grad_evals": r["grad_evals"], "full_grads": r.get("full_grads"),
-                      "nonzero": r["nonzero"],
-                      "working_set": r.get("working_set", problem.model.n_weights)})
+        trace.append(
+            {
+                "seconds": r["time"] - r.get("score_seconds", 0.0),
+                "objective": r["objective"],
+                "test_f1": r.get("test_f1"),
+                "grad_evals": r["grad_evals"],
+                "full_grads": r.get("full_grads"),
+                "nonzero": r["nonzero"],
+                "working_set": r.get("working_set", problem.model.n_weights),
+            }
+        )
     last = learner.trace_[-1]
-    return w, {"learner": name, "params": params, "objective": last["objective"],
-               "seconds": seconds, "grad_evals": last["grad_evals"],
-               "full_grads": last["full_grads"], "iterations": last["epoch"],
-               "nonzero": int(np.count_nonzero(w)), "test_f1": f1(w), "trace": trace}
+    return w, {
+        "learner": name,
+        "params": params,
+        "objective": last["objective"],
+        "seconds": seconds,
+        "grad_evals": last["grad_evals"],
+        "full_grads": last["full_grads"],
+        "iterations": last["epoch"],
+        "nonzero": int(np.count_nonzero(w)),
+        "test_f1": f1(w),
+        "trace": trace,
+    }
 
 
 def first_within(trace, target, rel=1e-3):
@@ -204,83 +237,183 @@ def main(argv):
             params["adaptive_step"] = True
         log(f"training {name} {params}")
         _, r = run(name, params, problem, f1)
-        log(f"{name}: objective {r['objective']:.4f}, {r['seconds']:.1f} s, "
-            f"{r['grad_evals']} gradient evaluations, {r['nonzero']} non-zeros, F1 {r['test_f1']:.2f}")
+        log(
+            f"{name}: objective {r['objective']:.4f}, {r['seconds']:.1f} s, "
+            f"{r['grad_evals']} gradient evaluations, {r['nonzero']} non-zeros, "
+            f"F1 {r['test_f1']:.2f}"
+        )
         results[name] = r
     out = C.machine_lines(mach) + [""]
     if results:
         best = min(r["objective"] for r in results.values())
-        out += [f"## {args.task}: c1={args.c1:g}, select unit M={args.select_unit}, "
-               f"{about['weights']:,} weights", ""]
+        out += [
+            f"## {args.task}: c1={args.c1:g}, select unit M={args.select_unit}, "
+            f"{about['weights']:,} weights",
+            "",
+        ]
         rows = []
         for name, r in results.items():
-            rows.append([name, f"{r['objective']:.4f}",
-                         f"{100 * (r['objective'] / best - 1):.4f} %", f"{r['seconds']:.1f}",
-                         r["grad_evals"], r["full_grads"], r["iterations"],
-                         C.fmt_int(r["nonzero"]), f"{r['test_f1']:.2f}"])
-        out.append(C.markdown_table(["learner", "final objective", "gap to best", "seconds",
-                                     "gradient evals", "full-gradient passes", "iterations",
-                                     "non-zeros", "test F1"], rows))
+            rows.append(
+                [
+                    name,
+                    f"{r['objective']:.4f}",
+                    f"{100 * (r['objective'] / best - 1):.4f} %",
+                    f"{r['seconds']:.1f}",
+                    r["grad_evals"],
+                    r["full_grads"],
+                    r["iterations"],
+                    C.fmt_int(r["nonzero"]),
+                    f"{r['test_f1']:.2f}",
+                ]
+            )
+        out.append(
+            C.markdown_table(
+                [
+                    "learner",
+                    "final objective",
+                    "gap to best",
+                    "seconds",
+                    "gradient evals",
+                    "full-gradient passes",
+                    "iterations",
+                    "non-zeros",
+                    "test F1",
+                ],
+                rows,
+            )
+        )
         if "crf-l1" in results:
             target = results["crf-l1"]["objective"]
             out += ["", "Within 0.1 % of full OWL-QN's final objective:", ""]
             rows = []
             for name, r in results.items():
                 hit = first_within(r["trace"], target)
-                rows.append([name, "never" if hit is None else f"{hit['seconds']:.1f}",
-                             "" if hit is None else hit["grad_evals"],
-                             "" if hit is None else hit["full_grads"],
-                             "" if hit is None else C.fmt_int(hit["nonzero"]),
-                             "" if hit is None else f"{hit['test_f1']:.2f}"])
-            out.append(C.markdown_table(["learner", "seconds", "gradient evals",
-                                         "full-gradient passes", "non-zeros", "test F1"], rows))
+                rows.append(
+                    [
+                        name,
+                        "never" if hit is None else f"{hit['seconds']:.1f}",
+                        "" if hit is None else hit["grad_evals"],
+                        "" if hit is None else hit["full_grads"],
+                        "" if hit is None else C.fmt_int(hit["nonzero"]),
+                        "" if hit is None else f"{hit['test_f1']:.2f}",
+                    ]
+                )
+            out.append(
+                C.markdown_table(
+                    [
+                        "learner",
+                        "seconds",
+                        "gradient evals",
+                        "full-gradient passes",
+                        "non-zeros",
+                        "test F1",
+                    ],
+                    rows,
+                )
+            )
         out += ["", "Traces (seconds, objective, test F1, gradient evals, working set, non-zeros):"]
         for name, r in results.items():
             tr = r["trace"]
             picks = sorted(set(np.unique(np.linspace(0, len(tr) - 1, 12).astype(int)).tolist()))
             out.append(f"\n{name}:")
-            out.append(C.markdown_table(
-                ["s", "objective", "F1", "grad evals", "full grads", "|S|", "nnz"],
-                [[f"{tr[i]['seconds']:.1f}", f"{tr[i]['objective']:.4f}",
-                  f"{tr[i]['test_f1']:.2f}", tr[i]["grad_evals"], tr[i]["full_grads"],
-                  C.fmt_int(tr[i]["working_set"]), C.fmt_int(tr[i]["nonzero"])]
-                 for i in picks]))
+            out.append(
+                C.markdown_table(
+                    ["s", "objective", "F1", "grad evals", "full grads", "|S|", "nnz"],
+                    [
+                        [
+                            f"{tr[i]['seconds']:.1f}",
+                            f"{tr[i]['objective']:.4f}",
+                            f"{tr[i]['test_f1']:.2f}",
+                            tr[i]["grad_evals"],
+                            tr[i]["full_grads"],
+                            C.fmt_int(tr[i]["working_set"]),
+                            C.fmt_int(tr[i]["nonzero"]),
+                        ]
+                        for i in picks
+                    ],
+                )
+            )
     path_rows = []
     if args.task == "np" and args.path:
         w = None
         for c1 in args.path:
             log(f"path: crf-grafting c1={c1:g}")
-            w, r = run("crf-grafting", {"c1": c1, "delta": args.delta, "epochs": 5000,
-                                        "select_unit": args.select_unit},
-                       problem, f1, w0=w, trace_f1=False)
+            w, r = run(
+                "crf-grafting",
+                {"c1": c1, "delta": args.delta, "epochs": 5000, "select_unit": args.select_unit},
+                problem,
+                f1,
+                w0=w,
+                trace_f1=False,
+            )
             path_rows.append(r)
             log(f"c1={c1:g}: {r['nonzero']} non-zeros, F1 {r['test_f1']:.2f}, {r['seconds']:.1f} s")
     dense = None
     if args.task == "np" and args.l2 is not None:
         log(f"dense L2 CRF c2={args.l2:g}")
-        _, dense = run("crf-l2", {"c2": args.l2, "delta": args.delta, "epochs": 5000},
-                       problem, f1, trace_f1=False)
-        log(f"L2: {dense['nonzero']} non-zeros, F1 {dense['test_f1']:.2f}, {dense['seconds']:.1f} s")
+        _, dense = run(
+            "crf-l2",
+            {"c2": args.l2, "delta": args.delta, "epochs": 5000},
+            problem,
+            f1,
+            trace_f1=False,
+        )
+        log(
+            f"L2: {dense['nonzero']} non-zeros, F1 {dense['test_f1']:.2f}, {dense['seconds']:.1f} s"
+        )
     if path_rows or dense:
         ref = dense["test_f1"] if dense else None
-        out += ["", "F1 against the number of selected weights (Grafting-Light along c1; "
-                    "dense L2 CRF for reference):", ""]
-        rows = [[f"c1={r['params']['c1']:g}", C.fmt_int(r["nonzero"]),
-                 f"{100 * r['nonzero'] / about['weights']:.3f} %", f"{r['test_f1']:.2f}",
-                 "" if ref is None else f"{r['test_f1'] - ref:+.2f}", f"{r['seconds']:.1f}"]
-                for r in path_rows]
+        out += [
+            "",
+            "F1 against the number of selected weights (Grafting-Light along c1; "
+            "dense L2 CRF for reference):",
+            "",
+        ]
+        rows = [
+            [
+                f"c1={r['params']['c1']:g}",
+                C.fmt_int(r["nonzero"]),
+                f"{100 * r['nonzero'] / about['weights']:.3f} %",
+                f"{r['test_f1']:.2f}",
+                "" if ref is None else f"{r['test_f1'] - ref:+.2f}",
+                f"{r['seconds']:.1f}",
+            ]
+            for r in path_rows
+        ]
         if dense:
-            rows.append([f"L2 c2={args.l2:g}", C.fmt_int(dense["nonzero"]),
-                         f"{100 * dense['nonzero'] / about['weights']:.3f} %",
-                         f"{dense['test_f1']:.2f}", "+0.00", f"{dense['seconds']:.1f}"])
-        out.append(C.markdown_table(["model", "non-zeros", "of all weights", "test F1",
-                                     "vs dense", "seconds"], rows))
-    out += ["", "load average at the end: " + " ".join(map(str, C.load_average())),
-            "command: " + C.command_line()]
+            rows.append(
+                [
+                    f"L2 c2={args.l2:g}",
+                    C.fmt_int(dense["nonzero"]),
+                    f"{100 * dense['nonzero'] / about['weights']:.3f} %",
+                    f"{dense['test_f1']:.2f}",
+                    "+0.00",
+                    f"{dense['seconds']:.1f}",
+                ]
+            )
+        out.append(
+            C.markdown_table(
+                ["model", "non-zeros", "of all weights", "test F1", "vs dense", "seconds"], rows
+            )
+        )
+    out += [
+        "",
+        "load average at the end: " + " ".join(map(str, C.load_average())),
+        "command: " + C.command_line(),
+    ]
     print("\n".join(out))
     path = Path(args.json) if args.json else C.OUT / f"grafting-{args.task}.json"
-    C.write_json(path, {"command": C.command_line(), "machine": mach, "about": about,
-                        "results": results, "path": path_rows, "dense": dense})
+    C.write_json(
+        path,
+        {
+            "command": C.command_line(),
+            "machine": mach,
+            "about": about,
+            "results": results,
+            "path": path_rows,
+            "dense": dense,
+        },
+    )
     return 0
 
 

@@ -65,36 +65,75 @@ def main(argv) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             for size in sizes:
-                job = {"system": "ours", "features": "chunk", "learner": name,
-                       "params": {**params[name], "max_seconds": bound},
-                       "model": str(Path(tmp) / f"{name}-{size}.tgm"),
-                       "train": {"path": str(train_path), "limit": size}}
+                job = {
+                    "system": "ours",
+                    "features": "chunk",
+                    "learner": name,
+                    "params": {**params[name], "max_seconds": bound},
+                    "model": str(Path(tmp) / f"{name}-{size}.tgm"),
+                    "train": {"path": str(train_path), "limit": size},
+                }
                 r = Cm.run_worker(__file__, job, Path(tmp), f"{name}-{size}")
                 final = r.get("final") or {}
                 f1 = Tagger.load(job["model"]).evaluate(test)["f1"]
-                entry = {"learner": name, "size": size, "n_tokens": r["n_train_tokens"],
-                         "seconds": r["train_seconds"], "peak_rss_mb": r["peak_rss_mb"],
-                         "rounds": final.get("epoch"), "rows": final.get("rows"),
-                         "columns": final.get("columns"), "converged": final.get("converged"),
-                         "nonzero": r["n_nonzero"], "f1": f1, "params": job["params"],
-                         "final": final}
+                entry = {
+                    "learner": name,
+                    "size": size,
+                    "n_tokens": r["n_train_tokens"],
+                    "seconds": r["train_seconds"],
+                    "peak_rss_mb": r["peak_rss_mb"],
+                    "rounds": final.get("epoch"),
+                    "rows": final.get("rows"),
+                    "columns": final.get("columns"),
+                    "converged": final.get("converged"),
+                    "nonzero": r["n_nonzero"],
+                    "f1": f1,
+                    "params": job["params"],
+                    "final": final,
+                }
                 results.append(entry)
-                rows.append([name, f"{size:,}", f"{r['n_train_tokens']:,}",
-                             f"{r['train_seconds']:.1f}", f"{r['peak_rss_mb']:.0f}",
-                             str(final.get("epoch")), Cm.fmt_int(final.get("rows")),
-                             Cm.fmt_int(final.get("columns")),
-                             "yes" if final.get("converged") else "no",
-                             Cm.fmt_int(r["n_nonzero"]), f"{100 * f1:.2f}"])
+                rows.append(
+                    [
+                        name,
+                        f"{size:,}",
+                        f"{r['n_train_tokens']:,}",
+                        f"{r['train_seconds']:.1f}",
+                        f"{r['peak_rss_mb']:.0f}",
+                        str(final.get("epoch")),
+                        Cm.fmt_int(final.get("rows")),
+                        Cm.fmt_int(final.get("columns")),
+                        "yes" if final.get("converged") else "no",
+                        Cm.fmt_int(r["n_nonzero"]),
+                        f"{100 * f1:.2f}",
+                    ]
+                )
                 print(" | ".join(rows[-1]), flush=True)
                 if not final.get("converged"):
                     break
     print()
-    print(Cm.markdown_table(["learner", "sentences", "tokens", "train s", "peak RSS MB",
-                             "rounds", "rows", "LP columns", "converged", "non-zero",
-                             "test F1"], rows))
+    print(
+        Cm.markdown_table(
+            [
+                "learner",
+                "sentences",
+                "tokens",
+                "train s",
+                "peak RSS MB",
+                "rounds",
+                "rows",
+                "LP columns",
+                "converged",
+                "non-zero",
+                "test F1",
+            ],
+            rows,
+        )
+    )
     out = args.json or Cm.OUT / ("lp_limits-quick.json" if args.quick else "lp_limits.json")
-    Cm.write_json(out, {"machine": mach, "command": Cm.command_line(), "bound_seconds": bound,
-                        "results": results})
+    Cm.write_json(
+        out,
+        {"machine": mach, "command": Cm.command_line(), "bound_seconds": bound, "results": results},
+    )
     return 0
 
 

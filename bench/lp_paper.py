@@ -47,14 +47,17 @@ PUBLISHED = {
     "LP-Xgrad": ((4.92, 0.13), (1.98, 0.12), 856, 14),
     "CRF": ((4.58, 0.14), (1.81, 0.19), 51403, 205),
 }
-LEARNERS = ("hmm", "perceptron", "mira", "lp-extragradient", "lp-simplex", "crf-l2",
-            "m3n-owlqn")
+LEARNERS = ("hmm", "perceptron", "mira", "lp-extragradient", "lp-simplex", "crf-l2", "m3n-owlqn")
 #: settings on top of each learner's defaults: the perceptron's 100 passes as in the paper
-PARAMS = {"perceptron": {"epochs": 100}, "mira": {"epochs": 46},
-          # the LP learners' C is not chosen (NO_SELECT): 100 makes a slack cost as much as
-          # a hundred units of weight, so that training errors are expensive, as at the
-          # paper's error rates; it was fixed before any test score was seen
-          "lp-extragradient": {"C": 100.0}, "lp-simplex": {"C": 100.0}}
+PARAMS = {
+    "perceptron": {"epochs": 100},
+    "mira": {"epochs": 46},
+    # the LP learners' C is not chosen (NO_SELECT): 100 makes a slack cost as much as
+    # a hundred units of weight, so that training errors are expensive, as at the
+    # paper's error rates; it was fixed before any test score was seen
+    "lp-extragradient": {"C": 100.0},
+    "lp-simplex": {"C": 100.0},
+}
 POOL, TRAIN = 6700, 5700
 #: learners whose strength is not chosen: the LP learners (one converged run on a split takes
 #: the better part of the paper's time budget; a path would multiply it); every other learner
@@ -67,12 +70,15 @@ NO_SELECT = ("lp-extragradient", "lp-simplex")
 def _corpus(name: str) -> list:
     root = C.corpora()
     if name == "conll2000":
-        parts = [C.load({"path": str(root / "conll2000" / f), "label_column": -2,
-                         "keep_columns": 1}) for f in ("train.txt", "test.txt")]
+        parts = [
+            C.load({"path": str(root / "conll2000" / f), "label_column": -2, "keep_columns": 1})
+            for f in ("train.txt", "test.txt")
+        ]
     else:
         gum = root / "ud_english_gum"
-        parts = [C.load({"path": str(gum / f"en_gum-ud-{f}.conllu")})
-                 for f in ("train", "dev", "test")]
+        parts = [
+            C.load({"path": str(gum / f"en_gum-ud-{f}.conllu")}) for f in ("train", "dev", "test")
+        ]
     return [s for part in parts for s in part if len(s)]
 
 
@@ -83,8 +89,9 @@ def _splits(sentences: list, n_splits: int) -> list[tuple[list, list]]:
     out = []
     for k in range(n_splits):
         perm = np.random.default_rng(k + 1).permutation(POOL)
-        out.append(([sentences[i] for i in pool[perm[:TRAIN]]],
-                     [sentences[i] for i in pool[perm[TRAIN:]]]))
+        out.append(
+            ([sentences[i] for i in pool[perm[:TRAIN]]], [sentences[i] for i in pool[perm[TRAIN:]]])
+        )
     return out
 
 
@@ -93,20 +100,33 @@ def run_job(job: dict) -> dict:
     from tagger import Tagger
 
     train, test = _splits(_corpus(job["corpus"]), job["split"] + 1)[job["split"]]
-    train = train[:job["train_size"]]
-    tagger = Tagger(features="hmm", learner=job["learner"], params=job["params"],
-                    select=job["learner"] not in NO_SELECT, seed=job["split"])
+    train = train[: job["train_size"]]
+    tagger = Tagger(
+        features="hmm",
+        learner=job["learner"],
+        params=job["params"],
+        select=job["learner"] not in NO_SELECT,
+        seed=job["split"],
+    )
     cpu0, wall0 = time.process_time(), time.perf_counter()
     tagger.fit(train)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     result = tagger.evaluate(test, vocabulary=train)
     last = tagger.trace_[-1] if tagger.trace_ else {}
-    return {"corpus": job["corpus"], "split": job["split"], "learner": job["learner"],
-            "params": job["params"], "err_all": 100 * (1 - result["accuracy"]),
-            "err_voc": 100 * result["by_vocabulary"]["seen"]["error"],
-            "cpu_s": cpu, "wall_s": wall, "iterations": len(tagger.trace_),
-            "converged": bool(last.get("converged", True)), "nonzero": tagger.n_nonzero_,
-            "last": {k: v for k, v in last.items() if isinstance(v, (int, float, str, bool))}}
+    return {
+        "corpus": job["corpus"],
+        "split": job["split"],
+        "learner": job["learner"],
+        "params": job["params"],
+        "err_all": 100 * (1 - result["accuracy"]),
+        "err_voc": 100 * result["by_vocabulary"]["seen"]["error"],
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "iterations": len(tagger.trace_),
+        "converged": bool(last.get("converged", True)),
+        "nonzero": tagger.n_nonzero_,
+        "last": {k: v for k, v in last.items() if isinstance(v, (int, float, str, bool))},
+    }
 
 
 def parse_args(argv):
@@ -143,39 +163,68 @@ def main(argv) -> int:
         name, kv = item.split(":", 1)
         params[name].update(get_learner(name).parse_settings([kv]))
     corpora = [c for c in args.corpora.split(",") if c]
-    jobs = [{"corpus": c, "split": k, "learner": n, "params": params[n],
-             "train_size": args.train_size}
-            for c in corpora for k in range(args.splits) for n in names]
+    jobs = [
+        {"corpus": c, "split": k, "learner": n, "params": params[n], "train_size": args.train_size}
+        for c in corpora
+        for k in range(args.splits)
+        for n in names
+    ]
     results = []
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.workers,
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(
+        max_workers=args.workers, mp_context=multiprocessing.get_context("spawn")
+    ) as pool:
         for future in as_completed([pool.submit(run_job, j) for j in jobs]):
             r = future.result()
             results.append(r)
-            print(f"  {r['corpus']} split {r['split']} {r['learner']}: Err_all "
-                  f"{r['err_all']:.2f} Err_voc {r['err_voc']:.2f} cpu {r['cpu_s']:.1f} s "
-                  f"wall {r['wall_s']:.1f} s iterations {r['iterations']} converged "
-                  f"{r['converged']}", flush=True)
+            print(
+                f"  {r['corpus']} split {r['split']} {r['learner']}: Err_all "
+                f"{r['err_all']:.2f} Err_voc {r['err_voc']:.2f} cpu {r['cpu_s']:.1f} s "
+                f"wall {r['wall_s']:.1f} s iterations {r['iterations']} converged "
+                f"{r['converged']}",
+                flush=True,
+            )
     for corpus in corpora:
         rows = []
         for n in names:
             rs = [r for r in results if r["corpus"] == corpus and r["learner"] == n]
-            rows.append([n, _cell([r["err_all"] for r in rs]), _cell([r["err_voc"] for r in rs]),
-                         _cell([r["cpu_s"] for r in rs], 0), _cell([r["wall_s"] for r in rs], 0),
-                         _cell([r["iterations"] for r in rs], 1),
-                         f"{sum(r['converged'] for r in rs)}/{len(rs)}"])
+            rows.append(
+                [
+                    n,
+                    _cell([r["err_all"] for r in rs]),
+                    _cell([r["err_voc"] for r in rs]),
+                    _cell([r["cpu_s"] for r in rs], 0),
+                    _cell([r["wall_s"] for r in rs], 0),
+                    _cell([r["iterations"] for r in rs], 1),
+                    f"{sum(r['converged'] for r in rs)}/{len(rs)}",
+                ]
+            )
         for name, (ea, ev, cpu, it) in PUBLISHED.items():
-            rows.append([f"published: {name}", f"{ea[0]:.2f} ± {ea[1]:.2f}",
-                         f"{ev[0]:.2f} ± {ev[1]:.2f}", "-" if cpu is None else str(cpu), "-",
-                         "-" if it is None else str(it), "-"])
-        print(f"\n{corpus}: {POOL:,} sentences, {args.splits} splits of {TRAIN:,} / "
-              f"{POOL - TRAIN:,} (training on {args.train_size:,}), hmm features")
-        print(C.markdown_table(["model", "Err_all", "Err_voc", "CPU s", "wall s", "iterations",
-                                "converged"], rows))
+            rows.append(
+                [
+                    f"published: {name}",
+                    f"{ea[0]:.2f} ± {ea[1]:.2f}",
+                    f"{ev[0]:.2f} ± {ev[1]:.2f}",
+                    "-" if cpu is None else str(cpu),
+                    "-",
+                    "-" if it is None else str(it),
+                    "-",
+                ]
+            )
+        print(
+            f"\n{corpus}: {POOL:,} sentences, {args.splits} splits of {TRAIN:,} / "
+            f"{POOL - TRAIN:,} (training on {args.train_size:,}), hmm features"
+        )
+        print(
+            C.markdown_table(
+                ["model", "Err_all", "Err_voc", "CPU s", "wall s", "iterations", "converged"], rows
+            )
+        )
     print("\nsettings: " + "; ".join(f"{n} {C.fmt_params(params[n])}" for n in names))
-    print(f"whole run: {time.perf_counter() - t0:.0f} s wall clock with {args.workers} "
-          f"worker(s); load average at the end {' '.join(map(str, C.load_average()))}")
+    print(
+        f"whole run: {time.perf_counter() - t0:.0f} s wall clock with {args.workers} "
+        f"worker(s); load average at the end {' '.join(map(str, C.load_average()))}"
+    )
     C.write_json(Path(args.json), {"machine": mach, "params": params, "results": results})
     return 0
 

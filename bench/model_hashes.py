@@ -32,8 +32,15 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _common as C  # noqa: E402
 
-SEMISUP = {"C": 1.0, "steps": 3, "rounds": 1, "epochs": 15, "start_epochs": 200,
-           "max_working_set": 64, "cu_end": 1.0}
+SEMISUP = {
+    "C": 1.0,
+    "steps": 3,
+    "rounds": 1,
+    "epochs": 15,
+    "start_epochs": 200,
+    "max_working_set": 64,
+    "cu_end": 1.0,
+}
 
 
 #: the README's figures were measured with this learner (the default until m3n-owlqn)
@@ -67,11 +74,12 @@ def _citation_files(corpora: Path, out: Path) -> dict[str, Path]:
     cpf = corpora / "citations" / "cpf_zheng_chang_2016"
     train = _blocks(cpf / "citation_train.300.1.txt")
     idx = sorted(np.random.default_rng(0).choice(len(train), 20, replace=False))
-    return {"train20": _write(out / "train20.tsv", [train[i] for i in idx], 2),
-            "dev": _write(out / "dev.tsv", _blocks(cpf / "citation_dev.txt"), 2),
-            "test": _write(out / "test.tsv", _blocks(cpf / "citation_test.txt"), 2),
-            "unlabeled": _write(out / "unlabeled.tsv", _blocks(cpf / "citation_unlabeled.txt"),
-                                1)}
+    return {
+        "train20": _write(out / "train20.tsv", [train[i] for i in idx], 2),
+        "dev": _write(out / "dev.tsv", _blocks(cpf / "citation_dev.txt"), 2),
+        "test": _write(out / "test.tsv", _blocks(cpf / "citation_test.txt"), 2),
+        "unlabeled": _write(out / "unlabeled.tsv", _blocks(cpf / "citation_unlabeled.txt"), 1),
+    }
 
 
 def _jobs(corpora: Path, files: dict[str, Path]) -> dict[str, tuple[list, list]]:
@@ -79,24 +87,74 @@ def _jobs(corpora: Path, files: dict[str, Path]) -> dict[str, tuple[list, list]]
     cpf = corpora / "citations" / "cpf_zheng_chang_2016"
     semisup = [a for k, v in SEMISUP.items() for a in ("--set", f"{k}={v}")]
     return {
-        "chunk": (["train", conll / "train.txt", *SUBGRADIENT, "--set", "radius=8000", "--set",
-                   "max_nonzero=40000"], ["eval", conll / "test.txt"]),
-        "pos": (["train", conll / "train.txt", "--label-column", "1", "--features", "pos",
-                 *SUBGRADIENT, "--set", "radius=6000"],
-                ["eval", conll / "test.txt", "--label-column", "1"]),
-        "citation": (["train", cpf / "citation_train.300.1.txt", "--dev",
-                      cpf / "citation_dev.txt", "--features", "citation", *SUBGRADIENT,
-                      "--set", "radius=800"], ["eval", cpf / "citation_test.txt"]),
-        "semisup": (["train", files["train20"], "--unlabeled", files["unlabeled"],
-                     "--constraints", "constraints/citations.toml", "--dev",
-                     files["dev"], "--features", "citation", "--learner", "ssvm-annealing",
-                     *semisup], ["eval", files["test"]]),
+        "chunk": (
+            [
+                "train",
+                conll / "train.txt",
+                *SUBGRADIENT,
+                "--set",
+                "radius=8000",
+                "--set",
+                "max_nonzero=40000",
+            ],
+            ["eval", conll / "test.txt"],
+        ),
+        "pos": (
+            [
+                "train",
+                conll / "train.txt",
+                "--label-column",
+                "1",
+                "--features",
+                "pos",
+                *SUBGRADIENT,
+                "--set",
+                "radius=6000",
+            ],
+            ["eval", conll / "test.txt", "--label-column", "1"],
+        ),
+        "citation": (
+            [
+                "train",
+                cpf / "citation_train.300.1.txt",
+                "--dev",
+                cpf / "citation_dev.txt",
+                "--features",
+                "citation",
+                *SUBGRADIENT,
+                "--set",
+                "radius=800",
+            ],
+            ["eval", cpf / "citation_test.txt"],
+        ),
+        "semisup": (
+            [
+                "train",
+                files["train20"],
+                "--unlabeled",
+                files["unlabeled"],
+                "--constraints",
+                "constraints/citations.toml",
+                "--dev",
+                files["dev"],
+                "--features",
+                "citation",
+                "--learner",
+                "ssvm-annealing",
+                *semisup,
+            ],
+            ["eval", files["test"]],
+        ),
     }
 
 
 def _tagger(repo: Path, args: list) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-c", "import sys; sys.path.insert(0, '.'); import cli; cli.main()",
-           *map(str, args)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; sys.path.insert(0, '.'); import cli; cli.main()",
+        *map(str, args),
+    ]
     env = dict(os.environ, PYTHONPATH=str(repo))
     return subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, check=True)
 
@@ -112,8 +170,9 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     corpora = C.corpora()
     files = _citation_files(corpora, out)
-    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     print(f"# {repo} at {commit}; load average {C.load_average()}")
     rows = {}
     for name, (train, evaluate) in _jobs(corpora, files).items():
@@ -127,10 +186,17 @@ def main(argv=None) -> int:
         info = json.loads(_tagger(repo, ["inspect", model, "--json"]).stdout)
         digest = hashlib.sha256(model.read_bytes()).hexdigest()
         headline = scores.get("f1", scores.get("accuracy"))
-        rows[name] = {"sha256": digest, "score": headline, "n_nonzero": info["n_nonzero"],
-                      "seconds": round(seconds, 1)}
-        print(f"{name:9s} {digest}  score {headline:.4f}  non-zero {info['n_nonzero']:>7,}  "
-              f"{seconds:6.1f} s", flush=True)
+        rows[name] = {
+            "sha256": digest,
+            "score": headline,
+            "n_nonzero": info["n_nonzero"],
+            "seconds": round(seconds, 1),
+        }
+        print(
+            f"{name:9s} {digest}  score {headline:.4f}  non-zero {info['n_nonzero']:>7,}  "
+            f"{seconds:6.1f} s",
+            flush=True,
+        )
     (out / "hashes.json").write_text(json.dumps(rows, indent=1))
     return 0
 

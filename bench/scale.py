@@ -44,8 +44,9 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
 from ecosystem import run_median, run_sampled, train_crfsuite  # noqa: E402
+
+import _common as C  # noqa: E402
 
 TAGGER = [sys.executable, "-c", "import cli; cli.main()"]
 
@@ -57,13 +58,20 @@ def parse_args(argv):
     p.add_argument("--shards", type=int, default=20)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--unlabeled", type=int, nargs="+", default=[1000, 10000])
-    p.add_argument("--model", type=Path, default=None,
-                   help="a chunker trained on CoNLL-2000 already (default: train one with "
-                        "tagger train's defaults)")
-    p.add_argument("--before", type=Path, default=None,
-                   help="an earlier checkout to time the annealing runs against")
-    p.add_argument("--memory-limit", type=int, default=450,
-                   help="MB of the memory table's cgroup")
+    p.add_argument(
+        "--model",
+        type=Path,
+        default=None,
+        help="a chunker trained on CoNLL-2000 already (default: train one with "
+        "tagger train's defaults)",
+    )
+    p.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        help="an earlier checkout to time the annealing runs against",
+    )
+    p.add_argument("--memory-limit", type=int, default=450, help="MB of the memory table's cgroup")
     return p.parse_args(argv)
 
 
@@ -76,7 +84,7 @@ def write_shards(test: Path, repeat: int, n_shards: int, work: Path) -> tuple[Pa
     d.mkdir()
     per = -(-len(blocks) // n_shards)
     for i in range(n_shards):
-        part = blocks[i * per:(i + 1) * per]
+        part = blocks[i * per : (i + 1) * per]
         if part:
             (d / f"part{i:03d}.txt").write_text("\n\n".join(part) + "\n")
     return whole, d
@@ -88,10 +96,12 @@ def shards_table(model: str, test: Path, work: Path, args) -> tuple[list, dict]:
     for rep in sorted({max(1, args.repeat // 5), args.repeat}):
         whole, shard_dir = write_shards(test, rep, args.shards, work)
         n_tok = n1 * rep
-        one = run_median([*TAGGER, "tag", model, str(whole), "-o", str(work / "one.txt")],
-                         args.runs)
-        two = run_median([*TAGGER, "tag", model, str(whole), "-j", "2", "-o",
-                          str(work / "two.txt")], args.runs)
+        one = run_median(
+            [*TAGGER, "tag", model, str(whole), "-o", str(work / "one.txt")], args.runs
+        )
+        two = run_median(
+            [*TAGGER, "tag", model, str(whole), "-j", "2", "-o", str(work / "two.txt")], args.runs
+        )
         out = work / f"dask_x{rep}"
         sharded = [*TAGGER, "tag", model, str(shard_dir / "*.txt"), "--output-dir", str(out)]
         dk = _median_fresh(sharded + ["-j", "2"], out, args.runs)
@@ -101,17 +111,37 @@ def shards_table(model: str, test: Path, work: Path, args) -> tuple[list, dict]:
         # each output shard ends with its last sentence's blank line, as the whole file does
         joined = "".join(p.read_text() for p in sorted(out.iterdir()))
         same = joined == (work / "one.txt").read_text() == (work / "two.txt").read_text()
-        raw[f"x{rep}"] = {"jobs1": one, "jobs2": two, "dask": dk, "dask_running": warm,
-                          "running_worker_peak_mb": worker_mb, "identical": same}
-        for name, m in (("--jobs 1", one), ("--jobs 2", two),
-                        (f"--output-dir, {args.shards} shards, 2-worker LocalCluster", dk),
-                        ("--output-dir --scheduler, a running 2-worker LocalCluster "
-                         f"(workers' peak {'/'.join(f'{v:.0f}' for v in worker_mb)} MB)",
-                         warm)):
-            rows.append([f"x{rep}", name, C.fmt_int(n_tok), f"{m['wall']:.2f}",
-                         f"{one['wall'] / m['wall']:.2f}x", C.fmt_int(n_tok / m["wall"]),
-                         f"{m['max_process_mb']:.0f}", f"{m['tree_mb']:.0f}",
-                         "yes" if same else "NO"])
+        raw[f"x{rep}"] = {
+            "jobs1": one,
+            "jobs2": two,
+            "dask": dk,
+            "dask_running": warm,
+            "running_worker_peak_mb": worker_mb,
+            "identical": same,
+        }
+        for name, m in (
+            ("--jobs 1", one),
+            ("--jobs 2", two),
+            (f"--output-dir, {args.shards} shards, 2-worker LocalCluster", dk),
+            (
+                "--output-dir --scheduler, a running 2-worker LocalCluster "
+                f"(workers' peak {'/'.join(f'{v:.0f}' for v in worker_mb)} MB)",
+                warm,
+            ),
+        ):
+            rows.append(
+                [
+                    f"x{rep}",
+                    name,
+                    C.fmt_int(n_tok),
+                    f"{m['wall']:.2f}",
+                    f"{one['wall'] / m['wall']:.2f}x",
+                    C.fmt_int(n_tok / m["wall"]),
+                    f"{m['max_process_mb']:.0f}",
+                    f"{m['tree_mb']:.0f}",
+                    "yes" if same else "NO",
+                ]
+            )
     return rows, raw
 
 
@@ -132,8 +162,12 @@ def _on_running_cluster(cmd: list[str], out: Path, runs: int) -> tuple[dict, lis
     untimed run; the median of ``runs`` timed runs and each worker's peak RSS (MB)."""
     from dask.distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         with_scheduler = cmd + ["--scheduler", cluster.scheduler_address]
         _median_fresh(with_scheduler, out, 1)
         median = _median_fresh(with_scheduler, out, runs)
@@ -150,13 +184,27 @@ def startup_table(model: str, crf_model: str, test: Path, work: Path) -> tuple[l
     first = test.read_text().strip().split("\n\n")[0] + "\n"
     one = work / "one_sentence.txt"
     one.write_text(first)
-    ours = [run_sampled([*TAGGER, "tag", model, str(one), "-o", str(work / "o1.txt")])["wall"]
-            for _ in range(10)]
-    peer = [run_sampled([sys.executable, str(C.BENCH / "crfsuite_tag.py"), crf_model, str(one),
-                         str(work / "o2.txt")])["wall"] for _ in range(10)]
+    ours = [
+        run_sampled([*TAGGER, "tag", model, str(one), "-o", str(work / "o1.txt")])["wall"]
+        for _ in range(10)
+    ]
+    peer = [
+        run_sampled(
+            [
+                sys.executable,
+                str(C.BENCH / "crfsuite_tag.py"),
+                crf_model,
+                str(one),
+                str(work / "o2.txt"),
+            ]
+        )["wall"]
+        for _ in range(10)
+    ]
     raw = {"tagger": ours, "crfsuite": peer}
-    return [["tagger tag, one sentence", f"{statistics.median(ours):.3f}"],
-            ["python-crfsuite script, one sentence", f"{statistics.median(peer):.3f}"]], raw
+    return [
+        ["tagger tag, one sentence", f"{statistics.median(ours):.3f}"],
+        ["python-crfsuite script, one sentence", f"{statistics.median(peer):.3f}"],
+    ], raw
 
 
 def _blocks(path: str) -> list[list[str]]:
@@ -164,15 +212,21 @@ def _blocks(path: str) -> list[list[str]]:
 
 
 def _write_blocks(path: Path, blocks: list[list[str]], keep: int) -> Path:
-    path.write_text("".join("".join("\t".join(line.split("\t")[:keep]) + "\n" for line in b)
-                            + "\n" for b in blocks))
+    path.write_text(
+        "".join(
+            "".join("\t".join(line.split("\t")[:keep]) + "\n" for line in b) + "\n" for b in blocks
+        )
+    )
     return path
 
 
 def _cli(repo: Path) -> list[str]:
     """The ``tagger`` command of the checkout ``repo`` (its package first on the path)."""
-    return [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(repo)!r}); import cli; "
-            "cli.main()"]
+    return [
+        sys.executable,
+        "-c",
+        f"import sys; sys.path.insert(0, {str(repo)!r}); import cli; cli.main()",
+    ]
 
 
 def annealing_table(counts: list[int], before: Path | None, work: Path) -> tuple[list, dict]:
@@ -185,18 +239,30 @@ def annealing_table(counts: list[int], before: Path | None, work: Path) -> tuple
     files, unl, sets = _annealing_inputs(work)
     from dask.distributed import LocalCluster
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           dashboard_address=None)
+    cluster = LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
     ours = C.REPO / "constraints" / "citations.toml"
-    configs = [("this checkout", C.REPO, ours, []),
-               ("this checkout, unlabeled decoded on a 2-worker LocalCluster", C.REPO, ours,
-                ["--set", f"scheduler={cluster.scheduler_address}"])]
+    configs = [
+        ("this checkout", C.REPO, ours, []),
+        (
+            "this checkout, unlabeled decoded on a 2-worker LocalCluster",
+            C.REPO,
+            ours,
+            ["--set", f"scheduler={cluster.scheduler_address}"],
+        ),
+    ]
     if before is not None:
-        commit = subprocess.run(["git", "-C", str(before), "rev-parse", "--short", "HEAD"],
-                                capture_output=True, text=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "-C", str(before), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         old_file = before / "constraints" / "citations.toml"
-        configs = [(f"{commit} (before)", before, old_file, []),
-                   (f"this checkout, {commit}'s constraint file", C.REPO, old_file, [])] + configs
+        configs = [
+            (f"{commit} (before)", before, old_file, []),
+            (f"this checkout, {commit}'s constraint file", C.REPO, old_file, []),
+        ] + configs
     with cluster:
         return _annealing_runs(counts, configs, files, unl, sets, work)
 
@@ -205,15 +271,16 @@ def _annealing_inputs(work: Path) -> tuple[dict, list, list[str]]:
     """The labeled files (20 citations of draw 0, dev, test), the unlabeled citations and
     the study's settings for 20 labeled with one restart, as ``--set`` arguments."""
     import numpy as np
-
     from citations_semisup import SEMISUP, SEMISUP_BY_SIZE, _data
 
     data = _data(C.corpora())
     train = _blocks(data["train"])
     drawn = sorted(np.random.default_rng(0).choice(len(train), 20, replace=False))
-    files = {"train": _write_blocks(work / "train20.tsv", [train[i] for i in drawn], 2),
-             "dev": _write_blocks(work / "dev.tsv", _blocks(data["dev"]), 2),
-             "test": _write_blocks(work / "test.tsv", _blocks(data["test"]), 2)}
+    files = {
+        "train": _write_blocks(work / "train20.tsv", [train[i] for i in drawn], 2),
+        "dev": _write_blocks(work / "dev.tsv", _blocks(data["dev"]), 2),
+        "test": _write_blocks(work / "test.tsv", _blocks(data["test"]), 2),
+    }
     params = {**SEMISUP, **SEMISUP_BY_SIZE[20], "restarts": 1}
     sets = [a for k, v in params.items() for a in ("--set", f"{k}={v}")]
     return files, _blocks(data["unlabeled"]), sets
@@ -230,17 +297,46 @@ def _unlabeled_file(unl: list, n: int, work: Path) -> Path:
     return _write_blocks(work / f"unlabeled{n}.tsv", pool[:n], 1)
 
 
-def _train_cmd(repo: Path, files: dict, unlabeled: Path, constraints: Path, sets: list,
-               extra: list, model: Path) -> list[str]:
-    return [*_cli(repo), "train", str(files["train"]), "--unlabeled", str(unlabeled),
-            "--constraints", str(constraints), "--dev", str(files["dev"]), "--features",
-            "citation", "--learner", "ssvm-annealing", *sets, *extra, "--seed", "0", "-q",
-            "-o", str(model)]
+def _train_cmd(
+    repo: Path,
+    files: dict,
+    unlabeled: Path,
+    constraints: Path,
+    sets: list,
+    extra: list,
+    model: Path,
+) -> list[str]:
+    return [
+        *_cli(repo),
+        "train",
+        str(files["train"]),
+        "--unlabeled",
+        str(unlabeled),
+        "--constraints",
+        str(constraints),
+        "--dev",
+        str(files["dev"]),
+        "--features",
+        "citation",
+        "--learner",
+        "ssvm-annealing",
+        *sets,
+        *extra,
+        "--seed",
+        "0",
+        "-q",
+        "-o",
+        str(model),
+    ]
 
 
 def _test_accuracy(repo: Path, model: Path, test: Path) -> float:
-    scores = subprocess.run([*_cli(repo), "eval", str(model), str(test), "--json"],
-                            capture_output=True, text=True, check=True)
+    scores = subprocess.run(
+        [*_cli(repo), "eval", str(model), str(test), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return 100 * json.loads(scores.stdout)["accuracy"]
 
 
@@ -250,15 +346,22 @@ def _annealing_runs(counts, configs, files, unl, sets, work) -> tuple[list, dict
         unlabeled = _unlabeled_file(unl, n, work)
         for name, repo, constraints, extra in configs:
             model = work / "semisup.tgm"
-            run = run_sampled(_train_cmd(repo, files, unlabeled, constraints, sets, extra,
-                                         model))
+            run = run_sampled(_train_cmd(repo, files, unlabeled, constraints, sets, extra, model))
             if n == 100 and 100 not in counts:
                 continue  # the untimed first run
             acc = _test_accuracy(repo, model, files["test"])
             raw.setdefault(n, {})[name] = {**run, "test_accuracy": acc}
             note = "" if n <= len(unl) else f" ({len(unl):,} repeated, shuffled)"
-            rows.append([f"{n:,}{note}", name, f"{run['wall']:.1f}", f"{n / run['wall']:.0f}",
-                         f"{run['max_process_mb']:.0f}", f"{acc:.2f}"])
+            rows.append(
+                [
+                    f"{n:,}{note}",
+                    name,
+                    f"{run['wall']:.1f}",
+                    f"{n / run['wall']:.0f}",
+                    f"{run['max_process_mb']:.0f}",
+                    f"{acc:.2f}",
+                ]
+            )
     return rows, raw
 
 
@@ -285,9 +388,10 @@ def memory_table(n: int, limit_mb: int, work: Path) -> tuple[list, dict]:
     scratch.mkdir(exist_ok=True)
     rows, raw = [], {}
     try:
-        for name, extra in (("in memory", []),
-                            ("--set scratch_dir=DIR (memory-mapped files)",
-                             ["--set", f"scratch_dir={scratch}"])):
+        for name, extra in (
+            ("in memory", []),
+            ("--set scratch_dir=DIR (memory-mapped files)", ["--set", f"scratch_dir={scratch}"]),
+        ):
             model = work / "limited.tgm"
             model.unlink(missing_ok=True)
             (group / "memory.max_usage_in_bytes").write_text("0")
@@ -295,18 +399,38 @@ def memory_table(n: int, limit_mb: int, work: Path) -> tuple[list, dict]:
             # the shell joins the cgroup, then becomes the command (its children stay in it)
             joined = ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh", *cmd]
             t0 = time.perf_counter()
-            code = subprocess.run(joined, cwd=C.REPO, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE).returncode
+            code = subprocess.run(
+                joined, cwd=C.REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            ).returncode
             wall = time.perf_counter() - t0
             peak = int((group / "memory.max_usage_in_bytes").read_text()) / 2**20
             done = code == 0 and model.exists()
-            outcome = ("finished" if done else "killed by the out-of-memory killer"
-                       if code in (-9, 137) else f"failed (exit {code})")
+            outcome = (
+                "finished"
+                if done
+                else "killed by the out-of-memory killer"
+                if code in (-9, 137)
+                else f"failed (exit {code})"
+            )
             acc = _test_accuracy(C.REPO, model, files["test"]) if done else None
-            raw[name] = {"exit": code, "wall": wall, "cgroup_peak_mb": peak,
-                         "test_accuracy": acc, "limit_mb": limit_mb}
-            rows.append([f"{n:,}", name, f"{limit_mb}", outcome, f"{wall:.1f}",
-                         f"{peak:.0f}", "-" if acc is None else f"{acc:.2f}"])
+            raw[name] = {
+                "exit": code,
+                "wall": wall,
+                "cgroup_peak_mb": peak,
+                "test_accuracy": acc,
+                "limit_mb": limit_mb,
+            }
+            rows.append(
+                [
+                    f"{n:,}",
+                    name,
+                    f"{limit_mb}",
+                    outcome,
+                    f"{wall:.1f}",
+                    f"{peak:.0f}",
+                    "-" if acc is None else f"{acc:.2f}",
+                ]
+            )
     finally:
         group.rmdir()
     return rows, raw
@@ -323,13 +447,29 @@ def main(argv: list[str]) -> int:
         if args.model is not None:
             model = str(args.model.resolve())
         elif tables & {"shards", "startup"}:
-            subprocess.run([*TAGGER, "train", str(corp / "train.txt"), "-o", model, "-q"],
-                           cwd=C.REPO, check=True)
+            subprocess.run(
+                [*TAGGER, "train", str(corp / "train.txt"), "-o", model, "-q"],
+                cwd=C.REPO,
+                check=True,
+            )
         if "shards" in tables:
             rows, results["shards"] = shards_table(model, corp / "test.txt", work, args)
-            print(C.markdown_table(["test.txt", "command", "tokens", "wall s", "vs --jobs 1",
-                                    "tokens/s", "largest process MB", "process tree MB",
-                                    "output identical"], rows))
+            print(
+                C.markdown_table(
+                    [
+                        "test.txt",
+                        "command",
+                        "tokens",
+                        "wall s",
+                        "vs --jobs 1",
+                        "tokens/s",
+                        "largest process MB",
+                        "process tree MB",
+                        "output identical",
+                    ],
+                    rows,
+                )
+            )
             print(flush=True)
         if "startup" in tables:
             crf = train_crfsuite(corp / "train.txt", work, 30)
@@ -338,15 +478,36 @@ def main(argv: list[str]) -> int:
             print(flush=True)
         if "annealing" in tables:
             rows, results["annealing"] = annealing_table(args.unlabeled, args.before, work)
-            print(C.markdown_table(["unlabeled citations (20 labeled)", "code", "train s",
-                                    "unlabeled per s", "peak MB", "test accuracy"], rows))
+            print(
+                C.markdown_table(
+                    [
+                        "unlabeled citations (20 labeled)",
+                        "code",
+                        "train s",
+                        "unlabeled per s",
+                        "peak MB",
+                        "test accuracy",
+                    ],
+                    rows,
+                )
+            )
             print(flush=True)
         if "memory" in tables:
-            rows, results["memory"] = memory_table(max(args.unlabeled), args.memory_limit,
-                                                   work)
-            print(C.markdown_table(["unlabeled citations (20 labeled)", "arrays",
-                                    "cgroup limit MB", "outcome", "wall s", "cgroup peak MB",
-                                    "test accuracy"], rows))
+            rows, results["memory"] = memory_table(max(args.unlabeled), args.memory_limit, work)
+            print(
+                C.markdown_table(
+                    [
+                        "unlabeled citations (20 labeled)",
+                        "arrays",
+                        "cgroup limit MB",
+                        "outcome",
+                        "wall s",
+                        "cgroup peak MB",
+                        "test accuracy",
+                    ],
+                    rows,
+                )
+            )
             print(flush=True)
     print(f"load average at the end: {C.load_average()}")
     C.write_json(C.BENCH / "out" / "scale.json", results)

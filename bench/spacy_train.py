@@ -93,8 +93,8 @@ def to_docbin(path: Path, out: Path) -> None:
     import spacy
     from spacy.tokens import Doc, DocBin, Span
 
-    from tagger.io import load_corpus
     from tagger.evaluation.labels import bio_spans
+    from tagger.io import load_corpus
 
     nlp = spacy.blank("en")
     db = DocBin()
@@ -116,23 +116,48 @@ def timed(cmd: list[str], **kw) -> float:
 def package(pipeline: Path, work: Path) -> dict:
     """spacy package, then a fresh venv with the project's wheel and the package; load it."""
     py = sys.executable
-    timed([py, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(work / "wheels"),
-           str(C.REPO)])
+    timed([py, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(work / "wheels"), str(C.REPO)])
     (work / "packages").mkdir(exist_ok=True)
-    timed([py, "-m", "spacy", "package", str(pipeline), str(work / "packages"), "--name",
-           "chunker", "--version", "0.0.1", "--force"])
+    timed(
+        [
+            py,
+            "-m",
+            "spacy",
+            "package",
+            str(pipeline),
+            str(work / "packages"),
+            "--name",
+            "chunker",
+            "--version",
+            "0.0.1",
+            "--force",
+        ]
+    )
     sdist = next((work / "packages").rglob("*.tar.gz"))
     requirements = json.loads(next((work / "packages").rglob("meta.json")).read_text())
     venv = work / "venv"
     timed([py, "-m", "venv", str(venv)])
     vpy = str(venv / "bin" / "python")
-    seconds = timed([vpy, "-m", "pip", "install", "-q", "--find-links", str(work / "wheels"),
-                     str(sdist)])
-    out = subprocess.run([vpy, "-c", "import spacy; nlp = spacy.load('en_chunker'); "
-                          "print(nlp.pipe_names, nlp.get_pipe('chunker').labels[:3])"],
-                         capture_output=True, text=True, cwd=work)
-    return {"requirements": requirements.get("requirements", []), "install_seconds": seconds,
-            "loaded": out.returncode == 0, "output": (out.stdout + out.stderr).strip()[-500:]}
+    seconds = timed(
+        [vpy, "-m", "pip", "install", "-q", "--find-links", str(work / "wheels"), str(sdist)]
+    )
+    out = subprocess.run(
+        [
+            vpy,
+            "-c",
+            "import spacy; nlp = spacy.load('en_chunker'); "
+            "print(nlp.pipe_names, nlp.get_pipe('chunker').labels[:3])",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=work,
+    )
+    return {
+        "requirements": requirements.get("requirements", []),
+        "install_seconds": seconds,
+        "loaded": out.returncode == 0,
+        "output": (out.stdout + out.stderr).strip()[-500:],
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -146,17 +171,45 @@ def main(argv: list[str]) -> int:
             to_docbin(d / f"{name}.txt", work / f"{name}.spacy")
         sets = [x for kv in args.settings for x in ("--set", kv)]
         print(f"# tagger train (load average {C.load_average()})", file=sys.stderr, flush=True)
-        t_ours = timed(["tagger", "train", str(d / "train.txt"), "--learner", args.learner,
-                        *sets, "-o", str(work / "tagger.tgm"), "-q"])
-        ev = subprocess.run(["tagger", "eval", str(work / "tagger.tgm"), str(d / "test.txt"),
-                             "--json"], capture_output=True, text=True, check=True)
+        t_ours = timed(
+            [
+                "tagger",
+                "train",
+                str(d / "train.txt"),
+                "--learner",
+                args.learner,
+                *sets,
+                "-o",
+                str(work / "tagger.tgm"),
+                "-q",
+            ]
+        )
+        ev = subprocess.run(
+            ["tagger", "eval", str(work / "tagger.tgm"), str(d / "test.txt"), "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         f1_ours = 100 * json.loads(ev.stdout)["f1"]
         cfg = work / "config.cfg"
         cfg.write_text(CONFIG.format(learner=args.learner, params=params))
         print(f"# spacy train (load average {C.load_average()})", file=sys.stderr, flush=True)
-        t_spacy = timed([sys.executable, "-m", "spacy", "train", str(cfg), "--output",
-                         str(work / "out"), "--paths.train", str(work / "train.spacy"),
-                         "--paths.dev", str(work / "test.spacy")], cwd=work)
+        t_spacy = timed(
+            [
+                sys.executable,
+                "-m",
+                "spacy",
+                "train",
+                str(cfg),
+                "--output",
+                str(work / "out"),
+                "--paths.train",
+                str(work / "train.spacy"),
+                "--paths.dev",
+                str(work / "test.spacy"),
+            ],
+            cwd=work,
+        )
         best = work / "out" / "model-last"
         meta = json.loads((best / "meta.json").read_text())
         f1_spacy = 100 * meta["performance"]["spans_chunks_f"]
@@ -164,21 +217,33 @@ def main(argv: list[str]) -> int:
         from _models import same_model
 
         same = same_model(work / "tagger.tgm", best / "chunker" / "model.tgm")
-        result.update(tagger_f1=f1_ours, spacy_f1=f1_spacy, tagger_seconds=t_ours,
-                      spacy_seconds=t_spacy, same_model=same)
-        print(C.markdown_table(
-            ["command", "chunk F1 on test.txt", "seconds"],
-            [["tagger train + tagger eval", f"{f1_ours:.2f}", f"{t_ours:.1f}"],
-             ["spacy train (scores test.spacy)", f"{f1_spacy:.2f}", f"{t_spacy:.1f}"]]))
+        result.update(
+            tagger_f1=f1_ours,
+            spacy_f1=f1_spacy,
+            tagger_seconds=t_ours,
+            spacy_seconds=t_spacy,
+            same_model=same,
+        )
+        print(
+            C.markdown_table(
+                ["command", "chunk F1 on test.txt", "seconds"],
+                [
+                    ["tagger train + tagger eval", f"{f1_ours:.2f}", f"{t_ours:.1f}"],
+                    ["spacy train (scores test.spacy)", f"{f1_spacy:.2f}", f"{t_spacy:.1f}"],
+                ],
+            )
+        )
         print()
         print(f"- F1 difference: {f1_spacy - f1_ours:+.2f}; the same model: {same}", flush=True)
         if not args.no_package:
             result["package"] = package(best, work)
     if "package" in result:
         pk = result["package"]
-        print(f"- spacy package requirements: {', '.join(pk['requirements'])}; installed in a "
-              f"fresh venv in {pk['install_seconds']:.1f} s; spacy.load there: "
-              f"{'ok' if pk['loaded'] else 'FAILED'} ({pk['output']})")
+        print(
+            f"- spacy package requirements: {', '.join(pk['requirements'])}; installed in a "
+            f"fresh venv in {pk['install_seconds']:.1f} s; spacy.load there: "
+            f"{'ok' if pk['loaded'] else 'FAILED'} ({pk['output']})"
+        )
     print(f"load average at the end: {C.load_average()}")
     C.write_json(C.BENCH / "out" / "spacy_train.json", result)
     return 0

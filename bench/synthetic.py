@@ -3,8 +3,9 @@
     python bench/synthetic.py [--quick] [--learners NAME,...] [--sets 10] [--folds N]
                               [--json PATH] [--png DIR]
 
-Data: ``tagger.training.synthetic.generate_sets`` (10 sets of 1000 sequences from 10 generating CRFs,
-d = 100 real-valued inputs, 30 relevant in 10 correlated groups, length 8, binary labels).
+Data: ``tagger.training.synthetic.generate_sets`` (10 sets of 1000 sequences from 10
+generating CRFs, d = 100 real-valued inputs, 30 relevant in 10 correlated groups, length 8,
+binary labels).
 Every learner is called by name through ``tagger.learners.LEARNERS`` on the same data, so
 learners registered later become rows without changes here (a learner with none of the
 regularization parameters below is skipped with a note). Four parts:
@@ -37,18 +38,17 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as Cm  # noqa: E402
-
 from tagger.inference import viterbi_batch  # noqa: E402
 from tagger.learners import LEARNERS, TrainingProblem  # noqa: E402
 from tagger.training.synthetic import generate, generate_sets, kfold_parts, true_error  # noqa: E402
+
+import _common as Cm  # noqa: E402
 
 #: regularization constant and grid per learner (fixed settings alongside)
 GRIDS = {
     # the subgradient defaults are tuned for CoNLL-2000; 100 sequences want batches of 10
     "m3n-subgradient": ("radius", [2.0, 3.0, 4.0, 8.0, 16.0], {"epochs": 40, "batch_size": 10}),
-    "m3n-l2-subgradient": ("lambda", [0.03, 0.1, 0.3, 1.0, 3.0], {"epochs": 40,
-                                                               "batch_size": 10}),
+    "m3n-l2-subgradient": ("lambda", [0.03, 0.1, 0.3, 1.0, 3.0], {"epochs": 40, "batch_size": 10}),
     "m3n-cutting-plane": ("C", [0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1], {}),
     "lp-simplex": ("C", [3.0, 10.0, 30.0, 100.0], {}),
     "lp-extragradient": ("C", [3.0, 10.0, 30.0], {"gap_tol": 1e-4, "early_gap_tol": 1e-2}),
@@ -59,8 +59,15 @@ GRIDS = {
 }
 # lp-simplex / lp-extragradient are left out by default: on these data the margin-1 LP is
 # solved by (nearly) w = 0 at any C we tried (README, synthetic study); part 4 checks them
-DEFAULT = ["m3n-subgradient", "m3n-l2-subgradient", "m3n-cutting-plane", "m3n-em", "m3n-l2",
-           "crf-l1", "crf-l2"]
+DEFAULT = [
+    "m3n-subgradient",
+    "m3n-l2-subgradient",
+    "m3n-cutting-plane",
+    "m3n-em",
+    "m3n-l2",
+    "crf-l1",
+    "crf-l2",
+]
 #: the learners compared in Figure 2 (the L1-M3N and the L2 M3N, plus the CRFs when present)
 FIG2 = ["m3n-cutting-plane", "m3n-em", "m3n-l2-subgradient", "m3n-l2", "crf-l1", "crf-l2"]
 KS = (20, 10, 7, 5, 4)
@@ -71,10 +78,18 @@ def parse_args(argv):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--learners", default=",".join(DEFAULT))
     ap.add_argument("--sets", type=int, default=10)
-    ap.add_argument("--folds", type=int, default=1, help="training parts per (set, K) in "
-                    "Figure 2; 0 = all K (the paper's protocol; hours)")
-    ap.add_argument("--table-folds", type=int, default=5, help="folds of set 1 (of 10) used "
-                    "as training parts in Table 1 / Figure 5")
+    ap.add_argument(
+        "--folds",
+        type=int,
+        default=1,
+        help="training parts per (set, K) in Figure 2; 0 = all K (the paper's protocol; hours)",
+    )
+    ap.add_argument(
+        "--table-folds",
+        type=int,
+        default=5,
+        help="folds of set 1 (of 10) used as training parts in Table 1 / Figure 5",
+    )
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--png", type=Path, default=None)
     return ap.parse_args(argv)
@@ -108,11 +123,20 @@ def main(argv) -> int:
     t_all = time.perf_counter()
     sets = generate_sets(n_sets, seed=0)
     first = sets[0]
-    print(f"generating CRF's own Viterbi error (sets 1..{n_sets}): "
-          + ", ".join(f"{100 * true_error(s):.1f}%" for s in sets) + "\n")
-    result = {"machine": mach, "command": Cm.command_line(), "quick": args.quick,
-              "true_error": [true_error(s) for s in sets], "table1": {}, "figure2": {},
-              "lp_check": {}}
+    print(
+        f"generating CRF's own Viterbi error (sets 1..{n_sets}): "
+        + ", ".join(f"{100 * true_error(s):.1f}%" for s in sets)
+        + "\n"
+    )
+    result = {
+        "machine": mach,
+        "command": Cm.command_line(),
+        "quick": args.quick,
+        "true_error": [true_error(s) for s in sets],
+        "table1": {},
+        "figure2": {},
+        "lp_check": {},
+    }
 
     # ---- parts 1 and 2: 10-fold on the first set
     parts = kfold_parts(first.n_sequences, 10, seed=0)
@@ -131,35 +155,71 @@ def main(argv) -> int:
                 ws.append(w)
                 errs.append(err)
                 secs.append(sec)
-            avg = np.mean(ws, axis=0)[:first.model.n_state]
-            row = {"value": value, "nonzero": int(np.count_nonzero(avg)),
-                   "irrelevant": int(np.count_nonzero(avg[~rel])),
-                   "irrelevant_below_1e-4": int(np.count_nonzero((avg[~rel] != 0)
-                                                                 & (np.abs(avg[~rel]) < 1e-4))),
-                   "error": float(np.mean(errs)), "error_sd": float(np.std(errs)),
-                   "seconds": float(np.mean(secs))}
+            avg = np.mean(ws, axis=0)[: first.model.n_state]
+            row = {
+                "value": value,
+                "nonzero": int(np.count_nonzero(avg)),
+                "irrelevant": int(np.count_nonzero(avg[~rel])),
+                "irrelevant_below_1e-4": int(
+                    np.count_nonzero((avg[~rel] != 0) & (np.abs(avg[~rel]) < 1e-4))
+                ),
+                "error": float(np.mean(errs)),
+                "error_sd": float(np.std(errs)),
+                "seconds": float(np.mean(secs)),
+            }
             res.append(row)
-            rows1.append([name, f"{reg}={value:g}", row["nonzero"], row["irrelevant"],
-                          row["irrelevant_below_1e-4"]])
-            rows5.append([name, f"{reg}={value:g}", f"{100 * row['error']:.2f} ± "
-                          f"{100 * row['error_sd']:.2f}", f"{row['seconds']:.2f}"])
-            print(f"{name} {reg}={value:g}: error {100 * row['error']:.2f}%  non-zero "
-                  f"{row['nonzero']}/200, irrelevant {row['irrelevant']}/140  "
-                  f"{row['seconds']:.2f}s/fit", flush=True)
+            rows1.append(
+                [
+                    name,
+                    f"{reg}={value:g}",
+                    row["nonzero"],
+                    row["irrelevant"],
+                    row["irrelevant_below_1e-4"],
+                ]
+            )
+            rows5.append(
+                [
+                    name,
+                    f"{reg}={value:g}",
+                    f"{100 * row['error']:.2f} ± {100 * row['error_sd']:.2f}",
+                    f"{row['seconds']:.2f}",
+                ]
+            )
+            print(
+                f"{name} {reg}={value:g}: error {100 * row['error']:.2f}%  non-zero "
+                f"{row['nonzero']}/200, irrelevant {row['irrelevant']}/140  "
+                f"{row['seconds']:.2f}s/fit",
+                flush=True,
+            )
         result["table1"][name] = {"param": reg, "rows": res}
         best[name] = min(res, key=lambda r: r["error"])["value"]
-    print("\nTable 1: non-zero average state weights (10-fold CV on set 1; of 200, and of the "
-          "140 on irrelevant inputs)\n")
-    print(Cm.markdown_table(["learner", "constant", "non-zero (of 200)",
-                             "irrelevant (of 140)", "irrelevant < 1e-4"], rows1))
+    print(
+        "\nTable 1: non-zero average state weights (10-fold CV on set 1; of 200, and of the "
+        "140 on irrelevant inputs)\n"
+    )
+    print(
+        Cm.markdown_table(
+            [
+                "learner",
+                "constant",
+                "non-zero (of 200)",
+                "irrelevant (of 140)",
+                "irrelevant < 1e-4",
+            ],
+            rows1,
+        )
+    )
     print("\nFigure 5: test error (%, mean ± sd over folds) and training seconds per fit\n")
     print(Cm.markdown_table(["learner", "constant", "error %", "seconds"], rows5))
 
     # ---- part 3: error against training size, every set, each learner at its best constant
     fig2 = [n for n in FIG2 if n in names]
-    print("\nFigure 2: token error (%) against training size, mean ± sd over "
-          f"{n_sets} sets x training parts; constants: "
-          + ", ".join(f"{n} {GRIDS[n][0]}={best[n]:g}" for n in fig2) + "\n")
+    print(
+        "\nFigure 2: token error (%) against training size, mean ± sd over "
+        f"{n_sets} sets x training parts; constants: "
+        + ", ".join(f"{n} {GRIDS[n][0]}={best[n]:g}" for n in fig2)
+        + "\n"
+    )
     table2 = []
     for K in KS:
         n_folds = 1 if args.quick else (args.folds or K)
@@ -174,20 +234,27 @@ def main(argv) -> int:
                     test = np.concatenate([p for j, p in enumerate(kp) if j != f])
                     w, err, _ = fit(name, best[name], None, data, kp[f], test)
                     errs.append(err)
-                    irr.append(int(np.count_nonzero(w[:data.model.n_state][~data.relevant_params])))
+                    irr.append(
+                        int(np.count_nonzero(w[: data.model.n_state][~data.relevant_params]))
+                    )
                     size = len(kp[f])
-            cells[name] = {"error": float(np.mean(errs)), "sd": float(np.std(errs)),
-                           "runs": len(errs), "irrelevant_mean": float(np.mean(irr))}
+            cells[name] = {
+                "error": float(np.mean(errs)),
+                "sd": float(np.std(errs)),
+                "runs": len(errs),
+                "irrelevant_mean": float(np.mean(irr)),
+            }
         result["figure2"][str(K)] = {"train_size": size, **cells}
-        table2.append([str(K), str(size)] + [f"{100 * cells[n]['error']:.2f} ± "
-                                             f"{100 * cells[n]['sd']:.2f}" for n in fig2])
+        table2.append(
+            [str(K), str(size)]
+            + [f"{100 * cells[n]['error']:.2f} ± {100 * cells[n]['sd']:.2f}" for n in fig2]
+        )
         print(f"K={K} done", flush=True)
     print()
     print(Cm.markdown_table(["K", "train size"] + fig2, table2))
 
     # ---- part 4: the LP solvers agree
-    small = generate(n_sequences=20, n_features=30, n_relevant=12, weight_range=(0.0, 5.0),
-                     seed=2)
+    small = generate(n_sequences=20, n_features=30, n_relevant=12, weight_range=(0.0, 5.0), seed=2)
     prob = TrainingProblem(small.model, small.X, small.y)
     objs = {}
     for name, kw in (("lp-simplex", {}), ("lp-extragradient", {"gap_tol": 1e-6})):
@@ -196,17 +263,24 @@ def main(argv) -> int:
         learner = LEARNERS[name](C=20.0, epsilon=1e-7, **kw)
         t0 = time.perf_counter()
         learner.fit(prob)
-        objs[name] = {"objective": learner.trace_[-1]["objective"],
-                      "converged": learner.trace_[-1]["converged"],
-                      "rows": learner.trace_[-1]["rows"],
-                      "seconds": time.perf_counter() - t0}
+        objs[name] = {
+            "objective": learner.trace_[-1]["objective"],
+            "converged": learner.trace_[-1]["converged"],
+            "rows": learner.trace_[-1]["rows"],
+            "seconds": time.perf_counter() - t0,
+        }
     if len(objs) == 2:
         a, b = objs["lp-simplex"]["objective"], objs["lp-extragradient"]["objective"]
         objs["relative_difference"] = abs(a - b) / abs(a)
-        print("\nLP check (20 sequences, d = 30, C = 20): "
-              + "; ".join(f"{k} objective {v['objective']:.6f} ({v['rows']} rows, "
-                          f"{v['seconds']:.1f}s)" for k, v in objs.items() if isinstance(v, dict))
-              + f"; relative difference {objs['relative_difference']:.2e}")
+        print(
+            "\nLP check (20 sequences, d = 30, C = 20): "
+            + "; ".join(
+                f"{k} objective {v['objective']:.6f} ({v['rows']} rows, {v['seconds']:.1f}s)"
+                for k, v in objs.items()
+                if isinstance(v, dict)
+            )
+            + f"; relative difference {objs['relative_difference']:.2e}"
+        )
     result["lp_check"] = objs
     result["seconds"] = time.perf_counter() - t_all
     print(f"\nwhole study: {result['seconds']:.0f} s")
@@ -221,6 +295,7 @@ def main(argv) -> int:
 def _figures(result, fig2, where: Path) -> None:
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -230,8 +305,9 @@ def _figures(result, fig2, where: Path) -> None:
     fig, ax = plt.subplots(figsize=(5, 3.5))
     sizes = [result["figure2"][str(K)]["train_size"] for K in KS]
     for n in fig2:
-        ax.plot(sizes, [100 * result["figure2"][str(K)][n]["error"] for K in KS], marker="o",
-                label=n)
+        ax.plot(
+            sizes, [100 * result["figure2"][str(K)][n]["error"] for K in KS], marker="o", label=n
+        )
     ax.set_xlabel("training sequences")
     ax.set_ylabel("token error %")
     ax.legend()

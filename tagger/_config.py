@@ -21,6 +21,7 @@ if "NUMBA_THREADING_LAYER" not in os.environ:
 NUMBA_OPTS = dict(nogil=True, cache=True)
 NUMBA_PARALLEL_OPTS = dict(nogil=True, cache=True, parallel=True)
 
+
 def corpora_dir() -> Path:
     """Directory holding the real corpora (``TAGGER_CORPORA``, default ``../shared/corpora``
     relative to the repository root)."""

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -48,9 +49,9 @@ class Predictions(NamedTuple):
     tokens, each sentence's offsets into them, and the (tokens, labels) node marginals when
     they were asked for."""
 
-    ids: np.ndarray                 # int32[n_tokens]
-    offsets: np.ndarray             # int64[n_sentences + 1]
-    marginals: np.ndarray | None    # float64[n_tokens, n_labels] or None
+    ids: np.ndarray  # int32[n_tokens]
+    offsets: np.ndarray  # int64[n_sentences + 1]
+    marginals: np.ndarray | None  # float64[n_tokens, n_labels] or None
 
     def labels(self, index: LabelIndex) -> list[list[str]]:
         """The predicted label sequences, one per sentence."""
@@ -107,9 +108,15 @@ class Tagger:
         training; the best point so far is kept and a :class:`TaggerWarning` says so
     """
 
-    def __init__(self, features: str | Path | FeatureSpec | None = None,
-                 learner: str | None = None, params: dict | None = None, seed: int = 0,
-                 select: bool = True, max_seconds: float = 0.0):
+    def __init__(
+        self,
+        features: str | Path | FeatureSpec | None = None,
+        learner: str | None = None,
+        params: dict | None = None,
+        seed: int = 0,
+        select: bool = True,
+        max_seconds: float = 0.0,
+    ):
         self.features = features
         self.learner = learner
         self.params = dict(params or {})
@@ -125,10 +132,16 @@ class Tagger:
         self.trace_: list[dict] = []
 
     # ------------------------------------------------------------------ training
-    def fit(self, sentences: Iterable[Sentence], dev: Iterable[Sentence] | None = None,
-            progress: Callable[[dict], None] | None = None, *,
-            unlabeled: Iterable[Sentence] | None = None, constraints=None,
-            test: Iterable[Sentence] | None = None) -> "Tagger":
+    def fit(
+        self,
+        sentences: Iterable[Sentence],
+        dev: Iterable[Sentence] | None = None,
+        progress: Callable[[dict], None] | None = None,
+        *,
+        unlabeled: Iterable[Sentence] | None = None,
+        constraints=None,
+        test: Iterable[Sentence] | None = None,
+    ) -> Tagger:
         """Train on labeled sentences (:func:`train` with this tagger's settings); ``dev``
         sentences are scored after every epoch and choose the strength.
 
@@ -139,27 +152,54 @@ class Tagger:
         the unlabeled sentences should meet. ``test`` sentences are scored along the way for
         the trace only (reporting; nothing is chosen on them).
         """
-        fitted = train(train=sentences, dev=dev, test=test, unlabeled=unlabeled,
-                       constraints=constraints, features=self.features, learner=self.learner,
-                       params=self.params, seed=self.seed, select=self.select,
-                       max_seconds=self.max_seconds, progress=progress)
+        fitted = train(
+            train=sentences,
+            dev=dev,
+            test=test,
+            unlabeled=unlabeled,
+            constraints=constraints,
+            features=self.features,
+            learner=self.learner,
+            params=self.params,
+            seed=self.seed,
+            select=self.select,
+            max_seconds=self.max_seconds,
+            progress=progress,
+        )
         self._take(*fitted.fitted(), fitted.info_, fitted.trace_)
         return self
 
-    def _take(self, featurizer: Featurizer, labels: LabelIndex, model: ChainModel,
-              weights: np.ndarray, info: dict, trace: list[dict]) -> None:
+    def _take(
+        self,
+        featurizer: Featurizer,
+        labels: LabelIndex,
+        model: ChainModel,
+        weights: np.ndarray,
+        info: dict,
+        trace: list[dict],
+    ) -> None:
         """Hold a trained (or loaded) model."""
-        self.featurizer_, self.labels_, self.model_, self.weights_ = (featurizer, labels, model,
-                                                                      weights)
+        self.featurizer_, self.labels_, self.model_, self.weights_ = (
+            featurizer,
+            labels,
+            model,
+            weights,
+        )
         self.info_, self.trace_ = info, trace
 
-    def path(self, sentences: Iterable[Sentence], dev: Iterable[Sentence], values: Sequence[float],
-             param: str | None = None, progress: Callable[[dict], None] | None = None
-             ) -> list[dict]:
+    def path(
+        self,
+        sentences: Iterable[Sentence],
+        dev: Iterable[Sentence],
+        values: Sequence[float],
+        param: str | None = None,
+        progress: Callable[[dict], None] | None = None,
+    ) -> list[dict]:
         """Regularization path: train once per value of ``param``, each fit warm-started.
 
         ``param`` defaults to the learner's regularization constant (its ``strength``: radius
-        of m3n-subgradient, c1 of the L1 CRFs, lambda of m3n-em, C of m3n-l2, ...). The data are featurized once;
+        of m3n-subgradient, c1 of the L1 CRFs, lambda of m3n-em, C of m3n-l2, ...). The data
+        are featurized once;
         each fit starts from the previous one (learners that keep a solver state continue from
         it, the others start from the previous weights). Returns one row per value:
         ``{param, value, dev_f1 (chunk labels), dev_acc, nonzero, seconds}``; the Tagger
@@ -169,11 +209,18 @@ class Tagger:
         from tagger.training.run import feature_spec
 
         spec, sentences = feature_spec(self.features, sentences)
-        settings = FitSettings(spec, self.learner or DEFAULT_LEARNER, dict(self.params),
-                               int(self.seed))
+        settings = FitSettings(
+            spec, self.learner or DEFAULT_LEARNER, dict(self.params), int(self.seed)
+        )
         fitted, rows = fit_path(settings, sentences, dev, values, param, progress)
-        self._take(fitted.featurizer, fitted.labels, fitted.model, fitted.weights,
-                   fitted.info, fitted.trace)
+        self._take(
+            fitted.featurizer,
+            fitted.labels,
+            fitted.model,
+            fitted.weights,
+            fitted.info,
+            fitted.trace,
+        )
         return rows
 
     def stored_path(self) -> dict | None:
@@ -187,8 +234,12 @@ class Tagger:
     # ------------------------------------------------------------------ prediction
     def fitted(self) -> Model:
         """The model's parts; :class:`NotFittedError` before :meth:`fit` or :meth:`load`."""
-        if (self.featurizer_ is None or self.labels_ is None or self.model_ is None
-                or self.weights_ is None):
+        if (
+            self.featurizer_ is None
+            or self.labels_ is None
+            or self.model_ is None
+            or self.weights_ is None
+        ):
             raise NotFittedError("this Tagger has no model yet: call fit() or Tagger.load()")
         return Model(self.featurizer_, self.labels_, self.model_, self.weights_)
 
@@ -197,8 +248,9 @@ class Tagger:
         check_columns(sentences, featurizer.spec, "input")
         return featurizer.transform(sentences)
 
-    def predict_batch(self, sentences: Sequence[Sentence], constraints=None,
-                      marginals: bool = False) -> Predictions:
+    def predict_batch(
+        self, sentences: Sequence[Sentence], constraints=None, marginals: bool = False
+    ) -> Predictions:
         """Decode one batch: every prediction of the package goes through here.
 
         The batch is featurized and scored once (attribute lookup fused with scoring) and
@@ -227,8 +279,9 @@ class Tagger:
             from tagger.constraints.decoding import constrained_decode
 
             compiled = self.compile_constraints(constraints)
-            ids, _ = constrained_decode(state, E.offsets, trans, compiled,
-                                        compiled.indicators(nonempty))
+            ids, _ = constrained_decode(
+                state, E.offsets, trans, compiled, compiled.indicators(nonempty)
+            )
         node = forward_backward_batch(state, E.offsets, trans)[1] if marginals else None
         return Predictions(ids, offsets, node)
 
@@ -249,8 +302,9 @@ class Tagger:
             out.append(labels)
         return out
 
-    def tag_stream(self, sentences: Iterable[Sentence], batch_size: int = TAG_BATCH,
-                   constraints=None) -> Iterator[tuple[Sentence, list[str]]]:
+    def tag_stream(
+        self, sentences: Iterable[Sentence], batch_size: int = TAG_BATCH, constraints=None
+    ) -> Iterator[tuple[Sentence, list[str]]]:
         """Yield ``(sentence, predicted labels)`` in input order, decoding in batches;
         with ``constraints``, hard rules are enforced (exactly where the expanded-state
         Viterbi can) and soft ones weigh in by label switching."""
@@ -284,7 +338,8 @@ class Tagger:
             raise TaggerError(
                 f"{what} need a CRF model (crf-l2, crf-l1, crf-grafting, ...); this model was "
                 f"trained by {self.info_.get('learner', 'an unknown learner')}, a max-margin "
-                f"learner whose scores are not probabilities")
+                f"learner whose scores are not probabilities"
+            )
 
     def predict_marginals(self, sentences: Iterable[Sentence]) -> list[np.ndarray]:
         """Per-token label probabilities ``P(y_t = l | x)`` of a CRF model: one float64 array
@@ -296,16 +351,22 @@ class Tagger:
         self.check_probabilistic()
         return self.predict_batch(list(sentences), marginals=True).marginal_list()
 
-    def constraint_report(self, sentences: Iterable[Sentence], constraints,
-                          predictions: Sequence[Sequence[str]] | None = None) -> list[dict]:
+    def constraint_report(
+        self,
+        sentences: Iterable[Sentence],
+        constraints,
+        predictions: Sequence[Sequence[str]] | None = None,
+    ) -> list[dict]:
         """How often each constraint is violated by the gold labels and by the predictions
         (this tagger's, or the ``predictions`` given) of labeled ``sentences``."""
         gold_sents = self.fitted().featurizer.spec.relabel(
-            labeled_list(as_sentences(sentences), "evaluation data"))
+            labeled_list(as_sentences(sentences), "evaluation data")
+        )
         return self._violations(gold_sents, constraints, predictions)
 
-    def _violations(self, gold_sents: list[Sentence], constraints,
-                    predictions: Sequence[Sequence[str]] | None) -> list[dict]:
+    def _violations(
+        self, gold_sents: list[Sentence], constraints, predictions: Sequence[Sequence[str]] | None
+    ) -> list[dict]:
         from tagger.constraints import violation_report
 
         index = self.fitted().labels
@@ -315,13 +376,16 @@ class Tagger:
         known = set(index.labels)
         unknown = sorted({lab for lab in gold if lab not in known})
         if unknown:
-            raise UnknownLabelError(f"gold labels {', '.join(unknown)} are not labels of the "
-                                    f"model; the constraint report cannot count them")
+            raise UnknownLabelError(
+                f"gold labels {', '.join(unknown)} are not labels of the "
+                f"model; the constraint report cannot count them"
+            )
         if predictions is None:
             predictions = self.predict(gold_sents)
         g = violation_report(compiled, ti, index.encode(gold))
-        p = violation_report(compiled, ti, index.encode(
-            [lab for labs in predictions for lab in labs]))
+        p = violation_report(
+            compiled, ti, index.encode([lab for labs in predictions for lab in labs])
+        )
         rows = []
         for rg, rp in zip(g, p):
             row = {"constraint": rg["constraint"], "level": rg["level"], "hard": rg["hard"]}
@@ -335,8 +399,9 @@ class Tagger:
             rows.append(row)
         return rows
 
-    def evaluate(self, sentences: Iterable[Sentence], constraints=None,
-                 vocabulary=None, violations=None) -> dict:
+    def evaluate(
+        self, sentences: Iterable[Sentence], constraints=None, vocabulary=None, violations=None
+    ) -> dict:
         """Token accuracy and conlleval chunk P/R/F1 against the sentences' gold labels
         (predictions under ``constraints`` when given). With ``vocabulary`` (the words of the
         training data, or its sentences), also the accuracy on tokens whose word is in it and
@@ -346,7 +411,8 @@ class Tagger:
         :meth:`constraint_report`)."""
         featurizer, index = self.fitted()[:2]
         gold_sents = featurizer.spec.relabel(
-            labeled_list(as_sentences(sentences), "evaluation data"))
+            labeled_list(as_sentences(sentences), "evaluation data")
+        )
         gold = [list(s.labels or ()) for s in gold_sents]
         gold_labels = {lab for labs in gold for lab in labs}
         known = set(index.labels)
@@ -355,7 +421,8 @@ class Tagger:
                 f"none of the evaluation data's labels ({', '.join(sorted(gold_labels)[:8])}"
                 f"{', ...' if len(gold_labels) > 8 else ''}) is a label of this model "
                 f"({', '.join(index.labels[:8])}{', ...' if len(known) > 8 else ''}); "
-                f"is it the right model, format and label column?")
+                f"is it the right model, format and label column?"
+            )
         pred = self.predict(gold_sents, constraints=constraints)
         # the model's labels decide chunk or token scoring: a stray gold label cannot switch it
         result = evaluate_labels(gold, pred, chunk_level=is_bio(index.labels))
@@ -363,7 +430,8 @@ class Tagger:
         result["unknown_labels"] = sorted(gold_labels - known)
         if vocabulary is not None:
             result["by_vocabulary"] = by_vocabulary(
-                [s.tokens for s in gold_sents], gold, pred, word_set(vocabulary))
+                [s.tokens for s in gold_sents], gold, pred, word_set(vocabulary)
+            )
         if violations is not None:
             result["constraints"] = self._violations(gold_sents, violations, pred)
         return result
@@ -381,8 +449,14 @@ class Tagger:
     def __reduce__(self):
         """Pickling (joblib, multiprocessing, Dask, Ray) goes through the model file's bytes,
         the same format as :meth:`save`; an unfitted tagger is its parameters."""
-        params = {"features": self.features, "learner": self.learner, "params": self.params,
-                  "seed": self.seed, "select": self.select, "max_seconds": self.max_seconds}
+        params = {
+            "features": self.features,
+            "learner": self.learner,
+            "params": self.params,
+            "seed": self.seed,
+            "select": self.select,
+            "max_seconds": self.max_seconds,
+        }
         if self.model_ is None:
             return (_tagger_from_params, (params,))
         return (_tagger_from_pickle, (self.to_bytes(), params))
@@ -397,7 +471,7 @@ class Tagger:
             return path.read_bytes()
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "Tagger":
+    def from_bytes(cls, data: bytes) -> Tagger:
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="tagger-") as tmp:
@@ -405,8 +479,14 @@ class Tagger:
             path.write_bytes(data)
             return cls.load(path)
 
-    def tag_dataset(self, ds, fields=None, output: str = "predicted", num_proc: int | None = None,
-                    batch_size: int = 1000):
+    def tag_dataset(
+        self,
+        ds,
+        fields=None,
+        output: str = "predicted",
+        num_proc: int | None = None,
+        batch_size: int = 1000,
+    ):
         """``ds`` (a Hugging Face Dataset) with a column of predictions: ``Dataset.map``, batched,
         in ``num_proc`` processes; see :func:`tagger.io.hf.tag_dataset`."""
         from tagger.io import hf
@@ -414,7 +494,7 @@ class Tagger:
         return hf.tag_dataset(self, ds, fields, output, num_proc, batch_size)
 
     @classmethod
-    def load(cls, path: str | Path) -> "Tagger":
+    def load(cls, path: str | Path) -> Tagger:
         meta, arrays = load_model_file(path)
         check_header(meta, str(path))
         try:
@@ -427,10 +507,16 @@ class Tagger:
             if not np.all(np.isfinite(w)):
                 raise ValueError("weights that are not finite numbers")
         except (KeyError, ValueError, TypeError, TaggerError) as exc:
-            raise ModelFileError(f"{path}: the model file is damaged or inconsistent ({exc})") from None
+            raise ModelFileError(
+                f"{path}: the model file is damaged or inconsistent ({exc})"
+            ) from None
         info = meta.get("info", {})
-        self = cls(features=featurizer.spec, learner=info.get("learner", DEFAULT_LEARNER),
-                   params=info.get("params", {}), seed=info.get("seed", 0))
+        self = cls(
+            features=featurizer.spec,
+            learner=info.get("learner", DEFAULT_LEARNER),
+            params=info.get("params", {}),
+            seed=info.get("seed", 0),
+        )
         self._take(featurizer, labels, model, w, info, meta.get("trace", []))
         return self
 
@@ -449,8 +535,13 @@ class Tagger:
 # ---------------------------------------------------------------------- training
 
 
-def train(config: "TrainingConfig | Mapping[str, Any] | str | os.PathLike | None" = None, /, *,
-          progress: Callable[[dict], None] | None = None, **settings: Any) -> Tagger:
+def train(
+    config: TrainingConfig | Mapping[str, Any] | str | os.PathLike | None = None,
+    /,
+    *,
+    progress: Callable[[dict], None] | None = None,
+    **settings: Any,
+) -> Tagger:
     """Train a tagger as ``tagger train`` does, with every rule it applies, and return it
     fitted (saved atomically to ``output`` when one is given).
 
@@ -477,11 +568,18 @@ def train(config: "TrainingConfig | Mapping[str, Any] | str | os.PathLike | None
     names, objects = run.split_settings(settings)
     cfg = run.configuration(config).merged(names)
     trained = run.fit(cfg, objects, progress)
-    tagger = Tagger(features=trained.features, learner=trained.learner, params=trained.params,
-                    seed=trained.seed, select=trained.select, max_seconds=trained.max_seconds)
+    tagger = Tagger(
+        features=trained.features,
+        learner=trained.learner,
+        params=trained.params,
+        seed=trained.seed,
+        select=trained.select,
+        max_seconds=trained.max_seconds,
+    )
     fitted = trained.fitted
-    tagger._take(fitted.featurizer, fitted.labels, fitted.model, fitted.weights, fitted.info,
-                 fitted.trace)
+    tagger._take(
+        fitted.featurizer, fitted.labels, fitted.model, fitted.weights, fitted.info, fitted.trace
+    )
     if trained.output:
         tagger.save(trained.output)
     return tagger

@@ -74,8 +74,7 @@ def bad_value(name: str, expected: str, found, owner: str | None = None) -> Para
     """The one form of every parameter check's message: the parameter (and whose), what it
     must be, and what was given."""
     of = f" of {owner}" if owner else ""
-    return ParameterError(f"The '{name}' parameter{of} must be {expected}. Got {found!r} "
-                          f"instead.")
+    return ParameterError(f"The '{name}' parameter{of} must be {expected}. Got {found!r} instead.")
 
 
 def one_line(message: str) -> str:
@@ -98,8 +97,10 @@ def describe(exc: BaseException) -> str:
             where = f"{where} -> {exc.filename2}"
         return f"{where}: {exc.strerror}" if where else exc.strerror
     if isinstance(exc, UnicodeDecodeError):
-        return (f"expected UTF-8 text, found the byte 0x{exc.object[exc.start]:02x} at byte "
-                f"offset {exc.start} that is not valid UTF-8; convert the file to UTF-8")
+        return (
+            f"expected UTF-8 text, found the byte 0x{exc.object[exc.start]:02x} at byte "
+            f"offset {exc.start} that is not valid UTF-8; convert the file to UTF-8"
+        )
     return str(exc)
 
 

@@ -32,7 +32,7 @@ import threading
 # 0.25-0.5 s of tagging, under the 0.7-1.5 s that starting numba takes (README, "Start-up").
 INTERPRETED_WORK = 1_000_000
 
-_kernels: list["Kernel"] = []
+_kernels: list[Kernel] = []
 _numba = None
 _threads: int | None = None
 _local = threading.local()
@@ -78,12 +78,14 @@ class Kernel:
 
 def njit(fn=None, **options):
     """``numba.njit``, deferred until numba starts (``@njit`` or ``@njit(**options)``)."""
+
     def declare(fn):
         if _numba is not None:
             return _numba.njit(**options)(fn)
         kernel = Kernel(fn, options)
         _kernels.append(kernel)
         return kernel
+
     return declare if fn is None else declare(fn)
 
 

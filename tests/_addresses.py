@@ -4,8 +4,11 @@ that says what an expert would know about it."""
 
 from __future__ import annotations
 
-FIELDS = {"name": ["Ann", "Bob", "Eve", "Max"], "street": ["Main", "Oak", "Elm", "road"],
-          "city": ["Paris", "Rome", "Oslo", "Bern"]}
+FIELDS = {
+    "name": ["Ann", "Bob", "Eve", "Max"],
+    "street": ["Main", "Oak", "Elm", "road"],
+    "city": ["Paris", "Rome", "Oslo", "Bern"],
+}
 
 RULES = """
 labels = ["name", "street", "city"]

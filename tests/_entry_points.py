@@ -19,8 +19,9 @@ def entry_point_site(tmp_path: Path) -> Path:
     site = tmp_path / "entry-point-site"
     info = site / "tagger_entry_points-0.0.dist-info"
     info.mkdir(parents=True, exist_ok=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tagger-entry-points\n"
-                                   "Version: 0.0\n")
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: tagger-entry-points\nVersion: 0.0\n"
+    )
     lines = []
     for group, entries in eps.items():
         lines.append(f"[{group}]")

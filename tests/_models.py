@@ -14,5 +14,8 @@ def same_model(a, b) -> bool:
     meta_b, arrays_b = load_model_file(b)
     for meta in (meta_a, meta_b):
         meta.get("info", {}).pop("config", None)
-    return (meta_a == meta_b and arrays_a.keys() == arrays_b.keys()
-            and all(np.array_equal(arrays_a[k], arrays_b[k]) for k in arrays_a))
+    return (
+        meta_a == meta_b
+        and arrays_a.keys() == arrays_b.keys()
+        and all(np.array_equal(arrays_a[k], arrays_b[k]) for k in arrays_a)
+    )

@@ -11,16 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from _helpers import SAMPLE, SAMPLE_DEV, run_cli
 from tagger._config import corpora_dir
+
+from _helpers import SAMPLE, SAMPLE_DEV, run_cli
 
 #: Set to 1 (CI does) to make missing corpora a test failure instead of a skip.
 REQUIRE_CORPORA_ENV = "TAGGER_REQUIRE_CORPORA"
 
 
 #: the corpus files the tests read, one path per line relative to the corpora directory
-REQUIRED = [ln.strip() for ln in (Path(__file__).parent / "required_corpora.txt").read_text()
-            .splitlines() if ln.strip() and not ln.startswith("#")]
+REQUIRED = [
+    ln.strip()
+    for ln in (Path(__file__).parent / "required_corpora.txt").read_text().splitlines()
+    if ln.strip() and not ln.startswith("#")
+]
 
 
 def missing_corpus(path: Path, what: str) -> None:
@@ -35,17 +39,29 @@ def missing_corpus(path: Path, what: str) -> None:
             f"{where}. Point TAGGER_CORPORA at the directory holding conll2000/ and citations/.",
             pytrace=False,
         )
-    pytest.skip(f"{what} not found: {where}. Set TAGGER_CORPORA to the directory holding "
-                f"conll2000/ and citations/ to run this test.")
+    pytest.skip(
+        f"{what} not found: {where}. Set TAGGER_CORPORA to the directory holding "
+        f"conll2000/ and citations/ to run this test."
+    )
 
 
 def pytest_addoption(parser):
-    parser.addoption("--fuzz-minutes", type=float, default=None, metavar="N",
-                     help="fuzz every entry point of tests/fuzz for N minutes (default: all of "
-                          "them share about 60 seconds)")
-    parser.addoption("--interrupt-tries", type=int, default=30, metavar="N",
-                     help="interrupted tag --jobs 2 runs in the slow test of tests/"
-                          "test_interrupts.py (default 30)")
+    parser.addoption(
+        "--fuzz-minutes",
+        type=float,
+        default=None,
+        metavar="N",
+        help="fuzz every entry point of tests/fuzz for N minutes (default: all of "
+        "them share about 60 seconds)",
+    )
+    parser.addoption(
+        "--interrupt-tries",
+        type=int,
+        default=30,
+        metavar="N",
+        help="interrupted tag --jobs 2 runs in the slow test of tests/"
+        "test_interrupts.py (default 30)",
+    )
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -56,8 +72,10 @@ def pytest_terminal_summary(terminalreporter):
         return
     terminalreporter.section("fuzzing")
     for r in harness.RESULTS.values():
-        terminalreporter.write_line(f"{r.name:32s} {r.inputs:9,d} inputs in {r.seconds:7.1f} s, "
-                                    f"{r.project_errors:9,d} refused with a one-line error")
+        terminalreporter.write_line(
+            f"{r.name:32s} {r.inputs:9,d} inputs in {r.seconds:7.1f} s, "
+            f"{r.project_errors:9,d} refused with a one-line error"
+        )
 
 
 @pytest.fixture(scope="session")
@@ -79,8 +97,9 @@ def model(tmp_path_factory) -> Path:
     """A chunker that ``tagger train`` fits on the shipped sample (dev file, seed 7, three
     epochs a point): the model the command-line, tagging, sharding and bad-input tests read."""
     path = tmp_path_factory.mktemp("chunk-model") / "chunk.tgm"
-    result = run_cli("train", SAMPLE, "-o", path, "--dev", SAMPLE_DEV, "--seed", 7, "--set",
-                     "epochs=3", "-q")
+    result = run_cli(
+        "train", SAMPLE, "-o", path, "--dev", SAMPLE_DEV, "--seed", 7, "--set", "epochs=3", "-q"
+    )
     assert result.exit_code == 0, result.output
     assert path.is_file()
     return path

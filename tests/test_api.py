@@ -18,10 +18,11 @@ import pytest
 from seqeval.metrics import f1_score as seqeval_f1
 
 from tagger.api import Tagger
-from tagger.io import read_corpus
 from tagger.errors import CorpusFormatError, ModelFileError, NotFittedError, TaggerError
-from tagger.features import Featurized, FeatureSpec
+from tagger.features import FeatureSpec, Featurized
+from tagger.io import read_corpus
 from tagger.sentence import Sentence
+
 from _helpers import SAMPLES
 
 PARAMS = {"epochs": 4}
@@ -47,8 +48,9 @@ def dev() -> list[Sentence]:
 
 @pytest.fixture(scope="module")
 def tagger(train) -> Tagger:
-    return Tagger(features="chunk", learner="m3n-subgradient", params=PARAMS,
-                  seed=SEED, select=False).fit(train)
+    return Tagger(
+        features="chunk", learner="m3n-subgradient", params=PARAMS, seed=SEED, select=False
+    ).fit(train)
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +99,9 @@ def test_predict_empty_and_unseen(tagger):
     known = set(tagger.labels_.labels)
     sentences = [
         Sentence([[], []]),
-        Sentence([["Zorblax", "quindled", "the", "frumious", "snark"],
-                  ["NNP", "VBD", "DT", "JJ", "NN"]]),
+        Sentence(
+            [["Zorblax", "quindled", "the", "frumious", "snark"], ["NNP", "VBD", "DT", "JJ", "NN"]]
+        ),
         Sentence([[], []]),
         Sentence([["Qwv"], ["XX"]]),  # unseen word and unseen POS tag
     ]
@@ -120,13 +123,15 @@ def test_predict_is_batch_independent(tagger, dev):
 
 def test_fit_accepts_a_generator_and_a_spec_file(train, tmp_path):
     spec = tmp_path / "small.toml"
-    spec.write_text('[featurizer]\ncolumns = ["word", "pos"]\n'
-                    'templates = ["word[0]", "pos[0]", "pos[-1]|pos[0]"]\n', "utf-8")
+    spec.write_text(
+        '[featurizer]\ncolumns = ["word", "pos"]\n'
+        'templates = ["word[0]", "pos[0]", "pos[-1]|pos[0]"]\n',
+        "utf-8",
+    )
     tg = Tagger(features=spec, params={"epochs": 2}, select=False).fit(iter(train))
     assert tg.featurizer_.spec.name == "small"
     assert tg.info_["n_train_sentences"] == len(train)
-    tg2 = Tagger(features=FeatureSpec.load(spec), params={"epochs": 2},
-                 select=False).fit(train)
+    tg2 = Tagger(features=FeatureSpec.load(spec), params={"epochs": 2}, select=False).fit(train)
     np.testing.assert_array_equal(tg.weights_, tg2.weights_)
 
 
@@ -149,7 +154,8 @@ def test_fit_on_no_sentences(data):
 def test_fit_with_unlabeled_dev(train):
     with pytest.raises(TaggerError, match="dev data has no labels"):
         Tagger(features="chunk", params=PARAMS, select=False).fit(
-            train, dev=[Sentence(train[0].columns)])
+            train, dev=[Sentence(train[0].columns)]
+        )
 
 
 def test_too_few_columns(tagger, train):
@@ -228,10 +234,18 @@ def test_other_format_version(saved, tmp_path):
     assert "version 99" in msg and "reads version 1" in msg
 
 
-@pytest.mark.parametrize("damage", [
-    "truncated", "flipped-byte", "empty", "not-a-zip", "no-header", "no-weights",
-    "weights-changed",
-])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "truncated",
+        "flipped-byte",
+        "empty",
+        "not-a-zip",
+        "no-header",
+        "no-weights",
+        "weights-changed",
+    ],
+)
 def test_damaged_file(damage, saved, tmp_path):
     data = saved.read_bytes()
     bad = tmp_path / f"{damage}.tgm"
@@ -241,8 +255,10 @@ def test_damaged_file(damage, saved, tmp_path):
         # a byte inside the weights member's compressed data
         with zipfile.ZipFile(saved) as zf:
             info = zf.getinfo("arrays/weights.npy")
-        pos = info.header_offset + 30 + len(info.filename) + len(info.extra) + info.compress_size // 2
-        bad.write_bytes(data[:pos] + bytes([data[pos] ^ 0xFF]) + data[pos + 1:])
+        pos = (
+            info.header_offset + 30 + len(info.filename) + len(info.extra) + info.compress_size // 2
+        )
+        bad.write_bytes(data[:pos] + bytes([data[pos] ^ 0xFF]) + data[pos + 1 :])
     elif damage == "empty":
         bad.write_bytes(b"")
     elif damage == "not-a-zip":
@@ -252,6 +268,7 @@ def test_damaged_file(damage, saved, tmp_path):
     elif damage == "no-weights":
         _rewrite(saved, bad, drop="arrays/weights.npy")
     elif damage == "weights-changed":
+
         def change(raw: bytes) -> bytes:
             arr = np.load(io.BytesIO(raw))
             arr = arr.copy()
@@ -259,6 +276,7 @@ def test_damaged_file(damage, saved, tmp_path):
             out = io.BytesIO()
             np.save(out, arr)
             return out.getvalue()
+
         _rewrite(saved, bad, edit_member=("arrays/weights.npy", change))
     msg = _one_line_model_error(bad)
     assert str(bad) in msg
@@ -279,14 +297,25 @@ def test_labels_dropped_is_detected(saved, tmp_path):
 # ------------------------------------------------------------------------------ inspect
 
 
-_NAME = re.compile(r"^(bias|[A-Za-z_][A-Za-z0-9_]*\[-?\d+\](\|[A-Za-z_][A-Za-z0-9_]*\[-?\d+\])*=.+)$")
+_NAME = re.compile(
+    r"^(bias|[A-Za-z_][A-Za-z0-9_]*\[-?\d+\](\|[A-Za-z_][A-Za-z0-9_]*\[-?\d+\])*=.+)$"
+)
 
 
 def test_inspect(tagger, train):
     top = 5
     report = tagger.inspect(top=top)
-    for key in ("n_params", "n_nonzero", "n_attributes", "labels", "learner", "top_features",
-                "transitions", "start", "end"):
+    for key in (
+        "n_params",
+        "n_nonzero",
+        "n_attributes",
+        "labels",
+        "learner",
+        "top_features",
+        "transitions",
+        "start",
+        "end",
+    ):
         assert key in report
     assert report["n_params"] >= report["n_nonzero"] > 0
     assert report["n_nonzero"] == np.count_nonzero(tagger.weights_)
@@ -294,7 +323,7 @@ def test_inspect(tagger, train):
     assert labels == sorted({lab for s in train for lab in s.labels})
     assert set(report["top_features"]) == set(labels)
     templates = set(tagger.featurizer_.spec.template_names)
-    for label, feats in report["top_features"].items():
+    for feats in report["top_features"].values():
         assert len(feats) <= top
         mags = [abs(v) for _, v in feats]
         assert mags == sorted(mags, reverse=True) and all(m > 0 for m in mags)
@@ -352,12 +381,15 @@ def test_loading_the_api_imports_no_learner():
     import subprocess
     import sys
 
-    code = ("import sys, tagger.api\n"
-            "mods = [m for m in sys.modules if m.startswith('tagger.learners.')"
-            " and m != 'tagger.learners.base']\n"
-            "print(sorted(mods), 'scipy.optimize' in sys.modules, 'highspy' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    code = (
+        "import sys, tagger.api\n"
+        "mods = [m for m in sys.modules if m.startswith('tagger.learners.')"
+        " and m != 'tagger.learners.base']\n"
+        "print(sorted(mods), 'scipy.optimize' in sys.modules, 'highspy' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "[] False False"
 
 
@@ -368,14 +400,17 @@ def test_getting_one_learner_imports_only_its_module():
     import subprocess
     import sys
 
-    code = ("import sys\n"
-            "from tagger.learners import get_learner\n"
-            "cls = get_learner('ssvm-annealing')\n"
-            "mods = [m for m in sys.modules if m.startswith('tagger.learners.')]\n"
-            "print(cls.name, 'tagger.learners.lp_simplex' in mods, 'scipy.optimize' in "
-            "sys.modules)\n"
-            "from tagger.learners import LEARNERS\n"
-            "print(all(get_learner(n) is c for n, c in LEARNERS.items()))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
+    code = (
+        "import sys\n"
+        "from tagger.learners import get_learner\n"
+        "cls = get_learner('ssvm-annealing')\n"
+        "mods = [m for m in sys.modules if m.startswith('tagger.learners.')]\n"
+        "print(cls.name, 'tagger.learners.lp_simplex' in mods, 'scipy.optimize' in "
+        "sys.modules)\n"
+        "from tagger.learners import LEARNERS\n"
+        "print(all(get_learner(n) is c for n, c in LEARNERS.items()))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == ["ssvm-annealing", "False", "False", "True"]

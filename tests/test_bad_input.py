@@ -31,14 +31,15 @@ GOOD = "The DT B-NP\ncat NN I-NP\nsat VBD B-VP\n\nA DT B-NP\ndog NN I-NP\n"
 @dataclass
 class Case:
     id: str
-    args: list                     # "{m}": the trained model; other names: files of the case
-    code: int                      # 1 data error, 2 usage error
-    says: tuple = ()               # fragments of the message
-    files: dict = field(default_factory=dict)   # name -> str | bytes | callable(model) -> bytes
+    args: list  # "{m}": the trained model; other names: files of the case
+    code: int  # 1 data error, 2 usage error
+    says: tuple = ()  # fragments of the message
+    files: dict = field(default_factory=dict)  # name -> str | bytes | callable(model) -> bytes
 
 
 def _header_edit(edit):
     """A model file whose JSON header was changed by ``edit(meta)``."""
+
     def make(model: Path) -> bytes:
         out = model.parent / ".edited.tgm"
         with zipfile.ZipFile(model) as zin, zipfile.ZipFile(out, "w") as zout:
@@ -52,6 +53,7 @@ def _header_edit(edit):
         data = out.read_bytes()
         out.unlink()
         return data
+
     return make
 
 
@@ -63,6 +65,7 @@ def _setter(*path_and_value):
         for k in keys[:-1]:
             d = d[k]
         d[keys[-1]] = value
+
     return edit
 
 
@@ -81,32 +84,82 @@ BAD_CORPORA = {
 
 CASES: list[Case] = []
 for name, (text, says) in BAD_CORPORA.items():
-    CASES.append(Case(f"train-{name}", ["train", "bad.txt", "-o", "out.tgm", "--format", "conll"],
-                      1, says, {"bad.txt": text}))
-    CASES.append(Case(f"eval-{name}", ["eval", "{m}", "bad.txt", "--format", "conll"], 1, says,
-                      {"bad.txt": text}))
+    CASES.append(
+        Case(
+            f"train-{name}",
+            ["train", "bad.txt", "-o", "out.tgm", "--format", "conll"],
+            1,
+            says,
+            {"bad.txt": text},
+        )
+    )
+    CASES.append(
+        Case(
+            f"eval-{name}",
+            ["eval", "{m}", "bad.txt", "--format", "conll"],
+            1,
+            says,
+            {"bad.txt": text},
+        )
+    )
 for name in ("ragged-columns", "bad-utf8", "binary", "lone-cr", "nul-bytes"):
     text, says = BAD_CORPORA[name]
-    CASES.append(Case(f"tag-{name}", ["tag", "{m}", "bad.txt", "-o", "out.txt"], 1, says,
-                      {"bad.txt": text}))
+    CASES.append(
+        Case(f"tag-{name}", ["tag", "{m}", "bad.txt", "-o", "out.txt"], 1, says, {"bad.txt": text})
+    )
 CASES += [
-    Case("train-text-has-no-labels", ["train", "t.txt", "-o", "out.tgm", "--format", "text"], 1,
-         ("no labels",), {"t.txt": "The cat sat .\n"}),
-    Case("train-label-column-out-of-range", ["train", "g.txt", "-o", "out.tgm",
-                                            "--label-column", "7"], 1, (), {"g.txt": GOOD}),
-    Case("conllu-too-few-fields", ["train", "c.conllu", "-o", "out.tgm"], 1, ("c.conllu",),
-         {"c.conllu": "1\tThe\tthe\tDET\n"}),
-    Case("conllu-bad-id", ["train", "c.conllu", "-o", "out.tgm", "--format", "conllu"], 1,
-         ("c.conllu",), {"c.conllu": "x\tThe\tthe\tDET\tDT\t_\t0\troot\t_\t_\n"}),
-    Case("inline-unclosed-tag", ["train", "i.txt", "-o", "out.tgm", "--format", "inline"], 1,
-         ("i.txt",), {"i.txt": "<author> A. Smith . <title> Things </title>\n"}),
-    Case("inline-mismatched-tag", ["train", "i.txt", "-o", "out.tgm", "--format", "inline"], 1,
-         ("i.txt",), {"i.txt": "<author> A. Smith . </title>\n"}),
+    Case(
+        "train-text-has-no-labels",
+        ["train", "t.txt", "-o", "out.tgm", "--format", "text"],
+        1,
+        ("no labels",),
+        {"t.txt": "The cat sat .\n"},
+    ),
+    Case(
+        "train-label-column-out-of-range",
+        ["train", "g.txt", "-o", "out.tgm", "--label-column", "7"],
+        1,
+        (),
+        {"g.txt": GOOD},
+    ),
+    Case(
+        "conllu-too-few-fields",
+        ["train", "c.conllu", "-o", "out.tgm"],
+        1,
+        ("c.conllu",),
+        {"c.conllu": "1\tThe\tthe\tDET\n"},
+    ),
+    Case(
+        "conllu-bad-id",
+        ["train", "c.conllu", "-o", "out.tgm", "--format", "conllu"],
+        1,
+        ("c.conllu",),
+        {"c.conllu": "x\tThe\tthe\tDET\tDT\t_\t0\troot\t_\t_\n"},
+    ),
+    Case(
+        "inline-unclosed-tag",
+        ["train", "i.txt", "-o", "out.tgm", "--format", "inline"],
+        1,
+        ("i.txt",),
+        {"i.txt": "<author> A. Smith . <title> Things </title>\n"},
+    ),
+    Case(
+        "inline-mismatched-tag",
+        ["train", "i.txt", "-o", "out.tgm", "--format", "inline"],
+        1,
+        ("i.txt",),
+        {"i.txt": "<author> A. Smith . </title>\n"},
+    ),
     Case("missing-input", ["train", "nowhere.txt", "-o", "out.tgm"], 1, ("nowhere.txt",)),
     Case("eval-missing-input", ["eval", "{m}", "nowhere.txt"], 1, ("nowhere.txt",)),
     Case("tag-missing-input", ["tag", "{m}", "nowhere.txt"], 1, ("nowhere.txt",)),
-    Case("eval-labels-unknown-to-model", ["eval", "{m}", "p.txt"], 1, ("none of",),
-         {"p.txt": "The DT X\ncat NN Y\n"}),
+    Case(
+        "eval-labels-unknown-to-model",
+        ["eval", "{m}", "p.txt"],
+        1,
+        ("none of",),
+        {"p.txt": "The DT X\ncat NN Y\n"},
+    ),
 ]
 
 # ------------------------------------------------------------------------------ models
@@ -132,10 +185,21 @@ HEADER_EDITS = {
     "features-list": _setter("features", []),
 }
 for name, edit in HEADER_EDITS.items():
-    for command in (["inspect", "bad.tgm"], ["trace", "bad.tgm"],
-                    ["tag", "bad.tgm", "g.txt", "-o", "out.txt"], ["eval", "bad.tgm", "g.txt"]):
-        CASES.append(Case(f"{command[0]}-{name}", command, 1, ("bad.tgm",),
-                          {"bad.tgm": _header_edit(edit), "g.txt": GOOD}))
+    for command in (
+        ["inspect", "bad.tgm"],
+        ["trace", "bad.tgm"],
+        ["tag", "bad.tgm", "g.txt", "-o", "out.txt"],
+        ["eval", "bad.tgm", "g.txt"],
+    ):
+        CASES.append(
+            Case(
+                f"{command[0]}-{name}",
+                command,
+                1,
+                ("bad.tgm",),
+                {"bad.tgm": _header_edit(edit), "g.txt": GOOD},
+            )
+        )
 DAMAGED = {
     "truncated": lambda m: m.read_bytes()[: len(m.read_bytes()) // 2],
     "empty": lambda m: b"",
@@ -163,6 +227,7 @@ def _flip(data: bytes) -> bytes:
 def _array_edit(name, edit):
     """A model file whose array ``name`` was changed by ``edit(array)`` and saved again with its
     checksum: only the loader's checks of what the arrays mean can refuse it."""
+
     def make(model: Path) -> bytes:
         meta, arrays = load_model_file(model)
         arrays[name] = edit(arrays[name].copy())
@@ -171,6 +236,7 @@ def _array_edit(name, edit):
         data = out.read_bytes()
         out.unlink()
         return data
+
     return make
 
 
@@ -178,6 +244,7 @@ def _put(index, value):
     def edit(arr):
         arr[index] = value
         return arr
+
     return edit
 
 
@@ -193,22 +260,42 @@ ARRAY_EDITS = {
     "weights-short": ("weights", lambda a: a[:-3]),
 }
 for name, (array, edit) in ARRAY_EDITS.items():
-    CASES.append(Case(f"tag-array-{name}", ["tag", "bad.tgm", "g.txt", "-o", "out.txt"], 1,
-                      ("bad.tgm",), {"bad.tgm": _array_edit(array, edit), "g.txt": GOOD}))
+    CASES.append(
+        Case(
+            f"tag-array-{name}",
+            ["tag", "bad.tgm", "g.txt", "-o", "out.txt"],
+            1,
+            ("bad.tgm",),
+            {"bad.tgm": _array_edit(array, edit), "g.txt": GOOD},
+        )
+    )
 
 for name, make in DAMAGED.items():
-    for command in (["inspect", "bad.tgm"], ["tag", "bad.tgm", "g.txt", "-o", "out.txt"],
-                    ["trace", "bad.tgm"], ["eval", "bad.tgm", "g.txt"]):
-        CASES.append(Case(f"{command[0]}-model-{name}", command, 1, ("bad.tgm",),
-                          {"bad.tgm": make, "g.txt": GOOD}))
+    for command in (
+        ["inspect", "bad.tgm"],
+        ["tag", "bad.tgm", "g.txt", "-o", "out.txt"],
+        ["trace", "bad.tgm"],
+        ["eval", "bad.tgm", "g.txt"],
+    ):
+        CASES.append(
+            Case(
+                f"{command[0]}-model-{name}",
+                command,
+                1,
+                ("bad.tgm",),
+                {"bad.tgm": make, "g.txt": GOOD},
+            )
+        )
 
 # ------------------------------------------------------------------------------ constraint files
 
 BAD_CONSTRAINTS = {
     "rule-list": 'labels = ["NP"]\n[[instance]]\nrule = ["start"]\nlabels = ["NP"]\n',
     "rule-table": 'labels = ["NP"]\n[[instance]]\nrule = {a = 1}\n',
-    "property-list": ('labels = ["NP"]\n[[instance]]\nrule = "only-inside"\nproperty = ["quote"]\n'
-                      'labels = ["NP"]\n'),
+    "property-list": (
+        'labels = ["NP"]\n[[instance]]\nrule = "only-inside"\nproperty = ["quote"]\n'
+        'labels = ["NP"]\n'
+    ),
     "labels-number": 'labels = ["NP"]\n[[instance]]\nrule = "start"\nlabels = 3\n',
     "weight-text": 'labels = ["NP"]\n[[instance]]\nrule = "start"\nlabels = ["NP"]\nweight = "x"\n',
     "unknown-rule": 'labels = ["NP"]\n[[instance]]\nrule = "strat"\nlabels = ["NP"]\n',
@@ -216,63 +303,181 @@ BAD_CONSTRAINTS = {
     "unknown-label": 'labels = ["NX"]\n',
 }
 for name, text in BAD_CONSTRAINTS.items():
-    CASES.append(Case(f"train-constraints-{name}",
-                      ["train", "g.txt", "--unlabeled", "u.txt", "--constraints", "c.toml", "-o",
-                       "out.tgm"], 1, ("c.toml",), {"g.txt": GOOD, "u.txt": "a b\n", "c.toml": text}))
-    CASES.append(Case(f"eval-constraints-{name}", ["eval", "{m}", "g.txt", "--constraints",
-                                                   "c.toml"], 1, ("c.toml",),
-                      {"g.txt": GOOD, "c.toml": text}))
+    CASES.append(
+        Case(
+            f"train-constraints-{name}",
+            ["train", "g.txt", "--unlabeled", "u.txt", "--constraints", "c.toml", "-o", "out.tgm"],
+            1,
+            ("c.toml",),
+            {"g.txt": GOOD, "u.txt": "a b\n", "c.toml": text},
+        )
+    )
+    CASES.append(
+        Case(
+            f"eval-constraints-{name}",
+            ["eval", "{m}", "g.txt", "--constraints", "c.toml"],
+            1,
+            ("c.toml",),
+            {"g.txt": GOOD, "c.toml": text},
+        )
+    )
 
 # ------------------------------------------------------------------------------ usage and paths
 
 CASES += [
-    Case("unknown-learner", ["train", "g.txt", "-o", "out.tgm", "--learner", "nosuch"], 2,
-         ("nosuch",), {"g.txt": GOOD}),
-    Case("unknown-preset", ["train", "g.txt", "-o", "out.tgm", "--features", "nosuch"], 2,
-         ("nosuch",), {"g.txt": GOOD}),
-    Case("set-unknown-key", ["train", "g.txt", "-o", "out.tgm", "--set", "radus=3"], 2,
-         ("radus",), {"g.txt": GOOD}),
-    Case("set-bad-value", ["train", "g.txt", "-o", "out.tgm", "--set", "radius=-1"], 2,
-         ("radius",), {"g.txt": GOOD}),
-    Case("set-no-equals", ["train", "g.txt", "-o", "out.tgm", "--set", "radius"], 2, (),
-         {"g.txt": GOOD}),
+    Case(
+        "unknown-learner",
+        ["train", "g.txt", "-o", "out.tgm", "--learner", "nosuch"],
+        2,
+        ("nosuch",),
+        {"g.txt": GOOD},
+    ),
+    Case(
+        "unknown-preset",
+        ["train", "g.txt", "-o", "out.tgm", "--features", "nosuch"],
+        2,
+        ("nosuch",),
+        {"g.txt": GOOD},
+    ),
+    Case(
+        "set-unknown-key",
+        ["train", "g.txt", "-o", "out.tgm", "--set", "radus=3"],
+        2,
+        ("radus",),
+        {"g.txt": GOOD},
+    ),
+    Case(
+        "set-bad-value",
+        ["train", "g.txt", "-o", "out.tgm", "--set", "radius=-1"],
+        2,
+        ("radius",),
+        {"g.txt": GOOD},
+    ),
+    Case(
+        "set-no-equals",
+        ["train", "g.txt", "-o", "out.tgm", "--set", "radius"],
+        2,
+        (),
+        {"g.txt": GOOD},
+    ),
     Case("jobs-zero", ["tag", "{m}", "g.txt", "--jobs", "0"], 2, (), {"g.txt": GOOD}),
-    Case("unknown-format", ["train", "g.txt", "-o", "out.tgm", "--format", "xml"], 2, (),
-         {"g.txt": GOOD}),
+    Case(
+        "unknown-format",
+        ["train", "g.txt", "-o", "out.tgm", "--format", "xml"],
+        2,
+        (),
+        {"g.txt": GOOD},
+    ),
     Case("train-without-output", ["train", "g.txt"], 2, (), {"g.txt": GOOD}),
-    Case("decode-constraints-alone", ["eval", "{m}", "g.txt", "--decode-constraints"], 2, (),
-         {"g.txt": GOOD}),
-    Case("constraints-without-unlabeled", ["train", "g.txt", "-o", "out.tgm", "--constraints",
-                                           "c.toml"], 2, ("--unlabeled",),
-         {"g.txt": GOOD, "c.toml": 'labels = ["B-NP"]\n[[instance]]\nrule = "start"\n'
-                                   'labels = ["B-NP"]\n'}),
-    Case("path-values-not-numbers", ["path", "g.txt", "--dev", "g.txt", "--values", "a,b"], 2,
-         (), {"g.txt": GOOD}),
-    Case("train-output-is-input", ["train", "g.txt", "-o", "g.txt"], 2, ("also an input",),
-         {"g.txt": GOOD}),
-    Case("train-output-is-dev", ["train", "g.txt", "--dev", "d.txt", "-o", "d.txt"], 2,
-         ("also an input",), {"g.txt": GOOD, "d.txt": GOOD}),
-    Case("tag-output-is-model", ["tag", "{m}", "g.txt", "-o", "m.tgm"], 2, ("also an input",),
-         {"g.txt": GOOD}),
-    Case("tag-output-is-input", ["tag", "{m}", "g.txt", "-o", "g.txt"], 2, ("also an input",),
-         {"g.txt": GOOD}),
-    Case("train-output-dir-missing", ["train", "g.txt", "-o", "no/such/dir/out.tgm"], 2,
-         ("does not exist",), {"g.txt": GOOD}),
-    Case("tag-output-dir-missing", ["tag", "{m}", "g.txt", "-o", "no/such/out.txt"], 2,
-         ("no/such/out.txt", "does not exist"), {"g.txt": GOOD}),
-    Case("path-output-dir-missing", ["path", "g.txt", "--dev", "g.txt", "--values", "1",
-                                     "--learner", "m3n-l2", "-o", "no/m.tgm"], 2,
-         ("does not exist",), {"g.txt": GOOD}),
-    Case("trace-plot-dir-missing", ["trace", "{m}", "--plot", "no/p.png"], 2,
-         ("does not exist",)),
-    Case("train-output-is-directory", ["train", "g.txt", "-o", "sub"], 2, (),
-         {"g.txt": GOOD, "sub/keep.txt": "x"}),
-    Case("tag-output-is-directory", ["tag", "{m}", "g.txt", "-o", "sub"], 2, (),
-         {"g.txt": GOOD, "sub/keep.txt": "x"}),
-    Case("train-input-is-directory", ["train", "sub", "-o", "out.tgm"], 2, (),
-         {"sub/keep.txt": "x"}),
-    Case("marginals-of-max-margin-model", ["tag", "{m}", "g.txt", "--marginals"], 1,
-         ("CRF",), {"g.txt": GOOD}),
+    Case(
+        "decode-constraints-alone",
+        ["eval", "{m}", "g.txt", "--decode-constraints"],
+        2,
+        (),
+        {"g.txt": GOOD},
+    ),
+    Case(
+        "constraints-without-unlabeled",
+        ["train", "g.txt", "-o", "out.tgm", "--constraints", "c.toml"],
+        2,
+        ("--unlabeled",),
+        {
+            "g.txt": GOOD,
+            "c.toml": 'labels = ["B-NP"]\n[[instance]]\nrule = "start"\nlabels = ["B-NP"]\n',
+        },
+    ),
+    Case(
+        "path-values-not-numbers",
+        ["path", "g.txt", "--dev", "g.txt", "--values", "a,b"],
+        2,
+        (),
+        {"g.txt": GOOD},
+    ),
+    Case(
+        "train-output-is-input",
+        ["train", "g.txt", "-o", "g.txt"],
+        2,
+        ("also an input",),
+        {"g.txt": GOOD},
+    ),
+    Case(
+        "train-output-is-dev",
+        ["train", "g.txt", "--dev", "d.txt", "-o", "d.txt"],
+        2,
+        ("also an input",),
+        {"g.txt": GOOD, "d.txt": GOOD},
+    ),
+    Case(
+        "tag-output-is-model",
+        ["tag", "{m}", "g.txt", "-o", "m.tgm"],
+        2,
+        ("also an input",),
+        {"g.txt": GOOD},
+    ),
+    Case(
+        "tag-output-is-input",
+        ["tag", "{m}", "g.txt", "-o", "g.txt"],
+        2,
+        ("also an input",),
+        {"g.txt": GOOD},
+    ),
+    Case(
+        "train-output-dir-missing",
+        ["train", "g.txt", "-o", "no/such/dir/out.tgm"],
+        2,
+        ("does not exist",),
+        {"g.txt": GOOD},
+    ),
+    Case(
+        "tag-output-dir-missing",
+        ["tag", "{m}", "g.txt", "-o", "no/such/out.txt"],
+        2,
+        ("no/such/out.txt", "does not exist"),
+        {"g.txt": GOOD},
+    ),
+    Case(
+        "path-output-dir-missing",
+        [
+            "path",
+            "g.txt",
+            "--dev",
+            "g.txt",
+            "--values",
+            "1",
+            "--learner",
+            "m3n-l2",
+            "-o",
+            "no/m.tgm",
+        ],
+        2,
+        ("does not exist",),
+        {"g.txt": GOOD},
+    ),
+    Case("trace-plot-dir-missing", ["trace", "{m}", "--plot", "no/p.png"], 2, ("does not exist",)),
+    Case(
+        "train-output-is-directory",
+        ["train", "g.txt", "-o", "sub"],
+        2,
+        (),
+        {"g.txt": GOOD, "sub/keep.txt": "x"},
+    ),
+    Case(
+        "tag-output-is-directory",
+        ["tag", "{m}", "g.txt", "-o", "sub"],
+        2,
+        (),
+        {"g.txt": GOOD, "sub/keep.txt": "x"},
+    ),
+    Case(
+        "train-input-is-directory", ["train", "sub", "-o", "out.tgm"], 2, (), {"sub/keep.txt": "x"}
+    ),
+    Case(
+        "marginals-of-max-margin-model",
+        ["tag", "{m}", "g.txt", "--marginals"],
+        1,
+        ("CRF",),
+        {"g.txt": GOOD},
+    ),
 ]
 
 
@@ -300,8 +505,9 @@ def test_bad_input(case, model, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     args = [str(tmp_path / "m.tgm") if a == "{m}" else a for a in case.args]
     result = CliRunner().invoke(cli, args, catch_exceptions=True)
-    assert result.exception is None or isinstance(result.exception, SystemExit), \
-        repr(result.exception)
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
     assert result.exit_code == case.code, (result.exit_code, result.output)
     assert "Traceback" not in result.output
     lines = result.stderr.splitlines()
@@ -318,16 +524,37 @@ def test_bad_input(case, model, tmp_path, monkeypatch):
     assert not left, left
 
 
-# ------------------------------------------------------------------------------ every key, every type
+# ------------------------------------------------------------------------- every key, every type
 
-VALUES = ["1", "1.5", "true", '"x"', "[]", '["A"]', "{a = 1}", "[1]", "[[1]]", '"all"', "-1",
-          "nan", "{}", '["A", 2]']
-BASE = {"start": 'labels = ["A"]', "end": 'labels = ["A"]', "one-segment": 'labels = ["A"]',
-        "tokens": 'words = ["a"]\ntake = ["A"]',
-        "only-inside": 'property = "quote"\nlabels = ["A"]', "change-on-punctuation": "",
-        "count": 'labels = ["A"]\nmax = 1', "contains": 'labels = ["A"]\npattern = "[0-9]"',
-        "order": 'before = ["A"]\nafter = ["B"]', "label-fraction": 'labels = ["A"]\nfraction = 0.5',
-        "change-off-punctuation": "fraction = 0.1"}
+VALUES = [
+    "1",
+    "1.5",
+    "true",
+    '"x"',
+    "[]",
+    '["A"]',
+    "{a = 1}",
+    "[1]",
+    "[[1]]",
+    '"all"',
+    "-1",
+    "nan",
+    "{}",
+    '["A", 2]',
+]
+BASE = {
+    "start": 'labels = ["A"]',
+    "end": 'labels = ["A"]',
+    "one-segment": 'labels = ["A"]',
+    "tokens": 'words = ["a"]\ntake = ["A"]',
+    "only-inside": 'property = "quote"\nlabels = ["A"]',
+    "change-on-punctuation": "",
+    "count": 'labels = ["A"]\nmax = 1',
+    "contains": 'labels = ["A"]\npattern = "[0-9]"',
+    "order": 'before = ["A"]\nafter = ["B"]',
+    "label-fraction": 'labels = ["A"]\nfraction = 0.5',
+    "change-off-punctuation": "fraction = 0.1",
+}
 
 
 def _typed_constraint_files():

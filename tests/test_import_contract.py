@@ -12,6 +12,7 @@ import ast
 from pathlib import Path
 
 import pytest
+
 from _helpers import ROOT
 
 SHARED = {"tagger._config"}
@@ -33,7 +34,7 @@ def _resolve(node: ast.ImportFrom, package: str) -> str:
         return node.module or ""
     base = package.split(".")
     if node.level > 1:
-        base = base[:len(base) - node.level + 1]
+        base = base[: len(base) - node.level + 1]
     return ".".join(base + ([node.module] if node.module else []))
 
 
@@ -56,7 +57,7 @@ def violations(path: Path, root: Path = ROOT) -> list[str]:
         private = _private_part(target)
         if private is None:
             return
-        owner = target[:target.index(private)].rstrip(".")
+        owner = target[: target.index(private)].rstrip(".")
         if not (package == owner or package.startswith(owner + ".")):
             found.append(f"{where}:{line}: imports private module {target}")
 
@@ -93,11 +94,13 @@ def test_the_check_catches_a_private_import(tmp_path):
     # package and the shared settings are not
     fake = tmp_path / "tagger" / "learners" / "example_learner.py"
     fake.parent.mkdir(parents=True)
-    fake.write_text("from tagger.chain.layout import _hidden, ChainModel\n"
-                    "from tagger._config import NUMBA_OPTS\n"
-                    "from tagger.inference._impl import viterbi\n"
-                    "from tagger.learners._helpers import project\n"
-                    "from .example_learner import _own\n")
+    fake.write_text(
+        "from tagger.chain.layout import _hidden, ChainModel\n"
+        "from tagger._config import NUMBA_OPTS\n"
+        "from tagger.inference._impl import viterbi\n"
+        "from tagger.learners._helpers import project\n"
+        "from .example_learner import _own\n"
+    )
     found = violations(fake, tmp_path)
     assert len(found) == 2
     assert "_hidden from tagger.chain.layout" in found[0]

@@ -20,16 +20,23 @@ from _helpers import ROOT, run_cli
 CORPORA = ROOT / "corpora"
 
 
-
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     """Models of three presets trained on the shipped samples, and an input for each."""
     d = tmp_path_factory.mktemp("jit")
-    jobs = {"chunk": (CORPORA / "sample_chunk.txt", CORPORA / "sample_chunk_dev.txt", []),
-            "pos": (CORPORA / "sample_pos.conllu", CORPORA / "sample_pos.conllu",
-                    ["--features", "pos"]),
-            "citation": (CORPORA / "sample_citations.txt", CORPORA / "sample_citations.txt",
-                         ["--features", "citation", "--learner", "crf-l2"])}
+    jobs = {
+        "chunk": (CORPORA / "sample_chunk.txt", CORPORA / "sample_chunk_dev.txt", []),
+        "pos": (
+            CORPORA / "sample_pos.conllu",
+            CORPORA / "sample_pos.conllu",
+            ["--features", "pos"],
+        ),
+        "citation": (
+            CORPORA / "sample_citations.txt",
+            CORPORA / "sample_citations.txt",
+            ["--features", "citation", "--learner", "crf-l2"],
+        ),
+    }
     out = {}
     for name, (train, test, extra) in jobs.items():
         path = d / f"{name}.tgm"
@@ -46,8 +53,13 @@ def test_no_module_but_jit_imports_numba_on_import():
         if path.name == "jit.py" and path.parent.name == "tagger":
             continue
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             if any(n == "numba" or n.startswith("numba.") for n in names):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert found == []
@@ -82,8 +94,9 @@ def test_interpreted_kernels_give_the_compiled_output(models):
     """Featurization, scores, Viterbi and forward-backward run by the interpreter (before numba
     starts, in a fresh process) give the compiled kernels' labels and marginals exactly."""
     arg = json.dumps({k: [str(m), str(t)] for k, (m, t) in models.items()})
-    r = subprocess.run([sys.executable, "-c", SCRIPT, arg], capture_output=True, text=True,
-                       cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-c", SCRIPT, arg], capture_output=True, text=True, cwd=ROOT
+    )
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     assert (result.pop("numba_during_interpreted"), result.pop("numba_after")) == (False, True)
@@ -113,10 +126,23 @@ def test_small_input_is_tagged_without_starting_numba(models, tmp_path):
     short.write_text(dev.split("\n\n")[0] + "\n")
     long = tmp_path / "long.txt"
     n_labels = len(Tagger.load(model).labels_)
-    long.write_text(dev * (1 + 2 * jit.INTERPRETED_WORK // n_labels ** 2 // dev.count("\n")))
+    long.write_text(dev * (1 + 2 * jit.INTERPRETED_WORK // n_labels**2 // dev.count("\n")))
     for path, numba_expected in ((short, False), (long, True)):
-        r = subprocess.run([sys.executable, "-c", TAG, "tag", str(model), str(path), "-o",
-                            str(tmp_path / "sub.txt")], capture_output=True, text=True, cwd=ROOT)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                TAG,
+                "tag",
+                str(model),
+                str(path),
+                "-o",
+                str(tmp_path / "sub.txt"),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
         assert r.returncode == 0, r.stderr
         assert r.stdout.split() == [str(numba_expected), "0"], path.name
         in_process = run_cli("tag", model, path, "-o", tmp_path / "here.txt")
@@ -170,10 +196,10 @@ def test_numpy_table_finds_every_key_as_one_built_key_by_key(n):
     cap = 1 << max(1, (2 * n - 1).bit_length())
     # a third of the keys crowd into three home slots, so that probes run long and wrap
     crowded = [k for slot in (0, cap // 2, cap - 1) for k in _keys_at_home(slot, cap, n // 9, rng)]
-    keys = crowded + [int(k) for k in rng.integers(-2**62, 2**62, n)]
+    keys = crowded + [int(k) for k in rng.integers(-(2**62), 2**62, n)]
     keys = [k for k in dict.fromkeys(keys) if k != -1][:n]
     rng.shuffle(keys)
-    assert all(_home(k, cap) == _home(crowded[0], cap) for k in crowded[:n // 9])
+    assert all(_home(k, cap) == _home(crowded[0], cap) for k in crowded[: n // 9])
     table_keys, table_vals = table_for(np.array(keys, dtype=np.int64))
     assert len(table_keys) == cap
     reference = _insert_one_by_one(keys, cap)
@@ -217,7 +243,8 @@ print(abs(score(state, trans, y) - by_hand) < 1e-12, jit.started())
 def test_a_kernel_imported_before_numba_starts_compiles_inside_user_code():
     """The kernels are a public interface: a user's own numba function may call one it
     imported while it was still a :class:`~tagger.jit.Kernel`."""
-    r = subprocess.run([sys.executable, "-c", USER_KERNEL], capture_output=True, text=True,
-                       cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-c", USER_KERNEL], capture_output=True, text=True, cwd=ROOT
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "True"]

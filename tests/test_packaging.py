@@ -20,7 +20,7 @@ DIST = PROJECT["project"]["name"]
 
 def test_the_distribution_is_not_named_tagger():
     assert DIST != "tagger"
-    assert metadata.version(DIST)   # the installed distribution is this one
+    assert metadata.version(DIST)  # the installed distribution is this one
 
 
 def test_only_the_tagger_package_is_installed():

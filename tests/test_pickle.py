@@ -13,14 +13,15 @@ import pytest
 from tagger.api import Tagger
 from tagger.features import FeatureSpec, Featurizer
 from tagger.io import load_corpus
-from _helpers import SAMPLE, SAMPLE_DEV
 
+from _helpers import SAMPLE, SAMPLE_DEV
 
 
 @pytest.fixture(scope="module")
 def fitted():
-    return Tagger(features="chunk", params={"epochs": 3}, seed=2,
-                  select=False).fit(load_corpus(SAMPLE))
+    return Tagger(features="chunk", params={"epochs": 3}, seed=2, select=False).fit(
+        load_corpus(SAMPLE)
+    )
 
 
 @pytest.mark.parametrize("preset", ["chunk", "pos", "citation"])
@@ -41,7 +42,7 @@ def test_a_feature_spec_pickles_to_the_same_features(preset):
 
 @pytest.mark.parametrize("how", ["pickle", "deepcopy"])
 def test_a_fitted_tagger_copies_and_predicts_the_same(fitted, how):
-    again = (pickle.loads(pickle.dumps(fitted)) if how == "pickle" else copy.deepcopy(fitted))
+    again = pickle.loads(pickle.dumps(fitted)) if how == "pickle" else copy.deepcopy(fitted)
     dev = load_corpus(SAMPLE_DEV)
     assert again.predict(dev) == fitted.predict(dev)
     assert np.array_equal(again.weights_, fitted.weights_)
@@ -50,11 +51,17 @@ def test_a_fitted_tagger_copies_and_predicts_the_same(fitted, how):
 
 def test_an_unfitted_tagger_keeps_its_parameters():
     spec = FeatureSpec.load("pos")
-    t = Tagger(features=spec, learner="crf-l1", params={"c1": 0.5}, seed=3, select=True,
-               max_seconds=9.0)
+    t = Tagger(
+        features=spec, learner="crf-l1", params={"c1": 0.5}, seed=3, select=True, max_seconds=9.0
+    )
     again = pickle.loads(pickle.dumps(t))
     assert (again.learner, again.params, again.seed, again.select, again.max_seconds) == (
-        "crf-l1", {"c1": 0.5}, 3, True, 9.0)
+        "crf-l1",
+        {"c1": 0.5},
+        3,
+        True,
+        9.0,
+    )
     assert again.features.template_names == spec.template_names and again.model_ is None
 
 

@@ -17,14 +17,17 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from _helpers import ROOT
 
 MARK = re.compile(r"<!-- ecosystem-test(: offline)? -->\n```(bash|python)\n(.*?)```", re.S)
 
 
 def _blocks():
-    return [(bool(m.group(1)), m.group(2), m.group(3))
-            for m in MARK.finditer((ROOT / "README.md").read_text())]
+    return [
+        (bool(m.group(1)), m.group(2), m.group(3))
+        for m in MARK.finditer((ROOT / "README.md").read_text())
+    ]
 
 
 def test_the_section_has_its_snippets():
@@ -32,8 +35,13 @@ def test_the_section_has_its_snippets():
     langs = [lang for _, lang, _ in blocks]
     assert len(blocks) >= 7 and "python" in langs and "bash" in langs
     text = " ".join(code for _, _, code in blocks)
-    for needle in ("sparse_tagger", "hf:eriktks/conll2000", "train.parquet", "--jobs 2",
-                   "silver.spacy"):
+    for needle in (
+        "sparse_tagger",
+        "hf:eriktks/conll2000",
+        "train.parquet",
+        "--jobs 2",
+        "silver.spacy",
+    ):
         assert needle in text
 
 
@@ -62,12 +70,14 @@ def test_readme_snippets_run(tmp_path):
                 # a model the hub would have trained: any model lets eval reach the hub
                 shutil.copy(tmp_path / "chunker.tgm", tmp_path / model)
             for line in code.strip().splitlines():
-                out = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=run_env,
-                                     capture_output=True, text=True)
+                out = subprocess.run(
+                    ["bash", "-c", line], cwd=tmp_path, env=run_env, capture_output=True, text=True
+                )
                 assert out.returncode == 1, (line, out.stdout, out.stderr)
                 lines = out.stderr.strip().splitlines()
-                assert len(lines) == 1 and "cannot reach the Hugging Face hub" in lines[0], \
+                assert len(lines) == 1 and "cannot reach the Hugging Face hub" in lines[0], (
                     out.stderr
+                )
                 assert "local files" in lines[0]
             continue
         out = subprocess.run(cmd, cwd=tmp_path, env=run_env, capture_output=True, text=True)

@@ -58,34 +58,62 @@ name                           what a learner uses it for
 
 from tagger.chain.gradients import scatter_expectations, state_grad_from_marginals
 from tagger.chain.joint import add_difference, add_joint_features
-from tagger.chain.layout import (ChainLayout, ChainModel, FeatureBatch, SparseAccumulator,
-                                 transitions_of)
-from tagger.chain.scores import (release_param_table, sentence_param_table,
-                                 sentence_state_scores, sentence_state_scores_table,
-                                 set_table_weight)
+from tagger.chain.layout import (
+    ChainLayout,
+    ChainModel,
+    FeatureBatch,
+    SparseAccumulator,
+    transitions_of,
+)
+from tagger.chain.scores import (
+    release_param_table,
+    sentence_param_table,
+    sentence_state_scores,
+    sentence_state_scores_table,
+    set_table_weight,
+)
 from tagger.constraints.decoding import constrained_decode
 from tagger.features import Featurized
-from tagger.inference.max_product import (labeling_score, loss_augmented_viterbi_batch_into,
-                                          loss_augmented_viterbi_into,
-                                          second_best_viterbi_into, viterbi_batch_into,
-                                          viterbi_into)
+from tagger.inference.max_product import (
+    labeling_score,
+    loss_augmented_viterbi_batch_into,
+    loss_augmented_viterbi_into,
+    second_best_viterbi_into,
+    viterbi_batch_into,
+    viterbi_into,
+)
 from tagger.inference.sum_product import fb_buffers, fb_sentence, fb_tables
 
 __all__ = [
     # layout and model
-    "ChainModel", "ChainLayout", "FeatureBatch", "Featurized", "SparseAccumulator",
+    "ChainModel",
+    "ChainLayout",
+    "FeatureBatch",
+    "Featurized",
+    "SparseAccumulator",
     "transitions_of",
     # state scores
-    "sentence_state_scores", "sentence_param_table", "set_table_weight",
-    "sentence_state_scores_table", "release_param_table",
+    "sentence_state_scores",
+    "sentence_param_table",
+    "set_table_weight",
+    "sentence_state_scores_table",
+    "release_param_table",
     # joint features
-    "add_joint_features", "add_difference",
+    "add_joint_features",
+    "add_difference",
     # max-product and constrained decoding
-    "viterbi_into", "viterbi_batch_into", "loss_augmented_viterbi_into",
-    "loss_augmented_viterbi_batch_into", "second_best_viterbi_into", "labeling_score",
+    "viterbi_into",
+    "viterbi_batch_into",
+    "loss_augmented_viterbi_into",
+    "loss_augmented_viterbi_batch_into",
+    "second_best_viterbi_into",
+    "labeling_score",
     "constrained_decode",
     # sum-product
-    "fb_tables", "fb_buffers", "fb_sentence",
+    "fb_tables",
+    "fb_buffers",
+    "fb_sentence",
     # gradients
-    "scatter_expectations", "state_grad_from_marginals",
+    "scatter_expectations",
+    "state_grad_from_marginals",
 ]

@@ -33,8 +33,14 @@ from tagger.features import EncodedViews, Featurized
 from tagger.jit import njit
 
 # param_index lives in tagger.chain.joint; it stays importable from here (bench/crf.py)
-__all__ = ["ChainLayout", "ChainModel", "FeatureBatch", "SparseAccumulator", "param_index",
-           "transitions_of"]
+__all__ = [
+    "ChainLayout",
+    "ChainModel",
+    "FeatureBatch",
+    "SparseAccumulator",
+    "param_index",
+    "transitions_of",
+]
 
 
 class ChainLayout(NamedTuple):
@@ -42,12 +48,12 @@ class ChainLayout(NamedTuple):
     (:attr:`ChainModel.layout`): the CSR index of state parameters and the offsets of the
     transition, start and end blocks."""
 
-    attr_ptr: np.ndarray     # int64[n_attrs + 1]: attribute a owns attr_ptr[a]:attr_ptr[a+1]
+    attr_ptr: np.ndarray  # int64[n_attrs + 1]: attribute a owns attr_ptr[a]:attr_ptr[a+1]
     param_label: np.ndarray  # int32[n_state]: the label of each state parameter
     n_labels: int
-    n_state: int             # number of state parameters = offset of the transitions
-    start: int               # offset of the start weights
-    end: int                 # offset of the end weights
+    n_state: int  # number of state parameters = offset of the transitions
+    start: int  # offset of the start weights
+    end: int  # offset of the end weights
     n_weights: int
 
 
@@ -56,13 +62,13 @@ class FeatureBatch(NamedTuple):
     token i has attributes ``attrs[indptr[i]:indptr[i+1]]`` with values ``vals`` (empty for
     indicators); sentence s spans tokens ``offsets[s]:offsets[s+1]``."""
 
-    indptr: np.ndarray   # int64[N + 1]
-    attrs: np.ndarray    # int32[nnz]
-    vals: np.ndarray     # float64[nnz] or empty
+    indptr: np.ndarray  # int64[N + 1]
+    attrs: np.ndarray  # int32[nnz]
+    vals: np.ndarray  # float64[nnz] or empty
     offsets: np.ndarray  # int64[n_sentences + 1]
 
     @classmethod
-    def of(cls, X: Featurized) -> "FeatureBatch":
+    def of(cls, X: Featurized) -> FeatureBatch:
         return cls(X.indptr, X.attrs, X.vals, X.offsets)
 
 
@@ -70,21 +76,24 @@ class SparseAccumulator(NamedTuple):
     """A dense vector over the weights that remembers which coordinates were touched, so that
     reading and clearing a sparse update costs its size, not the model's."""
 
-    values: np.ndarray   # float64[n_weights]
-    mark: np.ndarray     # bool[n_weights]: touched since the last clear
+    values: np.ndarray  # float64[n_weights]
+    mark: np.ndarray  # bool[n_weights]: touched since the last clear
     touched: np.ndarray  # int64[n_weights]: the touched coordinates, in order of first touch
 
     @classmethod
-    def new(cls, n_weights: int) -> "SparseAccumulator":
-        return cls(np.zeros(n_weights, dtype=np.float64), np.zeros(n_weights, dtype=np.bool_),
-                   np.empty(n_weights, dtype=np.int64))
+    def new(cls, n_weights: int) -> SparseAccumulator:
+        return cls(
+            np.zeros(n_weights, dtype=np.float64),
+            np.zeros(n_weights, dtype=np.bool_),
+            np.empty(n_weights, dtype=np.int64),
+        )
 
 
 @njit(**NUMBA_OPTS)
 def transitions_of(layout, w):
     """The (L, L) transition weights of ``w``, a view (writes go to ``w``)."""
     L = layout.n_labels
-    return w[layout.n_state:layout.start].reshape((L, L))
+    return w[layout.n_state : layout.start].reshape((L, L))
 
 
 class ChainModel:
@@ -97,8 +106,9 @@ class ChainModel:
 
     # ---- construction
     @classmethod
-    def from_data(cls, X: Featurized, y: np.ndarray, n_labels: int, n_attrs: int,
-                  all_pairs: bool = False) -> "ChainModel":
+    def from_data(
+        cls, X: Featurized, y: np.ndarray, n_labels: int, n_attrs: int, all_pairs: bool = False
+    ) -> ChainModel:
         """Parameters for the (attribute, label) pairs seen in ``X`` with gold labels ``y``."""
         if all_pairs:
             attr_ptr = np.arange(n_attrs + 1, dtype=np.int64) * n_labels
@@ -132,8 +142,9 @@ class ChainModel:
         """The layout record the numba kernels of this module take."""
         L = self.n_labels
         start = self.n_state + L * L
-        return ChainLayout(self.attr_ptr, self.param_label, L, self.n_state, start, start + L,
-                           start + 2 * L)
+        return ChainLayout(
+            self.attr_ptr, self.param_label, L, self.n_state, start, start + L, start + 2 * L
+        )
 
     @property
     def n_edge(self) -> int:
@@ -142,22 +153,23 @@ class ChainModel:
 
     def state_weights(self, w: np.ndarray) -> np.ndarray:
         """The state parameters of ``w`` (or of any array laid out like it; a view)."""
-        return w[:self.n_state]
+        return w[: self.n_state]
 
     def edge_weights(self, w: np.ndarray) -> np.ndarray:
         """The transition, start and end weights of ``w`` (a view), in that order."""
-        return w[self.n_state:]
+        return w[self.n_state :]
 
     def boundary_weights(self, w: np.ndarray) -> np.ndarray:
         """The start and end weights of ``w`` (a view)."""
-        return w[self.n_state + self.n_labels * self.n_labels:]
+        return w[self.n_state + self.n_labels * self.n_labels :]
 
     def edge_indices(self) -> np.ndarray:
         """Indices of the transition, start and end weights."""
         return np.arange(self.n_state, self.n_weights, dtype=np.int64)
 
-    def restrict(self, keep: np.ndarray, param_attr: np.ndarray | None = None
-                 ) -> tuple["ChainModel", np.ndarray]:
+    def restrict(
+        self, keep: np.ndarray, param_attr: np.ndarray | None = None
+    ) -> tuple[ChainModel, np.ndarray]:
         """The model with only the state parameters ``keep`` (increasing indices) and every
         transition, start and end weight, and the index in this model's layout of each of
         its weights. ``param_attr`` (:meth:`state_param_attr`) may be given when it is kept."""
@@ -171,13 +183,13 @@ class ChainModel:
     def transitions(self, w: np.ndarray) -> np.ndarray:
         """The (L, L) transition weights of ``w`` (a view), from label to label."""
         L = self.n_labels
-        return w[self.n_state:self.n_state + L * L].reshape(L, L)
+        return w[self.n_state : self.n_state + L * L].reshape(L, L)
 
     def start_end(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The start and the end weights of ``w`` (two views)."""
         L = self.n_labels
         o = self.n_state + L * L
-        return w[o:o + L], w[o + L:o + 2 * L]
+        return w[o : o + L], w[o + L : o + 2 * L]
 
     def start_weights(self, w: np.ndarray) -> np.ndarray:
         """The start weights of ``w`` (a view)."""
@@ -198,7 +210,9 @@ class ChainModel:
         return labels
 
     # ---- scores
-    def state_scores(self, X: Featurized, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    def state_scores(
+        self, X: Featurized, w: np.ndarray, out: np.ndarray | None = None
+    ) -> np.ndarray:
         """(N, L) state scores, start/end weights folded into each sentence's ends."""
         if out is None:
             out = np.empty((X.n_tokens, self.n_labels), dtype=np.float64)
@@ -208,12 +222,29 @@ class ChainModel:
     def state_scores_from_views(self, E: EncodedViews, w: np.ndarray) -> np.ndarray:
         """Same as :meth:`state_scores` on ``Featurizer.encode`` output (no attribute lists)."""
         out = np.empty((E.n_tokens, self.n_labels), dtype=np.float64)
-        view_state_scores(E.view_ids, E.offsets, E.t_ptr, E.t_view, E.t_off, E.t_mult,
-                                 E.table_keys, E.table_vals, self.layout, w, out)
+        view_state_scores(
+            E.view_ids,
+            E.offsets,
+            E.t_ptr,
+            E.t_view,
+            E.t_off,
+            E.t_mult,
+            E.table_keys,
+            E.table_vals,
+            self.layout,
+            w,
+            out,
+        )
         return out
 
-    def joint_features(self, X: Featurized, sentence: int, y: np.ndarray,
-                       scale: float = 1.0, out: np.ndarray | None = None) -> np.ndarray:
+    def joint_features(
+        self,
+        X: Featurized,
+        sentence: int,
+        y: np.ndarray,
+        scale: float = 1.0,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
         """Dense f(x_s, y) (``y`` holds the sentence's labels), optionally accumulated into out."""
         if out is None:
             out = np.zeros(self.n_weights, dtype=np.float64)
@@ -228,7 +259,7 @@ class ChainModel:
         return float(self.joint_features(X, sentence, y) @ w)
 
     # ---- sparsity
-    def compact(self, w: np.ndarray) -> tuple["ChainModel", np.ndarray, np.ndarray]:
+    def compact(self, w: np.ndarray) -> tuple[ChainModel, np.ndarray, np.ndarray]:
         """Drop zero state parameters and attributes left without parameters.
 
         Returns the new model, its weights, and the boolean mask of attributes kept (to prune
@@ -249,21 +280,29 @@ class ChainModel:
         return {"model.attr_ptr": self.attr_ptr, "model.param_label": self.param_label}
 
     @classmethod
-    def from_arrays(cls, n_labels: int, arrays: dict[str, np.ndarray]) -> "ChainModel":
+    def from_arrays(cls, n_labels: int, arrays: dict[str, np.ndarray]) -> ChainModel:
         """The layout saved by :meth:`to_arrays`, checked: the kernels index weights and
         labels through it without bounds checks, so a hand-edited file must not reach them.
         Raises ``ValueError`` naming what is inconsistent."""
         attr_ptr, param_label = arrays["model.attr_ptr"], arrays["model.param_label"]
         for name, arr in (("attr_ptr", attr_ptr), ("param_label", param_label)):
             if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-                raise ValueError(f"model.{name} must be a 1-D integer array, not {arr.dtype} "
-                                 f"of shape {arr.shape}")
+                raise ValueError(
+                    f"model.{name} must be a 1-D integer array, not {arr.dtype} "
+                    f"of shape {arr.shape}"
+                )
         if n_labels < 1:
             raise ValueError("the model has no labels")
-        if (attr_ptr.size == 0 or attr_ptr[0] != 0 or attr_ptr[-1] != param_label.size
-                or np.any(np.diff(attr_ptr) < 0)):
-            raise ValueError(f"model.attr_ptr must rise from 0 to {param_label.size} (the "
-                             f"number of state parameters) without decreasing")
+        if (
+            attr_ptr.size == 0
+            or attr_ptr[0] != 0
+            or attr_ptr[-1] != param_label.size
+            or np.any(np.diff(attr_ptr) < 0)
+        ):
+            raise ValueError(
+                f"model.attr_ptr must rise from 0 to {param_label.size} (the "
+                f"number of state parameters) without decreasing"
+            )
         if param_label.size and (param_label.min() < 0 or param_label.max() >= n_labels):
             raise ValueError(f"model.param_label holds a label index outside 0..{n_labels - 1}")
         return cls(n_labels, attr_ptr, param_label)

@@ -20,9 +20,9 @@ from tagger.jit import njit, prange
 def _add_start_end(layout, w, T, out):
     """The start weights onto the first of T tokens' scores, the end weights onto the last."""
     if T > 0:
-        for l in range(layout.n_labels):
-            out[0, l] += w[layout.start + l]
-            out[T - 1, l] += w[layout.end + l]
+        for lab in range(layout.n_labels):
+            out[0, lab] += w[layout.start + lab]
+            out[T - 1, lab] += w[layout.end + lab]
 
 
 @njit(**NUMBA_OPTS)
@@ -37,8 +37,8 @@ def sentence_state_scores(layout, X, w, a, b, out):
     valued = vals.shape[0] > 0
     for i in range(a, b):
         r = i - a
-        for l in range(layout.n_labels):
-            out[r, l] = 0.0
+        for lab in range(layout.n_labels):
+            out[r, lab] = 0.0
         for j in range(indptr[i], indptr[i + 1]):
             at = attrs[j]
             if valued:
@@ -71,8 +71,8 @@ def sentence_param_table(layout, X, w, a, b, attr_row, row_attr, table):
         if attr_row[at] < 0:
             attr_row[at] = n
             row_attr[n] = at
-            for l in range(L):
-                table[n, l] = 0.0
+            for lab in range(L):
+                table[n, lab] = 0.0
             for p in range(attr_ptr[at], attr_ptr[at + 1]):
                 table[n, param_label[p]] = w[p]
             n += 1
@@ -106,17 +106,17 @@ def sentence_state_scores_table(layout, X, w, a, b, attr_row, table, out):
     n_labels = layout.n_labels
     for i in range(a, b):
         r = i - a
-        for l in range(n_labels):
-            out[r, l] = 0.0
+        for lab in range(n_labels):
+            out[r, lab] = 0.0
         for j in range(indptr[i], indptr[i + 1]):
             row = attr_row[attrs[j]]
             if valued:
                 v = vals[j]
-                for l in range(n_labels):
-                    out[r, l] += v * table[row, l]
+                for lab in range(n_labels):
+                    out[r, lab] += v * table[row, lab]
             else:
-                for l in range(n_labels):
-                    out[r, l] += table[row, l]
+                for lab in range(n_labels):
+                    out[r, lab] += table[row, lab]
     _add_start_end(layout, w, b - a, out)
 
 
@@ -132,8 +132,9 @@ def batch_state_scores(layout, X, w, out):
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
-def view_state_scores(view_ids, offsets, t_ptr, t_view, t_off, t_mult, table_keys,
-                             table_vals, layout, w, out):
+def view_state_scores(
+    view_ids, offsets, t_ptr, t_view, t_off, t_mult, table_keys, table_vals, layout, w, out
+):
     """State scores straight from view ids: attribute lookup fused with the gather-add, so
     tagging never materialises the attribute lists."""
     attr_ptr = layout.attr_ptr
@@ -146,11 +147,12 @@ def view_state_scores(view_ids, offsets, t_ptr, t_view, t_off, t_mult, table_key
         a = offsets[s]
         b = offsets[s + 1]
         for i in range(a, b):
-            for l in range(n_labels):
-                out[i, l] = 0.0
+            for lab in range(n_labels):
+                out[i, lab] = 0.0
             for k in range(n_tmpl):
-                at = attribute_id(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult,
-                                  table_keys, table_vals, mask)
+                at = attribute_id(
+                    view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult, table_keys, table_vals, mask
+                )
                 if at >= 0:
                     for p in range(attr_ptr[at], attr_ptr[at + 1]):
                         out[i, param_label[p]] += w[p]

@@ -91,18 +91,22 @@ def learner_settings(learner: str, pairs: tuple[str, ...]) -> dict:
 
     if learner == AUTO:
         if pairs:
-            raise click.BadParameter("--learner auto chooses each candidate's parameters "
-                                     "itself; name a learner to --set its parameters",
-                                     param_hint="'--set'")
+            raise click.BadParameter(
+                "--learner auto chooses each candidate's parameters "
+                "itself; name a learner to --set its parameters",
+                param_hint="'--set'",
+            )
         return {}
     try:
         get_learner(learner)
     except ParameterError as exc:
-        raise click.BadParameter(f"{exc}; see 'tagger learners'", param_hint="'--learner'")
+        raise click.BadParameter(
+            f"{exc}; see 'tagger learners'", param_hint="'--learner'"
+        ) from None
     try:
         return parse_settings(learner, pairs)
     except ParameterError as exc:
-        raise click.BadParameter(str(exc), param_hint="'--set'")
+        raise click.BadParameter(str(exc), param_hint="'--set'") from None
 
 
 def load_constraints(path: str | None):
@@ -118,8 +122,9 @@ def path_values(text: str) -> list[float]:
     try:
         values = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise click.BadParameter(f"expected comma-separated numbers, got {text!r}",
-                                 param_hint="'--values'")
+        raise click.BadParameter(
+            f"expected comma-separated numbers, got {text!r}", param_hint="'--values'"
+        ) from None
     if not values:
         raise click.BadParameter("no values given", param_hint="'--values'")
     return values
@@ -139,7 +144,7 @@ def path_param(learner: str, params: dict, param: str | None, values: list[float
         for v in values:
             cls(**dict(params, **{param: p.kind(v) if p.kind is int else v})).validated()
     except ParameterError as exc:
-        raise click.BadParameter(str(exc), param_hint="'--values'")
+        raise click.BadParameter(str(exc), param_hint="'--values'") from None
     return param
 
 
@@ -169,8 +174,10 @@ def check_features(value: str | None) -> str | None:
 
     if value is None or value in PRESETS or os.path.isfile(value):
         return value
-    raise click.BadParameter(f"{value!r} is neither a preset ({', '.join(PRESETS)}) nor an "
-                             f"existing TOML file", param_hint="'--features'")
+    raise click.BadParameter(
+        f"{value!r} is neither a preset ({', '.join(PRESETS)}) nor an existing TOML file",
+        param_hint="'--features'",
+    )
 
 
 def check_output(path: str | None, inputs, option: str = "'-o' / '--output'") -> None:
@@ -186,8 +193,12 @@ def check_output(path: str | None, inputs, option: str = "'-o' / '--output'") ->
 
 
 #: the option that sets each setting of a training run (SettingError.key)
-SETTING_OPTIONS = {"model.learner": "'--learner'", "model.features": "'--features'",
-                   "model.output": "'-o' / '--output'", "params": "'--set'"}
+SETTING_OPTIONS = {
+    "model.learner": "'--learner'",
+    "model.features": "'--features'",
+    "model.output": "'-o' / '--output'",
+    "params": "'--set'",
+}
 
 
 def setting_usage_error(exc) -> click.UsageError:
@@ -209,8 +220,11 @@ def resolved_config(config_file, config_model, options: dict) -> tuple[dict, str
     from tagger.training import config as training_config
 
     ctx = click.get_current_context()
-    given = {name: value for name, value in options.items()
-             if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE}
+    given = {
+        name: value
+        for name, value in options.items()
+        if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+    }
     if config_file and config_model:
         raise click.UsageError("give --config FILE or --config-from MODEL, not both")
     settings = ctx.params["settings"]
@@ -230,23 +244,43 @@ def resolved_config(config_file, config_model, options: dict) -> tuple[dict, str
     return training_config.merge(cfg, given, settings), source
 
 
-def tag_shards_command(model_path, inputs, output_dir, scheduler, jobs, output_path,
-                       constraints_file, marginals, fields, **options) -> None:
+def tag_shards_command(
+    model_path,
+    inputs,
+    output_dir,
+    scheduler,
+    jobs,
+    output_path,
+    constraints_file,
+    marginals,
+    fields,
+    **options,
+) -> None:
     """tag --output-dir: the shards on Dask (tagger.integrations.distributed), a line per shard."""
     if not inputs or "-" in inputs:
         raise click.UsageError("--output-dir tags files: give them (or a quoted glob) as INPUT")
     if output_path != "-":
         raise click.UsageError("--output-dir writes one file per input; drop -o")
     if constraints_file or marginals or fields:
-        raise click.UsageError("--output-dir tags corpus files as they are: --constraints, "
-                               "--marginals and --fields go with a single INPUT")
+        raise click.UsageError(
+            "--output-dir tags corpus files as they are: --constraints, "
+            "--marginals and --fields go with a single INPUT"
+        )
     from tagger.integrations.distributed import tag_shards
 
     def said(r):
         click.echo(f"{r.status} {r.input} -> {r.output}", err=True)
 
-    results = tag_shards(model_path, list(inputs), output_dir, scheduler=scheduler,
-                         workers=jobs, progress=said, **options)
+    results = tag_shards(
+        model_path,
+        list(inputs),
+        output_dir,
+        scheduler=scheduler,
+        workers=jobs,
+        progress=said,
+        **options,
+    )
     done = sum(r.status == "tagged" for r in results)
-    click.echo(f"{done} shard(s) tagged, {len(results) - done} already done, in {output_dir}",
-               err=True)
+    click.echo(
+        f"{done} shard(s) tagged, {len(results) - done} already done, in {output_dir}", err=True
+    )

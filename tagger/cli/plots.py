@@ -3,11 +3,11 @@ optional dependency imported only when a picture is asked for)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
-from tagger.errors import TaggerError
 from tagger.cli.trace import SCORE_KEYS
+from tagger.errors import TaggerError
 
 
 def plot_available() -> bool:
@@ -28,15 +28,16 @@ def plot_path(rows: list[dict], out: str | Path, title: str = "") -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise TaggerError("drawing the path needs matplotlib (pip install matplotlib)") from None
-    mixed = [r for r in rows if r.get("mix")]   # the L2 mix at the chosen strength
+    mixed = [r for r in rows if r.get("mix")]  # the L2 mix at the chosen strength
     rows = [r for r in rows if not r.get("mix")]
     score = "dev_f1" if "dev_f1" in rows[0] else "dev_acc"
     x = [r["value"] for r in rows]
     fig, ax = plt.subplots(figsize=(6, 4))
     for r in mixed:
         label = ", ".join(f"{k}={v:g}" for k, v in r["mix"].items())
-        ax.annotate(f"+{label}: {r[score]:.2f}", (r["value"], r[score]), fontsize=7,
-                    color="tab:green")
+        ax.annotate(
+            f"+{label}: {r[score]:.2f}", (r["value"], r[score]), fontsize=7, color="tab:green"
+        )
         ax.plot([r["value"]], [r[score]], "^", color="tab:green")
     ax.plot(x, [r[score] for r in rows], "o-", color="tab:blue")
     ax.set_xscale("log")
@@ -64,8 +65,10 @@ def plot_trace(rows: Sequence[dict], path: str) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise TaggerError("drawing the trace needs matplotlib (pip install matplotlib); "
-                          "'tagger trace MODEL' prints it as a table") from None
+        raise TaggerError(
+            "drawing the trace needs matplotlib (pip install matplotlib); "
+            "'tagger trace MODEL' prints it as a table"
+        ) from None
     keys = [k for k in SCORE_KEYS if any(k in r for r in rows)]
     if not keys:
         raise TaggerError("the trace has no dev or test scores to draw")
@@ -76,8 +79,12 @@ def plot_trace(rows: Sequence[dict], path: str) -> None:
     sel = max((i for i, r in enumerate(rows) if r.get("selected")), default=None)
     if sel is not None:
         ax.axvline(sel, color="grey", linestyle=":", label="kept")
-    labels = [f"{r.get('C_u', r.get('epoch', i)):.3g}" if isinstance(r.get("C_u", r.get("epoch")), float)
-              else str(r.get("C_u", r.get("epoch", i))) for i, r in enumerate(rows)]
+    labels = [
+        f"{r.get('C_u', r.get('epoch', i)):.3g}"
+        if isinstance(r.get("C_u", r.get("epoch")), float)
+        else str(r.get("C_u", r.get("epoch", i)))
+        for i, r in enumerate(rows)
+    ]
     ax.set_xticks(x)
     ax.set_xticklabels(labels, rotation=45, fontsize=7)
     ax.set_xlabel("C_u" if any("C_u" in r for r in rows) else "epoch")

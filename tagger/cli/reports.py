@@ -4,10 +4,6 @@ from the result dicts of the API."""
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from tagger.model.inspect import jsonable
 
 __all__ = ["jsonable"]  # the command line's JSON output goes through it
@@ -52,8 +48,11 @@ def train_summary(tagger, model_path: str, size: int) -> str:
     final = info.get("final", {})
     dev_txt = ", ".join(f"{k} {final[k]}" for k in ("dev_f1", "dev_acc") if k in final)
     # a learner that kept one of its stages by the dev score says which
-    kept = (f" (stage {final['stage']}, iteration {final['epoch']}: the best stage on dev)"
-            if final.get("selected") and "stage" in final else "")
+    kept = (
+        f" (stage {final['stage']}, iteration {final['epoch']}: the best stage on dev)"
+        if final.get("selected") and "stage" in final
+        else ""
+    )
     seconds = info.get("featurize_seconds", 0) + info.get("train_seconds", 0)
     return (
         f"trained {info['learner']} (features {tagger.featurizer_.spec.name}) on "
@@ -65,20 +64,29 @@ def train_summary(tagger, model_path: str, size: int) -> str:
         + selection_text(info.get("selection"))
         + evidence_text(info.get("evidence"))
         + learner_choice_text(info.get("learner_choice"))
-        + f"saved {model_path} ({size_text(size)})")
+        + f"saved {model_path} ({size_text(size)})"
+    )
 
 
 def train_record(tagger, model_path: str, size: int) -> dict:
     """What ``tagger train --json`` prints: the same facts as :func:`train_summary`."""
     info = tagger.info_
-    return {"model": model_path, "model_bytes": size, "learner": info["learner"],
-            "features": tagger.featurizer_.spec.name, "params": info.get("params", {}),
-            "n_train_sentences": info["n_train_sentences"],
-            "n_train_tokens": info["n_train_tokens"], "n_params": info["n_params"],
-            "n_nonzero": info["n_nonzero"], "labels": list(tagger.labels_.labels),
-            "final": info.get("final", {}),
-            "seconds": round(info.get("featurize_seconds", 0) + info.get("train_seconds", 0), 3),
-            "selection": info.get("selection"), "learner_choice": info.get("learner_choice")}
+    return {
+        "model": model_path,
+        "model_bytes": size,
+        "learner": info["learner"],
+        "features": tagger.featurizer_.spec.name,
+        "params": info.get("params", {}),
+        "n_train_sentences": info["n_train_sentences"],
+        "n_train_tokens": info["n_train_tokens"],
+        "n_params": info["n_params"],
+        "n_nonzero": info["n_nonzero"],
+        "labels": list(tagger.labels_.labels),
+        "final": info.get("final", {}),
+        "seconds": round(info.get("featurize_seconds", 0) + info.get("train_seconds", 0), 3),
+        "selection": info.get("selection"),
+        "learner_choice": info.get("learner_choice"),
+    }
 
 
 def evidence_text(evidence: dict | None) -> str:
@@ -88,11 +96,16 @@ def evidence_text(evidence: dict | None) -> str:
     if not evidence:
         return ""
     width = max(len("label"), *(len(k) for k in evidence))
-    lines = ["where each label was learned from (tokens):",
-             f"{'label':<{width}}  {'labeled':>8}  {'imputed':>8}"]
+    lines = [
+        "where each label was learned from (tokens):",
+        f"{'label':<{width}}  {'labeled':>8}  {'imputed':>8}",
+    ]
     for name, e in evidence.items():
-        note = "  from the rules alone" if e["labeled"] == 0 and e["imputed"] > 0 else (
-            "  never seen" if e["labeled"] == 0 else "")
+        note = (
+            "  from the rules alone"
+            if e["labeled"] == 0 and e["imputed"] > 0
+            else ("  never seen" if e["labeled"] == 0 else "")
+        )
         lines.append(f"{name:<{width}}  {e['labeled']:>8d}  {e['imputed']:>8d}{note}")
     return "\n".join(lines) + "\n"
 
@@ -101,12 +114,18 @@ def selection_text(sel: dict | None) -> str:
     """The path training chose the regularization on, and the choice ('' without one)."""
     if not sel:
         return ""
-    return (f"regularization chosen on the {sel['scored_on']} (--set {sel['param']}=VALUE "
-            f"fixes it):\n{path_table(sel['rows'], sel['param'])}\n"
-            f"chose {sel['param']}={sel['value']:g}"
-            + "".join(f", {k}={v:g}" for k, v in sel.get("mix", {}).items())
-            + ("; trained with " + ", ".join(f"{k}={v:g}" for k, v in sel["recipe"].items())
-               if sel.get("recipe") else "") + "\n")
+    return (
+        f"regularization chosen on the {sel['scored_on']} (--set {sel['param']}=VALUE "
+        f"fixes it):\n{path_table(sel['rows'], sel['param'])}\n"
+        f"chose {sel['param']}={sel['value']:g}"
+        + "".join(f", {k}={v:g}" for k, v in sel.get("mix", {}).items())
+        + (
+            "; trained with " + ", ".join(f"{k}={v:g}" for k, v in sel["recipe"].items())
+            if sel.get("recipe")
+            else ""
+        )
+        + "\n"
+    )
 
 
 def learner_choice_text(choice: dict | None) -> str:
@@ -115,13 +134,17 @@ def learner_choice_text(choice: dict | None) -> str:
         return ""
     rows = choice["rows"]
     score = "dev_f1" if "dev_f1" in rows[0] else "dev_acc"
-    lines = [f"learner chosen on the {choice['scored_on']}:",
-             f"{'learner':<18}  {'chosen':<16}  {score:>7}  {'nonzero':>9}"]
+    lines = [
+        f"learner chosen on the {choice['scored_on']}:",
+        f"{'learner':<18}  {'chosen':<16}  {score:>7}  {'nonzero':>9}",
+    ]
     for r in rows:
         settings = {r["param"]: r["value"], **r.get("mix", {})}
         chosen = ", ".join(f"{k}={v:g}" for k, v in settings.items())
-        lines.append(f"{r['learner']:<18}  {chosen:<16}  "
-                     f"{r[score]:>7.2f}  {r['nonzero']:>9d}" + ("  *" if r["selected"] else ""))
+        lines.append(
+            f"{r['learner']:<18}  {chosen:<16}  "
+            f"{r[score]:>7.2f}  {r['nonzero']:>9d}" + ("  *" if r["selected"] else "")
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -130,14 +153,19 @@ def path_table(rows: list[dict], param: str) -> str:
     chunks, else accuracy), token accuracy beside chunk F1, non-zeros and seconds."""
     score = "dev_f1" if "dev_f1" in rows[0] else "dev_acc"
     cols = [score] + (["dev_acc"] if score != "dev_acc" else [])
-    lines = [f"{param:>12}  " + "".join(f"{c:>7}  " for c in cols)
-             + f"{'nonzero':>9}  {'seconds':>8}"]
+    lines = [
+        f"{param:>12}  " + "".join(f"{c:>7}  " for c in cols) + f"{'nonzero':>9}  {'seconds':>8}"
+    ]
     for r in rows:
         seconds = f"{r['seconds']:>8.1f}" if "seconds" in r else f"{'-':>8}"  # not saved
         mix = "".join(f"  (+ {k}={v:g})" for k, v in r.get("mix", {}).items())
-        lines.append(f"{r['value']:>12g}  " + "".join(f"{r[c]:>7.2f}  " for c in cols)
-                     + f"{r['nonzero']:>9d}  {seconds}"
-                     + ("  *" if r.get("selected") else "") + mix)
+        lines.append(
+            f"{r['value']:>12g}  "
+            + "".join(f"{r[c]:>7.2f}  " for c in cols)
+            + f"{r['nonzero']:>9d}  {seconds}"
+            + ("  *" if r.get("selected") else "")
+            + mix
+        )
     return "\n".join(lines)
 
 
@@ -152,8 +180,10 @@ def constraint_table(rows: list[dict]) -> str:
         else:
             g, p = f"{r['gold_value']:.3f}", f"{r['pred_value']:.3f}"
         out.append(f"{r['constraint']:<{width}}  {kind:<13}  {g:>8}  {p:>9}")
-    out.append("instance rows: share of sentences violating the rule; corpus rows: the "
-               "measured fraction (target +- tolerance in the file)")
+    out.append(
+        "instance rows: share of sentences violating the rule; corpus rows: the "
+        "measured fraction (target +- tolerance in the file)"
+    )
     return "\n".join(out)
 
 
@@ -184,16 +214,17 @@ def inspect_text(r: dict, top: int) -> str:
 def _transition_matrix(r: dict) -> list[str]:
     """Rows: previous label (and start/end weights); columns: next label, by number."""
     labels = r["labels"]
-    rows = [(f"{i:>2} {a}", [r["transitions"][a][b] for b in labels])
-            for i, a in enumerate(labels)]
+    rows = [(f"{i:>2} {a}", [r["transitions"][a][b] for b in labels]) for i, a in enumerate(labels)]
     for key in ("start", "end"):
         if key in r:
             rows.append((f"   {key}", [r[key][b] for b in labels]))
     cells = [[_cell(v) for v in vals] for _, vals in rows]
     width = max([len(str(len(labels) - 1))] + [len(c) for row in cells for c in row])
     head = max(len(name) for name, _ in rows)
-    out = ["transitions (row: previous label; column: next label, by number; '.' = 0):",
-           " " * head + " " + " ".join(f"{j:>{width}}" for j in range(len(labels)))]
+    out = [
+        "transitions (row: previous label; column: next label, by number; '.' = 0):",
+        " " * head + " " + " ".join(f"{j:>{width}}" for j in range(len(labels))),
+    ]
     for (name, _), row in zip(rows, cells):
         out.append(f"{name:<{head}} " + " ".join(f"{c:>{width}}" for c in row))
     return out

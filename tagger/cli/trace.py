@@ -3,8 +3,7 @@ picture of dev (and test) scores along training (the annealing schedule of ``ssv
 
 from __future__ import annotations
 
-from typing import Sequence
-
+from collections.abc import Sequence
 
 SCORE_KEYS = ("dev_acc", "dev_f1", "test_acc", "test_f1")
 

@@ -25,16 +25,54 @@ enforced exactly where the expanded-state Viterbi of :mod:`tagger.constraints.de
 
 from tagger.constraints.compiled import CompiledConstraints, ConstraintData, TokenIndicators
 from tagger.constraints.language import CORPUS_RULES, INSTANCE_RULES, ConstraintSet
-from tagger.constraints.rules import (CHANGES, CONTAINS, COUNT_SEGMENTS, COUNT_TOKENS,
-                                      FRACTION_CHANGE, FRACTION_LABEL, ORDER, PROPERTIES,
-                                      SEGMENTS, UNARY, Rule, boundary_on_punctuation,
-                                      normalize_word)
-from tagger.constraints.violations import (Counts, Proposal, ViolationState, apply_switch,
-                                           switch_penalty_delta, violation_report)
+from tagger.constraints.rules import (
+    CHANGES,
+    CONTAINS,
+    COUNT_SEGMENTS,
+    COUNT_TOKENS,
+    FRACTION_CHANGE,
+    FRACTION_LABEL,
+    ORDER,
+    PROPERTIES,
+    SEGMENTS,
+    UNARY,
+    Rule,
+    boundary_on_punctuation,
+    normalize_word,
+)
+from tagger.constraints.violations import (
+    Counts,
+    Proposal,
+    ViolationState,
+    apply_switch,
+    switch_penalty_delta,
+    violation_report,
+)
 
-__all__ = ["ConstraintSet", "Rule", "ConstraintData", "CompiledConstraints", "TokenIndicators",
-           "ViolationState", "Counts", "Proposal", "violation_report", "apply_switch",
-           "switch_penalty_delta", "UNARY", "SEGMENTS", "CHANGES", "COUNT_TOKENS",
-           "COUNT_SEGMENTS", "CONTAINS", "ORDER", "FRACTION_LABEL", "FRACTION_CHANGE",
-           "PROPERTIES", "INSTANCE_RULES", "CORPUS_RULES", "boundary_on_punctuation",
-           "normalize_word"]
+__all__ = [
+    "ConstraintSet",
+    "Rule",
+    "ConstraintData",
+    "CompiledConstraints",
+    "TokenIndicators",
+    "ViolationState",
+    "Counts",
+    "Proposal",
+    "violation_report",
+    "apply_switch",
+    "switch_penalty_delta",
+    "UNARY",
+    "SEGMENTS",
+    "CHANGES",
+    "COUNT_TOKENS",
+    "COUNT_SEGMENTS",
+    "CONTAINS",
+    "ORDER",
+    "FRACTION_LABEL",
+    "FRACTION_CHANGE",
+    "PROPERTIES",
+    "INSTANCE_RULES",
+    "CORPUS_RULES",
+    "boundary_on_punctuation",
+    "normalize_word",
+]

@@ -11,7 +11,7 @@ of at least ``CLOSE``) and stops training; the second is reported and allowed.
 from __future__ import annotations
 
 import difflib
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -48,10 +48,12 @@ def check_training_labels(cset: ConstraintSet, data_labels: Sequence[str]) -> No
     typos = [(lab, s) for lab, s in label_check(cset, data_labels)["unused"] if s is not None]
     if typos:
         listed = ", ".join(f"{lab!r} (did you mean {s!r}?)" for lab, s in typos)
-        raise ConstraintError(f"{cset.source}: label(s) of the constraint file are not labels of "
-                              f"the training data: {listed}; labels are case-sensitive: spell "
-                              f"them as the data do (tagger constraints check FILE DATA lists "
-                              f"them)")
+        raise ConstraintError(
+            f"{cset.source}: label(s) of the constraint file are not labels of "
+            f"the training data: {listed}; labels are case-sensitive: spell "
+            f"them as the data do (tagger constraints check FILE DATA lists "
+            f"them)"
+        )
 
 
 def check(cset: ConstraintSet, sentences: Sequence) -> dict:
@@ -69,21 +71,30 @@ def check(cset: ConstraintSet, sentences: Sequence) -> dict:
         if r["level"] == "instance":
             r = dict(r, token_rate=r["violations"] / n_tokens)
         rows.append(r)
-    return {"source": cset.source, "n_sentences": len(sentences), "n_tokens": int(len(y)),
-            **label_check(cset, data_labels), "rules": rows}
+    return {
+        "source": cset.source,
+        "n_sentences": len(sentences),
+        "n_tokens": int(len(y)),
+        **label_check(cset, data_labels),
+        "rules": rows,
+    }
 
 
 def check_text(report: dict) -> str:
     """``tagger constraints check``'s table."""
-    lines = [f"{report['source']}: valid; {len(report['rules'])} rules, checked on "
-             f"{report['n_sentences']} sentences ({report['n_tokens']} tokens)"]
+    lines = [
+        f"{report['source']}: valid; {len(report['rules'])} rules, checked on "
+        f"{report['n_sentences']} sentences ({report['n_tokens']} tokens)"
+    ]
     for lab, s in report["unused"]:
-        hint = f" (did you mean {s!r}? labels are case-sensitive)" if s else \
-            " (no labeled sentence uses it: it is learned from the rules alone)"
+        hint = (
+            f" (did you mean {s!r}? labels are case-sensitive)"
+            if s
+            else " (no labeled sentence uses it: it is learned from the rules alone)"
+        )
         lines.append(f"label {lab!r} of the file is not used by the data{hint}")
     if report["unmentioned"]:
-        lines.append("labels of the data the file never names: "
-                     + ", ".join(report["unmentioned"]))
+        lines.append("labels of the data the file never names: " + ", ".join(report["unmentioned"]))
     width = max([len("rule")] + [len(r["constraint"]) for r in report["rules"]])
     lines += ["", f"{'rule':<{width}}  {'kind':<13}  {'sentences':>9}  {'per token':>9}"]
     for r in report["rules"]:
@@ -93,7 +104,9 @@ def check_text(report: dict) -> str:
         else:
             a, b = f"{r['value']:.3f}", f"+-{r['tolerance']:g} of {r['target']:g}"
         lines.append(f"{r['constraint']:<{width}}  {kind:<13}  {a:>9}  {b:>9}")
-    lines.append("instance rules: share of sentences whose gold labels break the rule at least "
-                 "once, and the amount broken per token; corpus rules: the measured fraction, "
-                 "then the file's tolerance and target")
+    lines.append(
+        "instance rules: share of sentences whose gold labels break the rule at least "
+        "once, and the amount broken per token; corpus rules: the measured fraction, "
+        "then the file's tolerance and target"
+    )
     return "\n".join(lines)

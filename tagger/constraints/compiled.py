@@ -6,16 +6,27 @@ indicators that word lists, patterns and token properties become on a corpus
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
-from tagger.constraints.rules import (CHANGES, CONTAINS, COUNT_SEGMENTS, COUNT_TOKENS,
-                                      FRACTION_CHANGE, FRACTION_LABEL, ORDER, SEGMENTS, UNARY,
-                                      Rule, boundary_on_punctuation, element_matches,
-                                      has_property, normalize_word)
-
+from tagger.constraints.rules import (
+    CHANGES,
+    CONTAINS,
+    COUNT_SEGMENTS,
+    COUNT_TOKENS,
+    FRACTION_CHANGE,
+    FRACTION_LABEL,
+    ORDER,
+    SEGMENTS,
+    UNARY,
+    Rule,
+    boundary_on_punctuation,
+    element_matches,
+    has_property,
+    normalize_word,
+)
 
 # ---------------------------------------------------------------------------------------------
 # compiled arrays
@@ -25,22 +36,25 @@ from tagger.constraints.rules import (CHANGES, CONTAINS, COUNT_SEGMENTS, COUNT_T
 class TokenIndicators:
     """Per-token indicators of one corpus: ``ind[r, i]`` for indicator row r and token i."""
 
-    ind: np.ndarray        # uint8 (n_rows, N)
-    offsets: np.ndarray    # int64 (n_sequences + 1)
+    ind: np.ndarray  # uint8 (n_rows, N)
+    offsets: np.ndarray  # int64 (n_sequences + 1)
 
     @property
     def n_sequences(self) -> int:
         return len(self.offsets) - 1
 
-    def sentences(self, start: int, stop: int) -> "TokenIndicators":
+    def sentences(self, start: int, stop: int) -> TokenIndicators:
         """The indicators of sequences start..stop-1 on their own (copies)."""
         t0, t1 = int(self.offsets[start]), int(self.offsets[stop])
-        return TokenIndicators(np.ascontiguousarray(self.ind[:, t0:t1]),
-                               self.offsets[start:stop + 1] - t0)
+        return TokenIndicators(
+            np.ascontiguousarray(self.ind[:, t0:t1]), self.offsets[start : stop + 1] - t0
+        )
 
     @staticmethod
-    def concatenate(parts: Sequence["TokenIndicators"]) -> "TokenIndicators":
-        ind = np.concatenate([p.ind for p in parts], axis=1) if parts else np.zeros((0, 0), np.uint8)
+    def concatenate(parts: Sequence[TokenIndicators]) -> TokenIndicators:
+        ind = (
+            np.concatenate([p.ind for p in parts], axis=1) if parts else np.zeros((0, 0), np.uint8)
+        )
         offs = [np.zeros(1, np.int64)]
         base = 0
         for p in parts:
@@ -54,7 +68,7 @@ class ConstraintData:
     """Compiled constraints together with the token indicators of the corpus they apply to
     (what a learner receives in ``TrainingProblem.constraints``)."""
 
-    compiled: "CompiledConstraints"
+    compiled: CompiledConstraints
     indicators: TokenIndicators
 
 
@@ -101,7 +115,7 @@ class CompiledConstraints:
         for c, r in enumerate(inst):
             ids = [lid[x] for x in r.labels]
             self.weight[c], self.squared[c], self.hard[c] = r.weight, r.shape == "squared", r.hard
-            if r.rule in ("start", "end"):   # a unary rule on the first (last) token
+            if r.rule in ("start", "end"):  # a unary rule on the first (last) token
                 self.kind[c] = UNARY
                 self.mask[c, :] = True
                 self.mask[c, ids] = False
@@ -140,7 +154,11 @@ class CompiledConstraints:
         self.csquared = np.zeros(K, np.bool_)
         self.chard = np.zeros(K, np.bool_)
         for k, r in enumerate(corp):
-            self.cweight[k], self.csquared[k], self.chard[k] = r.weight, r.shape == "squared", r.hard
+            self.cweight[k], self.csquared[k], self.chard[k] = (
+                r.weight,
+                r.shape == "squared",
+                r.hard,
+            )
             self.target[k], self.tol[k] = r.options["fraction"], r.options["tolerance"]
             if r.rule == "label-fraction":
                 self.ckind[k] = FRACTION_LABEL
@@ -235,5 +253,3 @@ def rule_matches(rule: Rule, tokens: list[str]) -> np.ndarray:
             v = cache[tok] = int(hit)
         out[i] = v
     return out
-
-

@@ -40,10 +40,24 @@ from typing import NamedTuple
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.constraints import (CHANGES, CONTAINS, ORDER, SEGMENTS, UNARY, CompiledConstraints,
-                                TokenIndicators)
-from tagger.constraints.penalties import (InstanceRules, contains_phi, instance_penalty,
-                                          order_phi, segments_of, sequence_phi, switch_phi)
+from tagger.constraints import (
+    CHANGES,
+    CONTAINS,
+    ORDER,
+    SEGMENTS,
+    UNARY,
+    CompiledConstraints,
+    TokenIndicators,
+)
+from tagger.constraints.penalties import (
+    InstanceRules,
+    contains_phi,
+    instance_penalty,
+    order_phi,
+    segments_of,
+    sequence_phi,
+    switch_phi,
+)
 from tagger.jit import njit, prange
 
 #: one-segment labels carried in the expanded state; 13 citation fields need 13
@@ -58,10 +72,10 @@ class SegmentRules(NamedTuple):
     """The hard ``contains`` and ``order`` rules the expanded Viterbi carries a state bit for
     once a best path breaks them."""
 
-    cont_mask: np.ndarray   # bool[n_contains, L]
-    cont_row: np.ndarray    # int32[n_contains]
+    cont_mask: np.ndarray  # bool[n_contains, L]
+    cont_row: np.ndarray  # int32[n_contains]
     ord_before: np.ndarray  # bool[n_order, L]
-    ord_after: np.ndarray   # bool[n_order, L]
+    ord_after: np.ndarray  # bool[n_order, L]
 
 
 class HardRules(NamedTuple):
@@ -71,15 +85,15 @@ class HardRules(NamedTuple):
     of their own (``contains``: labels and indicator row; ``order``: before and after labels)."""
 
     unary_mask: np.ndarray  # bool[n_unary, L]
-    unary_row: np.ndarray   # int32[n_unary]
+    unary_row: np.ndarray  # int32[n_unary]
     n_unary: int
-    bit: np.ndarray         # int64[L]: -1, or the label's bit in the expanded state
+    bit: np.ndarray  # int64[L]: -1, or the label's bit in the expanded state
     stay_row: int
     segment: SegmentRules
 
 
 @njit(**NUMBA_OPTS)
-def _advance(m, l, l2, first, t, bit, ind, seg):
+def _advance(m, lab, l2, first, t, bit, ind, seg):
     """The state bits after label ``l2`` at token ``t`` (a column of ``ind``) when the previous
     token had label ``l`` and bits ``m``; -1 when a carried rule forbids the step (``seg``: the
     segment rules and their bits, -1 for a rule not carried).
@@ -89,17 +103,17 @@ def _advance(m, l, l2, first, t, bit, ind, seg):
     when the segment is left; an ``order`` rule's bit says that an ``after`` label was seen."""
     cont_mask, cont_row, cbit, ord_before, ord_after, obit = seg
     m2 = m
-    change = first or l2 != l
-    if not first and l2 != l:
-        if bit[l] >= 0:
-            m2 |= 1 << bit[l]
+    change = first or l2 != lab
+    if not first and l2 != lab:
+        if bit[lab] >= 0:
+            m2 |= 1 << bit[lab]
         if bit[l2] >= 0 and (m2 >> bit[l2]) & 1:
             return -1
     for c in range(cbit.shape[0]):
         q = cbit[c]
         if q < 0:
             continue
-        if not first and l2 != l and cont_mask[c, l] and not (m >> q) & 1:
+        if not first and l2 != lab and cont_mask[c, lab] and not (m >> q) & 1:
             return -1
         if cont_mask[c, l2]:
             if change:
@@ -120,13 +134,13 @@ def _advance(m, l, l2, first, t, bit, ind, seg):
 
 
 @njit(**NUMBA_OPTS)
-def _may_end(m, l, seg):
+def _may_end(m, lab, seg):
     """May the sequence end in label ``l`` with bits ``m`` (every carried ``contains`` rule's
     last segment met its flagged token)?"""
     cont_mask, cont_row, cbit, ord_before, ord_after, obit = seg
     for c in range(cbit.shape[0]):
         q = cbit[c]
-        if q >= 0 and cont_mask[c, l] and not (m >> q) & 1:
+        if q >= 0 and cont_mask[c, lab] and not (m >> q) & 1:
             return False
     return True
 
@@ -139,8 +153,8 @@ def _expanded_viterbi(state, trans, bit, change_cost, ind, a, seg, out):
     score (-inf: no feasible path)."""
     T, L = state.shape
     K = 0
-    for l in range(L):
-        if bit[l] >= 0:
+    for lab in range(L):
+        if bit[lab] >= 0:
             K += 1
     for q in seg[2]:
         if q >= 0:
@@ -154,10 +168,10 @@ def _expanded_viterbi(state, trans, bit, change_cost, ind, a, seg, out):
     cur = np.full(S, NEG)
     nxt = np.empty(S)
     back = np.empty((T, S), np.int32)
-    for l in range(L):
-        m0 = _advance(0, l, l, True, a, bit, ind, seg)
+    for lab in range(L):
+        m0 = _advance(0, lab, lab, True, a, bit, ind, seg)
         if m0 >= 0:
-            cur[l * M + m0] = state[0, l]
+            cur[lab * M + m0] = state[0, lab]
     for t in range(1, T):
         nxt[:] = NEG
         cost = change_cost[t]
@@ -165,25 +179,25 @@ def _expanded_viterbi(state, trans, bit, change_cost, ind, a, seg, out):
             v = cur[s]
             if v == NEG:
                 continue
-            l = s // M
+            lab = s // M
             m = s % M
             # stay in label l
-            m2 = _advance(m, l, l, False, a + t, bit, ind, seg)
+            m2 = _advance(m, lab, lab, False, a + t, bit, ind, seg)
             if m2 >= 0:
-                cand = v + trans[l, l] + state[t, l]
-                j = l * M + m2
+                cand = v + trans[lab, lab] + state[t, lab]
+                j = lab * M + m2
                 if cand > nxt[j]:
                     nxt[j] = cand
                     back[t, j] = s
             if cost == np.inf:
                 continue
             for l2 in range(L):
-                if l2 == l:
+                if l2 == lab:
                     continue
-                m2 = _advance(m, l, l2, False, a + t, bit, ind, seg)
+                m2 = _advance(m, lab, l2, False, a + t, bit, ind, seg)
                 if m2 < 0:
                     continue
-                cand = v + trans[l, l2] + state[t, l2] - cost
+                cand = v + trans[lab, l2] + state[t, l2] - cost
                 j = l2 * M + m2
                 if cand > nxt[j]:
                     nxt[j] = cand
@@ -226,19 +240,19 @@ def _lazy_expanded_viterbi(state, trans, bit, change_cost, ind, a, rules, out):
         score = _expanded_viterbi(state, trans, active, change_cost, ind, a, seg, out)
         if score == -np.inf:
             return score, True
-        for l in range(L):
-            segs[l] = 0
+        for lab in range(L):
+            segs[lab] = 0
         for t in range(T):
             if t == 0 or out[t] != out[t - 1]:
                 segs[out[t]] += 1
         wanted = 0
-        for l in range(L):
-            if bit[l] >= 0 and active[l] < 0 and segs[l] > 1:
+        for lab in range(L):
+            if bit[lab] >= 0 and active[lab] < 0 and segs[lab] > 1:
                 wanted += 1
         broken_c = np.zeros(cbit.shape[0], np.bool_)
         broken_o = np.zeros(obit.shape[0], np.bool_)
         for c in range(cbit.shape[0]):
-            if cbit[c] < 0 and contains_phi(out, ind[cont_row[c], a:a + T], cont_mask[c]) > 0:
+            if cbit[c] < 0 and contains_phi(out, ind[cont_row[c], a : a + T], cont_mask[c]) > 0:
                 broken_c[c] = True
                 wanted += 1
         for c in range(obit.shape[0]):
@@ -249,9 +263,9 @@ def _lazy_expanded_viterbi(state, trans, bit, change_cost, ind, a, rules, out):
             return score, True
         if n_active + wanted > MAX_STATE_BITS:
             return score, False
-        for l in range(L):
-            if bit[l] >= 0 and active[l] < 0 and segs[l] > 1:
-                active[l] = n_active
+        for lab in range(L):
+            if bit[lab] >= 0 and active[lab] < 0 and segs[lab] > 1:
+                active[lab] = n_active
                 n_active += 1
         for c in range(cbit.shape[0]):
             if broken_c[c]:
@@ -326,14 +340,15 @@ def _penalise_token_rules(st, a, b, ind, hard_unary_mask, unary_row, n_hard_unar
         r = unary_row[c]
         for t in range(a, b):
             if ind[r, t]:
-                for l in range(L):
-                    if hard_unary_mask[c, l]:
-                        st[t - a, l] -= penalty
+                for lab in range(L):
+                    if hard_unary_mask[c, lab]:
+                        st[t - a, lab] -= penalty
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
-def _decode_batch(state, offsets, trans, ind, hard, rules, climb, max_passes, hard_weight, out,
-                  feasible):
+def _decode_batch(
+    state, offsets, trans, ind, hard, rules, climb, max_passes, hard_weight, out, feasible
+):
     """Every sentence decoded under the hard rules the expanded Viterbi enforces (``hard``, a
     :class:`HardRules`), then improved by label switching on ``rules`` when ``climb``."""
     hard_unary_mask, unary_row, n_hard_unary, bit, stay_row, segment = hard
@@ -342,8 +357,12 @@ def _decode_batch(state, offsets, trans, ind, hard, rules, climb, max_passes, ha
     L = state.shape[1]
     # without them: contains / order rules that no labeling meets together with the
     # one-segment rules are left to label switching
-    none = (np.zeros((0, L), np.bool_), np.zeros(0, np.int32), np.zeros((0, L), np.bool_),
-            np.zeros((0, L), np.bool_))
+    none = (
+        np.zeros((0, L), np.bool_),
+        np.zeros(0, np.int32),
+        np.zeros((0, L), np.bool_),
+        np.zeros((0, L), np.bool_),
+    )
     n = offsets.shape[0] - 1
     for s in prange(n):
         a, b = offsets[s], offsets[s + 1]
@@ -364,8 +383,9 @@ def _decode_batch(state, offsets, trans, ind, hard, rules, climb, max_passes, ha
             # no labeling meets every hard rule: the best labeling with the fewest broken token
             # and change rules (each costs hard_weight, still exact, segment rules kept)
             st = state[a:b].copy()
-            _penalise_token_rules(st, a, b, ind, hard_unary_mask, unary_row, n_hard_unary,
-                                  hard_weight)
+            _penalise_token_rules(
+                st, a, b, ind, hard_unary_mask, unary_row, n_hard_unary, hard_weight
+            )
             for t in range(b - a):
                 if cost[t] == np.inf:
                     cost[t] = hard_weight
@@ -386,10 +406,18 @@ def _rows(a: np.ndarray, rules: list[int], L: int | None) -> np.ndarray:
     return np.ascontiguousarray(a[rules], dtype=np.int32)
 
 
-def constrained_decode(state: np.ndarray, offsets: np.ndarray, trans: np.ndarray,
-                       cc: CompiledConstraints, ti: TokenIndicators, *, soft: bool = True,
-                       hard_weight: float = 1e6, soft_scale: float = 1.0,
-                       max_passes: int = 20) -> tuple[np.ndarray, np.ndarray]:
+def constrained_decode(
+    state: np.ndarray,
+    offsets: np.ndarray,
+    trans: np.ndarray,
+    cc: CompiledConstraints,
+    ti: TokenIndicators,
+    *,
+    soft: bool = True,
+    hard_weight: float = 1e6,
+    soft_scale: float = 1.0,
+    max_passes: int = 20,
+) -> tuple[np.ndarray, np.ndarray]:
     """Label ids (stacked) of the sentences whose (N, L) state scores are given.
 
     Hard rules handled by the expanded Viterbi are exact; the rest by label switching with
@@ -417,13 +445,19 @@ def constrained_decode(state: np.ndarray, offsets: np.ndarray, trans: np.ndarray
             stay_row = int(cc.row[c])
     contains = [c for c in range(cc.n_instance) if cc.hard[c] and cc.kind[c] == CONTAINS]
     order = [c for c in range(cc.n_instance) if cc.hard[c] and cc.kind[c] == ORDER]
-    segment = SegmentRules(_rows(cc.mask, contains, L), _rows(cc.row, contains, None),
-                           _rows(cc.mask, order, L), _rows(cc.other, order, L))
+    segment = SegmentRules(
+        _rows(cc.mask, contains, L),
+        _rows(cc.row, contains, None),
+        _rows(cc.mask, order, L),
+        _rows(cc.other, order, L),
+    )
     # the switching objective: hard rules not enforced by the Viterbi, and the soft ones
     exact = np.zeros(cc.n_instance, np.bool_)
     for c in range(cc.n_instance):
-        if cc.hard[c] and (cc.kind[c] in (UNARY, CHANGES, CONTAINS, ORDER) or
-                           (cc.kind[c] == SEGMENTS and exact_segments)):
+        if cc.hard[c] and (
+            cc.kind[c] in (UNARY, CHANGES, CONTAINS, ORDER)
+            or (cc.kind[c] == SEGMENTS and exact_segments)
+        ):
             exact[c] = True
     rho = np.where(cc.hard, hard_weight, cc.weight * soft_scale if soft else 0.0)
     rho = np.where(exact, hard_weight, rho)  # still counted: keeps switches from breaking them
@@ -434,6 +468,17 @@ def constrained_decode(state: np.ndarray, offsets: np.ndarray, trans: np.ndarray
     ind = ti.ind if ti.ind.shape[0] else np.zeros((1, int(offsets[-1])), np.uint8)
     hard = HardRules(hum, urow, len(hard_unary), bit, stay_row, segment)
     rules = InstanceRules(cc.kind, cc.mask, cc.other, cc.row, cc.lo, cc.hi, rho, cc.squared)
-    _decode_batch(state, offsets, trans, ind, hard, rules, climb, max_passes, float(hard_weight),
-                  out, feasible)
+    _decode_batch(
+        state,
+        offsets,
+        trans,
+        ind,
+        hard,
+        rules,
+        climb,
+        max_passes,
+        float(hard_weight),
+        out,
+        feasible,
+    )
     return out, feasible

@@ -9,33 +9,67 @@ import difflib
 import math
 import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from tagger.constraints.compiled import CompiledConstraints
-from tagger.constraints.rules import (CHANGES, CONTAINS, COUNT_SEGMENTS, COUNT_TOKENS,
-                                      FRACTION_CHANGE, FRACTION_LABEL, ORDER, PROPERTIES,
-                                      SEGMENTS, UNARY, Rule, boundary_on_punctuation,
-                                      element_matches, has_property, normalize_word,
-                                      sequence_element)
+from tagger.constraints.rules import (
+    CHANGES,
+    CONTAINS,
+    COUNT_SEGMENTS,
+    COUNT_TOKENS,
+    FRACTION_CHANGE,
+    FRACTION_LABEL,
+    ORDER,
+    PROPERTIES,
+    SEGMENTS,
+    UNARY,
+    Rule,
+    boundary_on_punctuation,
+    element_matches,
+    has_property,
+    normalize_word,
+    sequence_element,
+)
 from tagger.errors import ConstraintError
 from tagger.io import toml_file
 
 # the names of .rules stay importable from here, where they were defined first
-__all__ = ["ConstraintSet", "INSTANCE_RULES", "CORPUS_RULES", "Rule", "UNARY", "SEGMENTS",
-           "CHANGES", "COUNT_TOKENS", "COUNT_SEGMENTS", "CONTAINS", "ORDER", "FRACTION_LABEL",
-           "FRACTION_CHANGE", "PROPERTIES", "has_property", "boundary_on_punctuation",
-           "normalize_word", "sequence_element", "element_matches"]
+__all__ = [
+    "ConstraintSet",
+    "INSTANCE_RULES",
+    "CORPUS_RULES",
+    "Rule",
+    "UNARY",
+    "SEGMENTS",
+    "CHANGES",
+    "COUNT_TOKENS",
+    "COUNT_SEGMENTS",
+    "CONTAINS",
+    "ORDER",
+    "FRACTION_LABEL",
+    "FRACTION_CHANGE",
+    "PROPERTIES",
+    "has_property",
+    "boundary_on_punctuation",
+    "normalize_word",
+    "sequence_element",
+    "element_matches",
+]
 
 
-def _sequence(ck: "_Checker", item: dict, path: str, cs: bool) -> tuple[list, list[int]]:
+def _sequence(ck: _Checker, item: dict, path: str, cs: bool) -> tuple[list, list[int]]:
     seq = item["sequence"]
     if isinstance(seq, str):
         seq = seq.split()
     if not (isinstance(seq, list) and seq and all(isinstance(x, str) and x for x in seq)):
-        ck.err(f"{path}.sequence", f'expected a list of tokens, e.g. ["no", "pets|pet"] or '
-                                   f'["<number>", "br|bedrooms"], got {seq!r}')
+        ck.err(
+            f"{path}.sequence",
+            f'expected a list of tokens, e.g. ["no", "pets|pet"] or '
+            f'["<number>", "br|bedrooms"], got {seq!r}',
+        )
         return [], []
     elements = []
     for i, text in enumerate(seq):
@@ -43,18 +77,27 @@ def _sequence(ck: "_Checker", item: dict, path: str, cs: bool) -> tuple[list, li
         if el[0] == "property" and el[1] not in PROPERTIES:
             close = difflib.get_close_matches(el[1], list(PROPERTIES), n=1, cutoff=0.5)
             hint = f"did you mean '<{close[0]}>'? " if close else ""
-            ck.err(f"{path}.sequence[{i}]", f"unknown property {text!r}; {hint}known: "
-                                            + ", ".join(f"<{p}>" for p in PROPERTIES))
+            ck.err(
+                f"{path}.sequence[{i}]",
+                f"unknown property {text!r}; {hint}known: "
+                + ", ".join(f"<{p}>" for p in PROPERTIES),
+            )
         elif el[0] == "words" and not el[1]:
             ck.err(f"{path}.sequence[{i}]", f"expected words separated by |, got {text!r}")
         elements.append(el)
     mark = item.get("mark", list(range(len(seq))))
     if isinstance(mark, int) and not isinstance(mark, bool):
         mark = [mark]
-    if not (isinstance(mark, list) and mark and all(
-            isinstance(m, int) and not isinstance(m, bool) and 0 <= m < len(seq) for m in mark)):
-        ck.err(f"{path}.mark", f"expected positions in the sequence (0 to {len(seq) - 1}) of "
-                               f"the tokens that take the labels, got {mark!r}")
+    if not (
+        isinstance(mark, list)
+        and mark
+        and all(isinstance(m, int) and not isinstance(m, bool) and 0 <= m < len(seq) for m in mark)
+    ):
+        ck.err(
+            f"{path}.mark",
+            f"expected positions in the sequence (0 to {len(seq) - 1}) of "
+            f"the tokens that take the labels, got {mark!r}",
+        )
         mark = list(range(len(seq)))
     return elements, sorted(set(mark))
 
@@ -66,22 +109,22 @@ def _sequence(ck: "_Checker", item: dict, path: str, cs: bool) -> tuple[list, li
 INSTANCE_RULES = {
     "start": "a sequence may only start with one of `labels`",
     "end": "a sequence may only end with one of `labels`",
-    "one-segment": "each of `labels` (or \"all\") forms at most one contiguous segment",
+    "one-segment": 'each of `labels` (or "all") forms at most one contiguous segment',
     "tokens": "tokens in `words` or matching `pattern` (or the `mark`ed tokens of each run "
-              "matching `sequence`) take one of `take` / none of `avoid`",
+    "matching `sequence`) take one of `take` / none of `avoid`",
     "only-inside": "tokens with `property` (or matching `pattern`) appear only inside `labels`",
     "change-on-punctuation": "labels change only at punctuation",
     "count": "the number of tokens (or segments, `unit`) with one of `labels` is within "
-             "`min`..`max`",
+    "`min`..`max`",
     "contains": "every segment of each of `labels` contains a token in `words`, matching "
-                "`pattern` or with `property`",
+    "`pattern` or with `property`",
     "order": "segments of the `before` labels come before every segment of the `after` labels",
 }
 CORPUS_RULES = {
     "label-fraction": "over the unlabeled corpus, the fraction of tokens with one of `labels` "
-                      "is about `fraction` (give or take `tolerance`)",
+    "is about `fraction` (give or take `tolerance`)",
     "change-off-punctuation": "the fraction of label changes not on punctuation is about "
-                              "`fraction` (give or take `tolerance`)",
+    "`fraction` (give or take `tolerance`)",
 }
 _COMMON_KEYS = {"rule", "name", "hard", "weight", "shape"}
 _RULE_KEYS = {
@@ -115,7 +158,9 @@ class _Checker:
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not value:
-            self.err(path, "expected a non-empty list of labels" + (' or "all"' if allow_all else ""))
+            self.err(
+                path, "expected a non-empty list of labels" + (' or "all"' if allow_all else "")
+            )
             return []
         out = []
         for i, lab in enumerate(value):
@@ -125,22 +170,31 @@ class _Checker:
             elif lab not in self.labels:
                 close = difflib.get_close_matches(lab, self.labels, n=3, cutoff=0.5)
                 if not close:
-                    close = difflib.get_close_matches(lab.lower(), [x.lower() for x in self.labels],
-                                                      n=3, cutoff=0.5)
-                hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else \
-                    f"; known labels: {', '.join(self.labels)}"
+                    close = difflib.get_close_matches(
+                        lab.lower(), [x.lower() for x in self.labels], n=3, cutoff=0.5
+                    )
+                hint = (
+                    f"; did you mean {' or '.join(repr(c) for c in close)}?"
+                    if close
+                    else f"; known labels: {', '.join(self.labels)}"
+                )
                 self.err(p, f"unknown label {lab!r}{hint}")
             else:
                 out.append(lab)
         return out
 
-    def number(self, d: dict, key: str, path: str, low=None, high=None, integer=False,
-               default=None):
+    def number(
+        self, d: dict, key: str, path: str, low=None, high=None, integer=False, default=None
+    ):
         if key not in d:
             return default
         v = d[key]
         p = f"{path}.{key}"
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and not isinstance(v, int)):
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, (int, float))
+            or (integer and not isinstance(v, int))
+        ):
             self.err(p, f"expected {'a whole number' if integer else 'a number'}, got {v!r}")
             return default
         if not math.isfinite(v):
@@ -178,22 +232,27 @@ class ConstraintSet:
 
     # ---- loading
     @classmethod
-    def load(cls, path: str | Path) -> "ConstraintSet":
+    def load(cls, path: str | Path) -> ConstraintSet:
         text = toml_file.read_text(path, ConstraintError, "constraint file")
         return cls.from_text(text, str(path))
 
     @classmethod
-    def from_text(cls, text: str, source: str = "<constraints>") -> "ConstraintSet":
+    def from_text(cls, text: str, source: str = "<constraints>") -> ConstraintSet:
         return cls.from_dict(toml_file.parse(text, source, ConstraintError), source)
 
     @classmethod
-    def from_dict(cls, data: dict, source: str = "<constraints>") -> "ConstraintSet":
+    def from_dict(cls, data: dict, source: str = "<constraints>") -> ConstraintSet:
         """Check everything and raise one :class:`ConstraintError` listing every mistake."""
         labels = data.get("labels")
         ck = _Checker([])
-        if not (isinstance(labels, list) and labels and all(isinstance(x, str) and x for x in labels)):
-            ck.err("labels", "expected the list of label names this file speaks about, e.g. "
-                             'labels = ["author", "title"]')
+        if not (
+            isinstance(labels, list) and labels and all(isinstance(x, str) and x for x in labels)
+        ):
+            ck.err(
+                "labels",
+                "expected the list of label names this file speaks about, e.g. "
+                'labels = ["author", "title"]',
+            )
             labels = []
         elif len(set(labels)) != len(labels):
             dup = sorted({x for x in labels if labels.count(x) > 1})
@@ -238,20 +297,23 @@ class ConstraintSet:
             ck.err("instance", "the file has no [[instance]] or [[corpus]] constraint")
         if ck.errors:
             n = len(ck.errors)
-            raise ConstraintError(f"{source}: {n} mistake{'s' if n > 1 else ''} in the constraint "
-                                  f"file:\n" + "\n".join(ck.errors))
+            raise ConstraintError(
+                f"{source}: {n} mistake{'s' if n > 1 else ''} in the constraint "
+                f"file:\n" + "\n".join(ck.errors)
+            )
         desc = data.get("description", "")
         return cls(ck.labels, rules, source, desc if isinstance(desc, str) else "")
 
     # ---- compilation
-    def compile(self, label_names: Sequence[str]) -> "CompiledConstraints":
+    def compile(self, label_names: Sequence[str]) -> CompiledConstraints:
         """Arrays over the model's labels. Every label of the file must be one of them."""
         names = list(label_names)
         missing = [lab for lab in self.labels if lab not in names]
         if missing:
             raise ConstraintError(
                 f"{self.source}: label(s) {', '.join(missing)} of the constraint file are not "
-                f"labels of the model ({', '.join(names)})")
+                f"labels of the model ({', '.join(names)})"
+            )
         return CompiledConstraints(self.rules, names)
 
 
@@ -269,8 +331,9 @@ def _property(ck: _Checker, prop: Any, path: str) -> Any:
     if not isinstance(prop, str) or prop not in PROPERTIES:
         close = difflib.get_close_matches(str(prop), list(PROPERTIES), n=1, cutoff=0.5)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        ck.err(f"{path}.property", f"unknown property {prop!r}; {hint}known: "
-                                   f"{', '.join(PROPERTIES)}")
+        ck.err(
+            f"{path}.property", f"unknown property {prop!r}; {hint}known: {', '.join(PROPERTIES)}"
+        )
     return prop
 
 
@@ -280,23 +343,31 @@ def _unknown_key(key: str, known) -> str:
     return f"unknown key {key!r}{hint} (known: {', '.join(sorted(known))})"
 
 
-def _parse_rule(ck: _Checker, item: dict, path: str, level: str, table: dict, d_hard, d_weight,
-                d_shape) -> Rule | None:
+def _parse_rule(
+    ck: _Checker, item: dict, path: str, level: str, table: dict, d_hard, d_weight, d_shape
+) -> Rule | None:
     rule = item.get("rule")
     if not isinstance(rule, str):
-        ck.err(f"{path}.rule", f"expected a rule name (text), got {rule!r}; known {level} "
-                               f"rules: {', '.join(table)}")
+        ck.err(
+            f"{path}.rule",
+            f"expected a rule name (text), got {rule!r}; known {level} rules: {', '.join(table)}",
+        )
         return None
     if rule not in table:
         other = CORPUS_RULES if level == "instance" else INSTANCE_RULES
         if rule in other:
-            ck.err(f"{path}.rule", f"{rule!r} is a {'corpus' if level == 'instance' else 'instance'}"
-                                   f"-level rule; put it in a [[{'corpus' if level == 'instance' else 'instance'}]] table")
+            level_of_rule = "corpus" if level == "instance" else "instance"
+            ck.err(
+                f"{path}.rule",
+                f"{rule!r} is a {level_of_rule}-level rule; put it in a [[{level_of_rule}]] table",
+            )
         else:
             close = difflib.get_close_matches(str(rule), list(table), n=1, cutoff=0.5)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            ck.err(f"{path}.rule", f"unknown rule {rule!r}; {hint}known {level} rules: "
-                                   f"{', '.join(table)}")
+            ck.err(
+                f"{path}.rule",
+                f"unknown rule {rule!r}; {hint}known {level} rules: {', '.join(table)}",
+            )
         return None
     allowed = _COMMON_KEYS | _RULE_KEYS[rule]
     for key in item:
@@ -329,29 +400,46 @@ def _parse_rule(ck: _Checker, item: dict, path: str, level: str, table: dict, d_
             return False
         return True
 
-    if rule in ("start", "end", "one-segment", "count", "label-fraction", "only-inside",
-                "contains"):
+    if rule in (
+        "start",
+        "end",
+        "one-segment",
+        "count",
+        "label-fraction",
+        "only-inside",
+        "contains",
+    ):
         if need("labels"):
-            labels = ck.label_list(item["labels"], f"{path}.labels",
-                                   allow_all=rule not in ("start", "end"))
+            labels = ck.label_list(
+                item["labels"], f"{path}.labels", allow_all=rule not in ("start", "end")
+            )
     if rule == "tokens" and "sequence" in item:
         if "words" in item or "pattern" in item:
-            ck.err(path, "the 'tokens' rule takes `sequence` or `words` / `pattern`, not both: "
-                         "write two rules")
+            ck.err(
+                path,
+                "the 'tokens' rule takes `sequence` or `words` / `pattern`, not both: "
+                "write two rules",
+            )
         opts["sequence"], opts["mark"] = _sequence(ck, item, path, cs)
     elif rule == "tokens" and "mark" in item:
         ck.err(f"{path}.mark", "`mark` picks tokens of a `sequence`; this rule has none")
     if rule == "tokens":
         if "words" not in item and "pattern" not in item and "sequence" not in item:
-            ck.err(path, "the 'tokens' rule needs `words` (a list), `pattern` (a regular "
-                         "expression) or both, or a `sequence` of tokens")
+            ck.err(
+                path,
+                "the 'tokens' rule needs `words` (a list), `pattern` (a regular "
+                "expression) or both, or a `sequence` of tokens",
+            )
         opts["words"] = _word_list(ck, item, path, cs)
         if "pattern" in item:
             opts["pattern"] = ck.pattern(item["pattern"], f"{path}.pattern", cs)
         has_take, has_avoid = "take" in item, "avoid" in item
         if has_take == has_avoid:
-            ck.err(path, "the 'tokens' rule needs exactly one of `take` (labels these tokens "
-                         "must have) or `avoid` (labels they must not have)")
+            ck.err(
+                path,
+                "the 'tokens' rule needs exactly one of `take` (labels these tokens "
+                "must have) or `avoid` (labels they must not have)",
+            )
         elif has_take:
             labels = ck.label_list(item["take"], f"{path}.take")
             opts["mode"] = "take"
@@ -361,17 +449,23 @@ def _parse_rule(ck: _Checker, item: dict, path: str, level: str, table: dict, d_
     if rule == "only-inside":
         prop, pat = item.get("property"), item.get("pattern")
         if (prop is None) == (pat is None):
-            ck.err(path, "the 'only-inside' rule needs exactly one of `property` "
-                         f"({', '.join(PROPERTIES)}) or `pattern`")
+            ck.err(
+                path,
+                "the 'only-inside' rule needs exactly one of `property` "
+                f"({', '.join(PROPERTIES)}) or `pattern`",
+            )
         elif prop is not None:
             opts["property"] = _property(ck, prop, path)
         else:
             opts["pattern"] = ck.pattern(pat, f"{path}.pattern", cs)
     if rule == "contains":
         if not any(k in item for k in ("words", "pattern", "property")):
-            ck.err(path, "the 'contains' rule needs `words` (a list), `pattern` (a regular "
-                         f"expression) or `property` ({', '.join(PROPERTIES)}): what every "
-                         "segment must contain")
+            ck.err(
+                path,
+                "the 'contains' rule needs `words` (a list), `pattern` (a regular "
+                f"expression) or `property` ({', '.join(PROPERTIES)}): what every "
+                "segment must contain",
+            )
         opts["words"] = _word_list(ck, item, path, cs)
         if "pattern" in item:
             opts["pattern"] = ck.pattern(item["pattern"], f"{path}.pattern", cs)
@@ -384,8 +478,11 @@ def _parse_rule(ck: _Checker, item: dict, path: str, level: str, table: dict, d_
                 sides[key] = ck.label_list(item[key], f"{path}.{key}")
         both = set(sides.get("before", ())) & set(sides.get("after", ()))
         if both:
-            ck.err(f"{path}.after", f"label(s) {', '.join(sorted(both))} are both `before` and "
-                                    "`after`; a label cannot come before itself")
+            ck.err(
+                f"{path}.after",
+                f"label(s) {', '.join(sorted(both))} are both `before` and "
+                "`after`; a label cannot come before itself",
+            )
         opts["before"], opts["after"] = sides.get("before", []), sides.get("after", [])
         labels = opts["before"] + opts["after"]
     if rule == "count":
@@ -408,5 +505,3 @@ def _parse_rule(ck: _Checker, item: dict, path: str, level: str, table: dict, d_
     if not name:
         name = f"{rule}" + (f" {'/'.join(labels)}" if labels and len(labels) <= 4 else "")
     return Rule(path, level, rule, name, labels, hard, float(weight), shape, opts)
-
-

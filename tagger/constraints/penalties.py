@@ -4,14 +4,20 @@ parts, the penalties of their excess, and the change of all of them when one lab
 
 from __future__ import annotations
 
-
 from typing import NamedTuple
 
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.constraints.rules import (CHANGES, CONTAINS, COUNT_TOKENS, FRACTION_LABEL, ORDER,
-                                      SEGMENTS, UNARY)
+from tagger.constraints.rules import (
+    CHANGES,
+    CONTAINS,
+    COUNT_TOKENS,
+    FRACTION_LABEL,
+    ORDER,
+    SEGMENTS,
+    UNARY,
+)
 from tagger.jit import njit, prange
 
 
@@ -20,13 +26,13 @@ class InstanceRules(NamedTuple):
     second label mask (an order rule's ``after`` labels), token-indicator row, bounds on the
     count phi, penalty weight and shape."""
 
-    kind: np.ndarray     # int32[C]
-    mask: np.ndarray     # bool[C, L]
-    other: np.ndarray    # bool[C, L]
-    row: np.ndarray      # int32[C]
-    lo: np.ndarray       # float64[C]
-    hi: np.ndarray       # float64[C]
-    rho: np.ndarray      # float64[C]
+    kind: np.ndarray  # int32[C]
+    mask: np.ndarray  # bool[C, L]
+    other: np.ndarray  # bool[C, L]
+    row: np.ndarray  # int32[C]
+    lo: np.ndarray  # float64[C]
+    hi: np.ndarray  # float64[C]
+    rho: np.ndarray  # float64[C]
     squared: np.ndarray  # bool[C]
 
 
@@ -47,7 +53,7 @@ class PenaltyRules(NamedTuple):
     """Everything the switching kernels read about the rules and the corpus they count on:
     the token indicators (rows of flags), the sequences' offsets and both kinds of rules."""
 
-    ind: np.ndarray      # uint8[n_indicators, N]
+    ind: np.ndarray  # uint8[n_indicators, N]
     offsets: np.ndarray  # int64[n_sequences + 1]
     instance: InstanceRules
     corpus: CorpusRules

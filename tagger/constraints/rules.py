@@ -37,14 +37,14 @@ FRACTION_CHANGE = 1
 #: ``change-on-punctuation`` looks at
 PROPERTIES = {
     "quote": "contains a double quotation mark (\" `` '' or typographic double quotes); a "
-             "single ' or ` is an apostrophe (Master's, '91, D'Andrea), not a quotation",
+    "single ' or ` is an apostrophe (Master's, '91, D'Andrea), not a quotation",
     "punct": "is made of punctuation only",
     "digit": "contains a digit",
     "number": "is a number (digits, optionally with . , - / inside)",
     "capitalized": "starts with an upper-case letter",
     "upper": "is all upper-case letters",
 }
-_QUOTES = ("\"", "``", "''", "\u201c", "\u201d", "\u201e", "\u00ab", "\u00bb")
+_QUOTES = ('"', "``", "''", "\u201c", "\u201d", "\u201e", "\u00ab", "\u00bb")
 _NUMBER = re.compile(r"^[0-9]+([.,/-][0-9]+)*$")
 _TRAILING = ".,;:!?)]}\"'`\u2019\u201d"
 _LEADING = "([{\"'`\u2018\u201c"
@@ -80,8 +80,7 @@ def boundary_on_punctuation(prev: str, token: str) -> bool:
     """
     if not prev or not token:
         return True
-    return (_is_punct(prev) or prev[-1] in _TRAILING or _is_punct(token)
-            or token[0] in _LEADING)
+    return _is_punct(prev) or prev[-1] in _TRAILING or _is_punct(token) or token[0] in _LEADING
 
 
 def normalize_word(s: str, case_sensitive: bool = False) -> str:
@@ -120,12 +119,12 @@ def element_matches(element: tuple[str, Any], token: str, case_sensitive: bool) 
 class Rule:
     """One constraint as written (validated), before compilation against a label list."""
 
-    path: str                 # key path in the file, e.g. "instance[3]"
-    level: str                # "instance" or "corpus"
-    rule: str                 # rule name
+    path: str  # key path in the file, e.g. "instance[3]"
+    level: str  # "instance" or "corpus"
+    rule: str  # rule name
     name: str
-    labels: list[str]         # labels the rule is about (all labels for "all")
+    labels: list[str]  # labels the rule is about (all labels for "all")
     hard: bool
     weight: float
-    shape: str                # "linear" or "squared"
+    shape: str  # "linear" or "squared"
     options: dict = field(default_factory=dict)

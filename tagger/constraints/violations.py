@@ -10,9 +10,18 @@ import numpy as np
 
 from tagger._config import NUMBA_OPTS
 from tagger.constraints.compiled import CompiledConstraints, TokenIndicators
-from tagger.constraints.penalties import (CorpusRules, InstanceRules, PenaltyRules, all_phi,
-                                          all_segments, corpus_parts, corpus_penalty,
-                                          instance_penalty, switch_corpus, switch_phi)
+from tagger.constraints.penalties import (
+    CorpusRules,
+    InstanceRules,
+    PenaltyRules,
+    all_phi,
+    all_segments,
+    corpus_parts,
+    corpus_penalty,
+    instance_penalty,
+    switch_corpus,
+    switch_phi,
+)
 from tagger.jit import njit
 
 
@@ -31,12 +40,12 @@ class Proposal(NamedTuple):
     """One proposed switch's new counts (:func:`switch_penalty_delta` fills them,
     :func:`apply_switch` makes them current)."""
 
-    phi: np.ndarray   # float64[C]: the sequence's new phi
+    phi: np.ndarray  # float64[C]: the sequence's new phi
     dnum: np.ndarray  # float64[K]: change of the corpus numerators
     dden: np.ndarray  # float64[K]: change of the corpus denominators
 
     @classmethod
-    def empty(cls, n_instance: int, n_corpus: int) -> "Proposal":
+    def empty(cls, n_instance: int, n_corpus: int) -> Proposal:
         return cls(np.zeros(n_instance), np.zeros(n_corpus), np.zeros(n_corpus))
 
 
@@ -52,8 +61,14 @@ class ViolationState:
     use (the file's weights, hard ones replaced by ``hard_weight``).
     """
 
-    def __init__(self, cc: CompiledConstraints, ti: TokenIndicators, y: np.ndarray,
-                 hard_weight: float = 1000.0, scale: float = 1.0):
+    def __init__(
+        self,
+        cc: CompiledConstraints,
+        ti: TokenIndicators,
+        y: np.ndarray,
+        hard_weight: float = 1000.0,
+        scale: float = 1.0,
+    ):
         self.cc, self.ti = cc, ti
         self.y = np.ascontiguousarray(y, dtype=np.int32)
         n = ti.n_sequences
@@ -76,17 +91,20 @@ class ViolationState:
         total = 0.0
         for s in range(self.phi.shape[0]):
             total += instance_penalty(self.phi[s], cc.lo, cc.hi, self.rho, cc.squared)
-        return total + corpus_penalty(self.num, self.den, cc.target, cc.tol, self.crho,
-                                      cc.csquared, self.ti.n_sequences)
+        return total + corpus_penalty(
+            self.num, self.den, cc.target, cc.tol, self.crho, cc.csquared, self.ti.n_sequences
+        )
 
     def records(self) -> tuple[PenaltyRules, Counts]:
         """The rules (with the weights in use) and the counts, as the switching kernels take
         them; the counts are this state's own arrays, updated in place."""
         cc, ti = self.cc, self.ti
         rules = PenaltyRules(
-            ti.ind, ti.offsets,
+            ti.ind,
+            ti.offsets,
             InstanceRules(cc.kind, cc.mask, cc.other, cc.row, cc.lo, cc.hi, self.rho, cc.squared),
-            CorpusRules(cc.ckind, cc.cmask, cc.crow, cc.target, cc.tol, self.crho, cc.csquared))
+            CorpusRules(cc.ckind, cc.cmask, cc.crow, cc.target, cc.tol, self.crho, cc.csquared),
+        )
         return rules, Counts(self.phi, self.segs, self.num, self.den)
 
 
@@ -101,8 +119,9 @@ def switch_penalty_delta(y, s, t, new, rules, counts, proposal):
     phi_new, dnum, dden = proposal
     a, b = offsets[s], offsets[s + 1]
     switch_phi(y, ind, a, b, t, new, kind, mask, other, row, segs[s], phi[s], phi_new)
-    delta = instance_penalty(phi_new, lo, hi, rho, squared) - \
-        instance_penalty(phi[s], lo, hi, rho, squared)
+    delta = instance_penalty(phi_new, lo, hi, rho, squared) - instance_penalty(
+        phi[s], lo, hi, rho, squared
+    )
     if ckind.shape[0] > 0:
         switch_corpus(y, ind, a, b, t, new, ckind, cmask, crow, dnum, dden)
         n_seq = offsets.shape[0] - 1
@@ -145,15 +164,30 @@ def violation_report(cc: CompiledConstraints, ti: TokenIndicators, y: np.ndarray
     n = ti.n_sequences
     for c, r in enumerate(cc.instance_rules):
         d = np.maximum(st.phi[:, c] - cc.hi[c], 0) + np.maximum(cc.lo[c] - st.phi[:, c], 0)
-        rows.append({"constraint": r.name, "level": "instance", "hard": r.hard,
-                     "violated_sequences": int(np.count_nonzero(d > 0)), "sequences": n,
-                     "rate": float(np.count_nonzero(d > 0) / n) if n else 0.0,
-                     "violations": float(d.sum())})
+        rows.append(
+            {
+                "constraint": r.name,
+                "level": "instance",
+                "hard": r.hard,
+                "violated_sequences": int(np.count_nonzero(d > 0)),
+                "sequences": n,
+                "rate": float(np.count_nonzero(d > 0) / n) if n else 0.0,
+                "violations": float(d.sum()),
+            }
+        )
     for k, r in enumerate(cc.corpus_rules):
         ratio = st.num[k] / st.den[k] if st.den[k] > 0 else float("nan")
         dev = abs(ratio - cc.target[k]) - cc.tol[k] if st.den[k] > 0 else 0.0
-        rows.append({"constraint": r.name, "level": "corpus", "hard": r.hard,
-                     "value": float(ratio), "target": float(cc.target[k]),
-                     "tolerance": float(cc.tol[k]), "violated": bool(dev > 0),
-                     "violation": float(max(dev, 0.0))})
+        rows.append(
+            {
+                "constraint": r.name,
+                "level": "corpus",
+                "hard": r.hard,
+                "value": float(ratio),
+                "target": float(cc.target[k]),
+                "tolerance": float(cc.tol[k]),
+                "violated": bool(dev > 0),
+                "violation": float(max(dev, 0.0)),
+            }
+        )
     return rows

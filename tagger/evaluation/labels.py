@@ -9,13 +9,20 @@ stray ``NP`` among predictions, say), is outside every chunk.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from tagger.errors import UnknownLabelError
 
-__all__ = ["LabelIndex", "is_bio", "bio_spans", "split_label", "label_tag_type", "chunk_starts_ends"]
+__all__ = [
+    "LabelIndex",
+    "is_bio",
+    "bio_spans",
+    "split_label",
+    "label_tag_type",
+    "chunk_starts_ends",
+]
 
 _PREFIXES = ("B-", "I-", "E-", "S-")
 
@@ -32,7 +39,7 @@ class LabelIndex:
             self.add(lab)
 
     @classmethod
-    def from_sentences(cls, sentences) -> "LabelIndex":
+    def from_sentences(cls, sentences) -> LabelIndex:
         """The sorted set of labels of ``sentences`` (``Sentence`` records or label lists);
         sorted so that the ids do not depend on the order of the corpus."""
         seen: set[str] = set()
@@ -44,7 +51,7 @@ class LabelIndex:
         return cls(sorted(seen))
 
     @classmethod
-    def from_list(cls, labels: Sequence[str]) -> "LabelIndex":
+    def from_list(cls, labels: Sequence[str]) -> LabelIndex:
         labels = list(labels)
         if len(set(labels)) != len(labels):
             dup = sorted({x for x in labels if labels.count(x) > 1})
@@ -222,12 +229,14 @@ def chunk_starts_ends(ids, offsets, tag_of: np.ndarray, type_of: np.ndarray):
     prev_typ[first] = 0
 
     end_before = (
-        (prev_tag == _E) | (prev_tag == _S)
+        (prev_tag == _E)
+        | (prev_tag == _S)
         | (((prev_tag == _B) | (prev_tag == _I)) & ((tag == _B) | (tag == _S) | (tag == _O)))
         | ((prev_tag != _O) & (prev_typ != typ))
     )
     start = (
-        (tag == _B) | (tag == _S)
+        (tag == _B)
+        | (tag == _S)
         | (((tag == _I) | (tag == _E)) & ((prev_tag == _E) | (prev_tag == _S) | (prev_tag == _O)))
         | ((tag != _O) & (prev_typ != typ))
     )

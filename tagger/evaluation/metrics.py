@@ -13,7 +13,7 @@ All percentages are fractions in [0, 1].
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -30,8 +30,9 @@ def _prf(correct: int, found: int, gold: int) -> tuple[float, float, float]:
     return p, r, f
 
 
-def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
-             chunk_level: bool | None = None) -> dict:
+def evaluate(
+    gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], chunk_level: bool | None = None
+) -> dict:
     """Compare predicted label sequences with gold ones, sentence by sentence.
 
     Returns a dict with ``accuracy``, ``precision``, ``recall``, ``f1``, ``n_tokens``,
@@ -51,9 +52,7 @@ def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
     p_flat: list[str] = []
     for i, (g, p) in enumerate(zip(gold, pred)):
         if len(g) != len(p):
-            raise ValueError(
-                f"sentence {i}: {len(g)} gold labels but {len(p)} predicted labels"
-            )
+            raise ValueError(f"sentence {i}: {len(g)} gold labels but {len(p)} predicted labels")
         g_flat.extend(g)
         p_flat.extend(p)
         lengths.append(len(g))
@@ -72,8 +71,9 @@ def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
     return evaluate_ids(g_ids, p_ids, offsets, list(index), chunk_level=chunk_level)
 
 
-def evaluate_ids(gold_ids, pred_ids, offsets, label_names: Sequence[str],
-                 chunk_level: bool | None = None) -> dict:
+def evaluate_ids(
+    gold_ids, pred_ids, offsets, label_names: Sequence[str], chunk_level: bool | None = None
+) -> dict:
     """:func:`evaluate` on label ids: ``gold_ids``/``pred_ids`` hold the ids of all tokens,
     sentence ``i`` spanning ``offsets[i]:offsets[i + 1]`` (``len(offsets) = n_sentences + 1``),
     and ``label_names[id]`` is the label of an id. ``chunk_level=None`` decides by whether the
@@ -82,8 +82,15 @@ def evaluate_ids(gold_ids, pred_ids, offsets, label_names: Sequence[str],
     p = np.asarray(pred_ids, dtype=np.int64)
     offsets = np.asarray(offsets, dtype=np.int64)
     if g.shape != p.shape or g.ndim != 1:
-        raise ValueError(f"gold_ids and pred_ids must be 1-D of the same length, got {g.shape} and {p.shape}")
-    if len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != len(g) or np.any(np.diff(offsets) < 0):
+        raise ValueError(
+            f"gold_ids and pred_ids must be 1-D of the same length, got {g.shape} and {p.shape}"
+        )
+    if (
+        len(offsets) == 0
+        or offsets[0] != 0
+        or offsets[-1] != len(g)
+        or np.any(np.diff(offsets) < 0)
+    ):
         raise ValueError("offsets must rise from 0 to the number of tokens")
     n_labels = len(label_names)
     if len(g) and (min(g.min(), p.min()) < 0 or max(g.max(), p.max()) >= n_labels):
@@ -117,10 +124,20 @@ def evaluate_ids(gold_ids, pred_ids, offsets, label_names: Sequence[str],
         for t in sorted(range(n_types), key=type_names.__getitem__):
             if gold_by[t] or found_by[t]:
                 pr, rc, f = _prf(int(correct_by[t]), int(found_by[t]), int(gold_by[t]))
-                per_label[type_names[t]] = {"precision": pr, "recall": rc, "f1": f,
-                                            "support": int(gold_by[t])}
-        result.update(precision=precision, recall=recall, f1=f1, n_gold_chunks=n_gold,
-                      n_pred_chunks=n_found, n_correct_chunks=n_correct)
+                per_label[type_names[t]] = {
+                    "precision": pr,
+                    "recall": rc,
+                    "f1": f,
+                    "support": int(gold_by[t]),
+                }
+        result.update(
+            precision=precision,
+            recall=recall,
+            f1=f1,
+            n_gold_chunks=n_gold,
+            n_pred_chunks=n_found,
+            n_correct_chunks=n_correct,
+        )
     else:
         tp = np.bincount(g[g == p], minlength=n_labels)
         gold_by = np.bincount(g, minlength=n_labels)
@@ -128,11 +145,21 @@ def evaluate_ids(gold_ids, pred_ids, offsets, label_names: Sequence[str],
         for i in sorted(range(n_labels), key=lambda i: label_names[i]):
             if gold_by[i] or found_by[i]:
                 pr, rc, f = _prf(int(tp[i]), int(found_by[i]), int(gold_by[i]))
-                per_label[label_names[i]] = {"precision": pr, "recall": rc, "f1": f,
-                                             "support": int(gold_by[i])}
+                per_label[label_names[i]] = {
+                    "precision": pr,
+                    "recall": rc,
+                    "f1": f,
+                    "support": int(gold_by[i]),
+                }
         # micro-average over tokens: every token is one prediction and one gold item
-        result.update(precision=accuracy, recall=accuracy, f1=accuracy, n_gold_chunks=None,
-                      n_pred_chunks=None, n_correct_chunks=None)
+        result.update(
+            precision=accuracy,
+            recall=accuracy,
+            f1=accuracy,
+            n_gold_chunks=None,
+            n_pred_chunks=None,
+            n_correct_chunks=None,
+        )
     result["per_label"] = per_label
     return result
 
@@ -150,8 +177,12 @@ def word_set(vocabulary) -> set:
     return words
 
 
-def by_vocabulary(words: Sequence[Sequence[str]], gold: Sequence[Sequence[str]],
-                  pred: Sequence[Sequence[str]], vocabulary) -> dict:
+def by_vocabulary(
+    words: Sequence[Sequence[str]],
+    gold: Sequence[Sequence[str]],
+    pred: Sequence[Sequence[str]],
+    vocabulary,
+) -> dict:
     """Token accuracy split by whether the word is in ``vocabulary`` (the words of the training
     data): ``{"seen": {"tokens", "accuracy", "error"}, "unseen": {...}}``. The error on seen
     words is the ``Err_voc`` of Wang, Shawe-Taylor & Szedmak beside ``Err_all`` = 1 - accuracy.
@@ -171,12 +202,16 @@ def by_vocabulary(words: Sequence[Sequence[str]], gold: Sequence[Sequence[str]],
 
 def format_vocabulary(parts: dict) -> str:
     """One line of a :func:`by_vocabulary` result."""
+
     def one(part):
         m = parts[part]
         if not m["tokens"]:
             return f"{part} 0 tokens"
-        return (f"{part} {m['tokens']} tokens, accuracy {100 * m['accuracy']:.2f}% "
-                f"(error {100 * m['error']:.2f}%)")
+        return (
+            f"{part} {m['tokens']} tokens, accuracy {100 * m['accuracy']:.2f}% "
+            f"(error {100 * m['error']:.2f}%)"
+        )
+
     return "words seen in training: " + one("seen") + "; " + one("unseen")
 
 
@@ -191,7 +226,8 @@ def format_report(result: dict) -> str:
     else:
         lines.append(f"processed {result['n_tokens']} tokens in {result['n_sentences']} sentences.")
     lines.append(
-        f"accuracy: {100 * result['accuracy']:6.2f}%; precision: {100 * result['precision']:6.2f}%; "
+        f"accuracy: {100 * result['accuracy']:6.2f}%; "
+        f"precision: {100 * result['precision']:6.2f}%; "
         f"recall: {100 * result['recall']:6.2f}%; FB1: {100 * result['f1']:6.2f}"
     )
     width = max((len(k) for k in result["per_label"]), default=0)

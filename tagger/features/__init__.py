@@ -23,8 +23,17 @@ a numba open-addressing hash table maps keys to attribute ids. Token functions r
 distinct string (a per-column type cache), never once per token.
 """
 
-from tagger.features.spec import FeatureSpec, N_SPECIAL, PRESETS, TOKEN_FUNCTIONS, View
 from tagger.features.featurizer import TYPE_CACHE_LIMIT, EncodedViews, Featurized, Featurizer
+from tagger.features.spec import N_SPECIAL, PRESETS, TOKEN_FUNCTIONS, FeatureSpec, View
 
-__all__ = ['FeatureSpec', 'View', 'Featurizer', 'Featurized', 'EncodedViews', 'PRESETS',
-           'TOKEN_FUNCTIONS', 'N_SPECIAL', 'TYPE_CACHE_LIMIT']
+__all__ = [
+    "FeatureSpec",
+    "View",
+    "Featurizer",
+    "Featurized",
+    "EncodedViews",
+    "PRESETS",
+    "TOKEN_FUNCTIONS",
+    "N_SPECIAL",
+    "TYPE_CACHE_LIMIT",
+]

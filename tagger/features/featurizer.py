@@ -6,17 +6,20 @@ per-view ids for fused scoring).
 from __future__ import annotations
 
 import itertools
-from itertools import chain
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
+from itertools import chain
 
 import numpy as np
 
 from tagger.errors import FeatureSpecError
-from tagger.features.spec import FeatureSpec, N_SPECIAL, UNKNOWN
-from tagger.features.hash_table import (compact_slots, instantiate_attributes, table_for,
-                                        template_keys)
-
+from tagger.features.hash_table import (
+    compact_slots,
+    instantiate_attributes,
+    table_for,
+    template_keys,
+)
+from tagger.features.spec import N_SPECIAL, UNKNOWN, FeatureSpec
 
 # --------------------------------------------------------------------------------------
 # featurized data
@@ -42,8 +45,8 @@ class Featurized:
     value as ``vals[j] if vals.shape[0] > 0 else 1.0``.
     """
 
-    indptr: np.ndarray   # int64[N+1]
-    attrs: np.ndarray    # int32[nnz]
+    indptr: np.ndarray  # int64[N+1]
+    attrs: np.ndarray  # int32[nnz]
     offsets: np.ndarray  # int64[n+1]
     values: np.ndarray | None = None  # float64[nnz] or None (indicators)
 
@@ -65,21 +68,25 @@ class Featurized:
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
 
-    def sentences(self, start: int, stop: int) -> "Featurized":
+    def sentences(self, start: int, stop: int) -> Featurized:
         """Sentences start..stop-1 on their own (copies)."""
         t0, t1 = int(self.offsets[start]), int(self.offsets[stop])
         j0, j1 = int(self.indptr[t0]), int(self.indptr[t1])
         values = None if self.values is None else self.values[j0:j1].copy()
-        return Featurized(self.indptr[t0:t1 + 1] - j0, self.attrs[j0:j1].copy(),
-                          self.offsets[start:stop + 1] - t0, values)
+        return Featurized(
+            self.indptr[t0 : t1 + 1] - j0,
+            self.attrs[j0:j1].copy(),
+            self.offsets[start : stop + 1] - t0,
+            values,
+        )
 
 
 @dataclass
 class EncodedViews:
     """Sentences as view ids, with the template layout and the attribute hash table."""
 
-    view_ids: np.ndarray   # (n_views, N) int64
-    offsets: np.ndarray    # int64[n+1]
+    view_ids: np.ndarray  # (n_views, N) int64
+    offsets: np.ndarray  # int64[n+1]
     t_ptr: np.ndarray
     t_view: np.ndarray
     t_off: np.ndarray
@@ -106,8 +113,8 @@ class Featurizer:
     def __init__(self, spec: FeatureSpec):
         self.spec = spec
         # learned state
-        self.vocabs_: list[dict[str, int]] | None = None   # per view: value -> id (>= 3)
-        self.attr_keys_: np.ndarray | None = None           # int64[n_attrs], sorted
+        self.vocabs_: list[dict[str, int]] | None = None  # per view: value -> id (>= 3)
+        self.attr_keys_: np.ndarray | None = None  # int64[n_attrs], sorted
         self.t_mult_: np.ndarray | None = None
         self._table: tuple[np.ndarray, np.ndarray] | None = None
         self._type_cache: list[_TypeCache | None] = []
@@ -121,8 +128,11 @@ class Featurizer:
                 t_view.append(v)
                 t_off.append(o)
             t_ptr.append(len(t_view))
-        return (np.asarray(t_ptr, np.int64), np.asarray(t_view, np.int64),
-                np.asarray(t_off, np.int64))
+        return (
+            np.asarray(t_ptr, np.int64),
+            np.asarray(t_view, np.int64),
+            np.asarray(t_off, np.int64),
+        )
 
     def _compute_multipliers(self) -> np.ndarray:
         """Mixed-radix multipliers so that every template instance has an exact int64 key."""
@@ -137,7 +147,8 @@ class Featurizer:
                 raise FeatureSpecError(
                     f"template {self.spec.template_names[k]!r} conjoins views whose vocabularies "
                     f"are too large for exact 64-bit attribute keys ({m:.3g} combinations); "
-                    f"use fewer components or coarser views (lowercase, shape, prefixes)")
+                    f"use fewer components or coarser views (lowercase, shape, prefixes)"
+                )
         return np.asarray(mults, np.int64)
 
     # ---- view ids with a per-column type cache
@@ -161,13 +172,17 @@ class Featurizer:
             cache.grow = grow
             try:
                 # one C-level dict lookup per token; token functions run only for new strings
-                tids = np.fromiter(map(cache.__getitem__, chain.from_iterable(
-                    [s.columns[c] for s in sentences])), dtype=np.int64, count=n_tok)
+                tids = np.fromiter(
+                    map(cache.__getitem__, chain.from_iterable([s.columns[c] for s in sentences])),
+                    dtype=np.int64,
+                    count=n_tok,
+                )
             except IndexError:
                 raise FeatureSpecError(
                     f"the feature specification reads {n_cols} input column(s) "
                     f"({', '.join(self.spec.columns)}) but a sentence has only "
-                    f"{min(len(s.columns) for s in sentences)}") from None
+                    f"{min(len(s.columns) for s in sentences)}"
+                ) from None
             except ValueError:
                 raise FeatureSpecError("a sentence has columns of different lengths") from None
             table = cache.table()
@@ -179,12 +194,16 @@ class Featurizer:
         by_col = self._views_by_column()
         self._base_types = [0] * len(by_col)
         self._type_cache = [
-            _TypeCache([self.spec.views[vi] for vi in views],
-                       [self.vocabs_[vi] for vi in views], views) if views else None
-            for views in by_col]
+            _TypeCache(
+                [self.spec.views[vi] for vi in views], [self.vocabs_[vi] for vi in views], views
+            )
+            if views
+            else None
+            for views in by_col
+        ]
 
     # ---- fitting
-    def fit(self, sentences: Sequence) -> "Featurizer":
+    def fit(self, sentences: Sequence) -> Featurizer:
         """Build view vocabularies and the attribute set from training sentences."""
         self.begin_fit()
         return self.end_fit([self.grow_views(sentences)])
@@ -203,7 +222,7 @@ class Featurizer:
         offsets = _offsets(sentences)
         return self._view_ids(sentences, offsets, grow=True), offsets
 
-    def end_fit(self, parts) -> "Featurizer":
+    def end_fit(self, parts) -> Featurizer:
         """The attribute set of a fit in parts from every batch's (view ids, offsets)."""
         self.t_mult_ = self._compute_multipliers()
         t_ptr, t_view, t_off = self._template_arrays()
@@ -230,7 +249,7 @@ class Featurizer:
     def n_attributes(self) -> int:
         return 0 if self.attr_keys_ is None else len(self.attr_keys_)
 
-    def encode(self, sentences: Sequence) -> "EncodedViews":
+    def encode(self, sentences: Sequence) -> EncodedViews:
         """View ids of the sentences plus everything a kernel needs to find their attributes
         without materialising them (for scoring fused with attribute lookup)."""
         if self.attr_keys_ is None:
@@ -338,21 +357,25 @@ class Featurizer:
         return meta, arrays
 
     @classmethod
-    def from_arrays(cls, meta: dict, arrays: dict[str, np.ndarray]) -> "Featurizer":
+    def from_arrays(cls, meta: dict, arrays: dict[str, np.ndarray]) -> Featurizer:
         from tagger.model.files import unpack_strings
 
         spec = FeatureSpec.from_dict(meta["spec"], name=meta.get("name", "custom"))
         self = cls(spec)
         self.vocabs_ = []
         for vi in range(len(spec.views)):
-            values = unpack_strings(arrays[f"feat.vocab{vi}.data"], arrays[f"feat.vocab{vi}.offsets"])
+            values = unpack_strings(
+                arrays[f"feat.vocab{vi}.data"], arrays[f"feat.vocab{vi}.offsets"]
+            )
             self.vocabs_.append({v: i + N_SPECIAL for i, v in enumerate(values)})
         if [len(v) for v in self.vocabs_] != list(meta["vocab_sizes"]):
             raise ValueError("vocabulary sizes do not match the header")
         keys = arrays["feat.attr_keys"]
         if keys.ndim != 1 or not np.issubdtype(keys.dtype, np.integer):
-            raise ValueError(f"feat.attr_keys must be a 1-D integer array, not {keys.dtype} of "
-                             f"shape {keys.shape}")
+            raise ValueError(
+                f"feat.attr_keys must be a 1-D integer array, not {keys.dtype} of "
+                f"shape {keys.shape}"
+            )
         # the hash table takes -1 for an empty slot and gives each key one id
         if keys.size and (keys[0] < 0 or np.any(np.diff(keys) <= 0)):
             raise ValueError("feat.attr_keys must be non-negative and strictly increasing")

@@ -7,15 +7,14 @@ lowest digit, so distinct instances never collide; the table only maps keys to i
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.jit import njit, prange
 
-
 # --------------------------------------------------------------------------------------
 # numba kernels: hash table and template instantiation
+
 
 @njit(**NUMBA_OPTS)
 def _slot(key, mask):
@@ -55,8 +54,7 @@ def _template_key(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult):
 
 
 @njit(**NUMBA_OPTS)
-def attribute_id(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult, table_keys, table_vals,
-                 mask):
+def attribute_id(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult, table_keys, table_vals, mask):
     """Attribute id of template k at token i, or -1 when it is not a known attribute."""
     key = _template_key(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult)
     if key < 0:
@@ -78,8 +76,9 @@ def template_keys(view_ids, offsets, t_ptr, t_view, t_off, t_mult, out):
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
-def instantiate_attributes(view_ids, offsets, t_ptr, t_view, t_off, t_mult, table_keys,
-                           table_vals, slots):
+def instantiate_attributes(
+    view_ids, offsets, t_ptr, t_view, t_off, t_mult, table_keys, table_vals, slots
+):
     """slots[i, k] = attribute id of template k at token i, or -1."""
     n_sent = offsets.shape[0] - 1
     n_tmpl = t_ptr.shape[0] - 1
@@ -89,8 +88,9 @@ def instantiate_attributes(view_ids, offsets, t_ptr, t_view, t_off, t_mult, tabl
         b = offsets[s + 1]
         for i in range(a, b):
             for k in range(n_tmpl):
-                slots[i, k] = attribute_id(view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult,
-                                           table_keys, table_vals, mask)
+                slots[i, k] = attribute_id(
+                    view_ids, a, b, i, k, t_ptr, t_view, t_off, t_mult, table_keys, table_vals, mask
+                )
 
 
 @njit(**NUMBA_OPTS)

@@ -6,14 +6,13 @@ from a TOML preset or file and checked with every problem reported at once.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Callable
 
-
-from tagger.io import toml_file
 from tagger.errors import FeatureSpecError
+from tagger.io import toml_file
 
 UNKNOWN, BEFORE, AFTER = 0, 1, 2
 N_SPECIAL = 3
@@ -59,8 +58,9 @@ def _make_function(name: str, opts: dict, where: str) -> Callable[[str], str]:
     def need_length() -> int:
         n = opts.get("length")
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-            raise FeatureSpecError(f"{where}.length must be a positive integer for function "
-                                   f"'{name}'; got {n!r}")
+            raise FeatureSpecError(
+                f"{where}.length must be a positive integer for function '{name}'; got {n!r}"
+            )
         return n
 
     if name == "identity":
@@ -80,8 +80,9 @@ def _make_function(name: str, opts: dict, where: str) -> Callable[[str], str]:
     if name == "length":
         cap = opts.get("max", 10)
         if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
-            raise FeatureSpecError(f"{where}.max must be a positive integer for function "
-                                   f"'length'; got {cap!r}")
+            raise FeatureSpecError(
+                f"{where}.max must be a positive integer for function 'length'; got {cap!r}"
+            )
         return lambda s: str(min(len(s), cap))
     if name == "is_digit":
         return _flag(str.isdigit)
@@ -106,16 +107,33 @@ def _make_function(name: str, opts: dict, where: str) -> Callable[[str], str]:
         try:
             rx = re.compile(pattern, re.IGNORECASE if opts.get("ignore_case") else 0)
         except re.error as exc:
-            raise FeatureSpecError(f"{where}.pattern is not a valid regular expression "
-                                   f"({exc}): {pattern!r}") from None
+            raise FeatureSpecError(
+                f"{where}.pattern is not a valid regular expression ({exc}): {pattern!r}"
+            ) from None
         return _flag(lambda s: rx.search(s) is not None)
-    raise FeatureSpecError(f"{where}.function: unknown token function {name!r}; known: "
-                           f"{', '.join(TOKEN_FUNCTIONS)}")
+    raise FeatureSpecError(
+        f"{where}.function: unknown token function {name!r}; known: {', '.join(TOKEN_FUNCTIONS)}"
+    )
 
 
-TOKEN_FUNCTIONS = ("identity", "lower", "shape", "short_shape", "prefix", "suffix", "length",
-                   "is_digit", "has_digit", "is_punct", "is_upper", "is_title", "has_upper",
-                   "has_hyphen", "is_alpha", "regex")
+TOKEN_FUNCTIONS = (
+    "identity",
+    "lower",
+    "shape",
+    "short_shape",
+    "prefix",
+    "suffix",
+    "length",
+    "is_digit",
+    "has_digit",
+    "is_punct",
+    "is_upper",
+    "is_title",
+    "has_upper",
+    "has_hyphen",
+    "is_alpha",
+    "regex",
+)
 
 
 # --------------------------------------------------------------------------------------
@@ -143,9 +161,9 @@ class FeatureSpec:
     min_count: int = 1
     all_pairs: bool = False
     source: dict = field(default_factory=dict)
-    label_map: dict = field(default_factory=dict)     # gold label -> label learned
-    label_keep: tuple | None = None                   # labels kept as they are
-    label_other: str = "O"                            # what every other label becomes
+    label_map: dict = field(default_factory=dict)  # gold label -> label learned
+    label_keep: tuple | None = None  # labels kept as they are
+    label_other: str = "O"  # what every other label becomes
 
     def __reduce__(self):
         # the views hold compiled functions (closures); the parsed source rebuilds them
@@ -164,20 +182,26 @@ class FeatureSpec:
             return sentences
         from tagger.sentence import Sentence
 
-        return [s if s.labels is None else
-                Sentence(s.columns, [self.map_label(lab) for lab in s.labels], s.meta)
-                for s in sentences]
+        return [
+            s
+            if s.labels is None
+            else Sentence(s.columns, [self.map_label(lab) for lab in s.labels], s.meta)
+            for s in sentences
+        ]
 
     @classmethod
-    def from_dict(cls, data: dict, name: str = "custom") -> "FeatureSpec":
+    def from_dict(cls, data: dict, name: str = "custom") -> FeatureSpec:
         errors: list[str] = []
         if not isinstance(data, dict) or "featurizer" not in data:
-            raise FeatureSpecError("a feature file needs a [featurizer] table with 'columns' "
-                                   "and 'templates'")
+            raise FeatureSpecError(
+                "a feature file needs a [featurizer] table with 'columns' and 'templates'"
+            )
         fz = data["featurizer"]
         if not isinstance(fz, dict):
-            raise FeatureSpecError(f"featurizer must be a table [featurizer] with 'columns' and "
-                                   f"'templates'; got {fz!r}")
+            raise FeatureSpecError(
+                f"featurizer must be a table [featurizer] with 'columns' and "
+                f"'templates'; got {fz!r}"
+            )
         known = {"columns", "templates", "min_count", "all_pairs", "name"}
         for key in fz:
             if key not in known:
@@ -207,7 +231,9 @@ class FeatureSpec:
                 continue
             col = vdef.get("column", columns[0])
             if not isinstance(col, str) or col not in col_index:
-                errors.append(f"{where}.column: unknown column {col!r} (columns: {', '.join(columns)})")
+                errors.append(
+                    f"{where}.column: unknown column {col!r} (columns: {', '.join(columns)})"
+                )
                 continue
             fname = vdef.get("function")
             opts = {k: v for k, v in vdef.items() if k not in ("column", "function")}
@@ -222,8 +248,10 @@ class FeatureSpec:
         templates: list[list[tuple[int, int]]] = []
         names: list[str] = []
         if not (isinstance(templates_src, list) and templates_src):
-            errors.append("featurizer.templates must be a non-empty list of strings such as "
-                          "\"word[0]\" or \"pos[-1]|pos[0]\"")
+            errors.append(
+                "featurizer.templates must be a non-empty list of strings such as "
+                '"word[0]" or "pos[-1]|pos[0]"'
+            )
             templates_src = []
         for k, tmpl in enumerate(templates_src):
             where = f"featurizer.templates[{k}]"
@@ -242,8 +270,9 @@ class FeatureSpec:
                     break
                 vname, off = m.group(1), int(m.group(2))
                 if vname not in view_index:
-                    errors.append(f"{where}: unknown view {vname!r} (known: "
-                                  f"{', '.join(view_index)})")
+                    errors.append(
+                        f"{where}: unknown view {vname!r} (known: {', '.join(view_index)})"
+                    )
                     break
                 comps.append((view_index[vname], off))
             else:
@@ -263,23 +292,38 @@ class FeatureSpec:
             all_pairs = False
         if errors:
             raise FeatureSpecError("invalid feature specification:\n  " + "\n  ".join(errors))
-        return cls(name=str(fz.get("name", name)), columns=list(columns), views=views,
-                   templates=templates, template_names=names, min_count=min_count,
-                   all_pairs=all_pairs, source=data, label_map=label_map,
-                   label_keep=label_keep, label_other=label_other)
+        return cls(
+            name=str(fz.get("name", name)),
+            columns=list(columns),
+            views=views,
+            templates=templates,
+            template_names=names,
+            min_count=min_count,
+            all_pairs=all_pairs,
+            source=data,
+            label_map=label_map,
+            label_keep=label_keep,
+            label_other=label_other,
+        )
 
     @classmethod
-    def load(cls, name_or_path: str | Path) -> "FeatureSpec":
+    def load(cls, name_or_path: str | Path) -> FeatureSpec:
         """A shipped preset by name (``chunk``, ``pos``, ``citation``) or a TOML file."""
         text: str
         label = str(name_or_path)
         if str(name_or_path) in PRESETS:
-            text = resources.files("tagger.presets").joinpath(f"{name_or_path}.toml").read_text("utf-8")
+            text = (
+                resources.files("tagger.presets")
+                .joinpath(f"{name_or_path}.toml")
+                .read_text("utf-8")
+            )
         else:
             path = Path(name_or_path)
             if not path.exists():
-                raise FeatureSpecError(f"feature specification {label!r} is neither a preset "
-                                       f"({', '.join(PRESETS)}) nor an existing file")
+                raise FeatureSpecError(
+                    f"feature specification {label!r} is neither a preset "
+                    f"({', '.join(PRESETS)}) nor an existing file"
+                )
             text = toml_file.read_text(path, FeatureSpecError, "feature specification")
         data = toml_file.parse(text, label, FeatureSpecError)
         try:
@@ -304,11 +348,12 @@ def _parse_labels(table, errors: list[str]) -> tuple[dict, tuple | None, str]:
             errors.append(f"labels.{key}: unknown key (known: keep, map, other)")
     mapping = table.get("map", {})
     if not (isinstance(mapping, dict) and all(isinstance(v, str) for v in mapping.values())):
-        errors.append("labels.map must be a table of label = \"new label\" strings")
+        errors.append('labels.map must be a table of label = "new label" strings')
         mapping = {}
     keep = table.get("keep")
-    if keep is not None and not (isinstance(keep, list) and keep
-                                 and all(isinstance(v, str) for v in keep)):
+    if keep is not None and not (
+        isinstance(keep, list) and keep and all(isinstance(v, str) for v in keep)
+    ):
         errors.append("labels.keep must be a non-empty list of label strings")
         keep = None
     other = table.get("other", "O")
@@ -316,5 +361,3 @@ def _parse_labels(table, errors: list[str]) -> tuple[dict, tuple | None, str]:
         errors.append(f"labels.other must be a non-empty string; got {other!r}")
         other = "O"
     return dict(mapping), None if keep is None else tuple(keep), other
-
-

@@ -39,10 +39,14 @@ import math
 
 import numpy as np
 
+from tagger.inference.max_product import (
+    loss_augmented_viterbi_batch_into,
+    loss_augmented_viterbi_into,
+    second_best_viterbi_into,
+    viterbi_batch_into,
+    viterbi_into,
+)
 from tagger.inference.sum_product import forward_backward_batch_into, forward_backward_into
-from tagger.inference.max_product import (loss_augmented_viterbi_batch_into,
-                                          loss_augmented_viterbi_into, second_best_viterbi_into,
-                                          viterbi_batch_into, viterbi_into)
 
 __all__ = [
     "forward_backward",
@@ -141,8 +145,7 @@ def _check_offsets(offsets, n_rows: int) -> np.ndarray:
         raise ValueError(f"offsets[0] must be 0; got {int(a[0])}.")
     if a[-1] != n_rows:
         raise ValueError(
-            f"offsets[-1] must equal the number of rows of state (N = {n_rows}); "
-            f"got {int(a[-1])}."
+            f"offsets[-1] must equal the number of rows of state (N = {n_rows}); got {int(a[-1])}."
         )
     step = np.diff(a)
     if (step < 0).any():

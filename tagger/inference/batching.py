@@ -4,7 +4,6 @@ allocates its work buffers once, sized for its longest sentence.
 
 from __future__ import annotations
 
-
 from tagger._config import NUMBA_OPTS
 from tagger.jit import njit
 
@@ -35,5 +34,3 @@ def max_length(offsets, s0, s1):
         if d > m:
             m = d
     return m
-
-

@@ -288,5 +288,3 @@ def second_best_viterbi_into(state, trans, exclude, out):
         lab = arg
         out[t + 1] = lab
     return bs
-
-

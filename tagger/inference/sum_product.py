@@ -90,9 +90,15 @@ def fb_buffers(T, L):
     """Work buffers ``(A, B, ES, zf, zb, pt, w)`` for sentences of up to T tokens and L labels:
     three (T, L) float64 arrays, three float64[T] vectors and one float64[L]."""
     vec = np.empty((3, T), dtype=np.float64)
-    return (np.empty((T, L), dtype=np.float64), np.empty((T, L), dtype=np.float64),
-            np.empty((T, L), dtype=np.float64), vec[0], vec[1], vec[2],
-            np.empty(L, dtype=np.float64))
+    return (
+        np.empty((T, L), dtype=np.float64),
+        np.empty((T, L), dtype=np.float64),
+        np.empty((T, L), dtype=np.float64),
+        vec[0],
+        vec[1],
+        vec[2],
+        np.empty(L, dtype=np.float64),
+    )
 
 
 @_njit
@@ -356,5 +362,4 @@ def forward_backward_batch_into(state, offsets, trans, node_marg, edge_marg, log
                     for j in range(L):
                         edge_marg[k, i, j] = 0.0
                 continue
-            log_z[k] = fb_sentence(state[a:b], trans, tables, buffers, node_marg[a:b],
-                                   edge_marg[k])
+            log_z[k] = fb_sentence(state[a:b], trans, tables, buffers, node_marg[a:b], edge_marg[k])

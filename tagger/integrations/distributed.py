@@ -46,7 +46,7 @@ WORKER_START_SECONDS = 120
 class ShardResult:
     input: str
     output: str
-    status: str          # "tagged", or "skipped" (its output was already there)
+    status: str  # "tagged", or "skipped" (its output was already there)
 
 
 def expand_inputs(patterns) -> list[str]:
@@ -62,13 +62,17 @@ def expand_inputs(patterns) -> list[str]:
             found += sorted(glob.glob(pattern))
     shards = list(dict.fromkeys(found))
     if not shards:
-        raise TaggerError(f"no input file matches {', '.join(map(str, [patterns]))}; give "
-                          f"files, a directory or a quoted glob such as 'shards/*.txt'")
+        raise TaggerError(
+            f"no input file matches {', '.join(map(str, [patterns]))}; give "
+            f"files, a directory or a quoted glob such as 'shards/*.txt'"
+        )
     names = [os.path.basename(s) for s in shards]
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})[:3]
-        raise TaggerError(f"input shards share file names ({', '.join(dup)}), so their outputs "
-                          f"would collide in one output directory; rename them")
+        raise TaggerError(
+            f"input shards share file names ({', '.join(dup)}), so their outputs "
+            f"would collide in one output directory; rename them"
+        )
     return shards
 
 
@@ -78,8 +82,9 @@ def _client(scheduler: str | None, workers: int, tagger, digest: str):
         import dask
         from dask.distributed import Client, LocalCluster
     except ImportError:
-        raise TaggerError("sharded tagging needs Dask: pip install 'sparse-m3n-tagger[dask]'"
-                          ) from None
+        raise TaggerError(
+            "sharded tagging needs Dask: pip install 'sparse-m3n-tagger[dask]'"
+        ) from None
     if scheduler:
         return Client(scheduler), None, False
     import multiprocessing as mp
@@ -89,8 +94,9 @@ def _client(scheduler: str | None, workers: int, tagger, digest: str):
         return (*_forked_cluster(workers, tagger, digest), True)
     # other threads run here: spawned workers (see the module docstring)
     with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}):
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+        cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        )
     return Client(cluster), cluster, False
 
 
@@ -137,12 +143,17 @@ def _forked_cluster(workers: int, tagger, digest: str):
     except BaseException as exc:
         dead = [p.exitcode for p in processes if p.exitcode is not None]
         _ForkedWorkers(cluster, processes).close(wait=0.0)
-        if isinstance(exc, (TimeoutError, BrokenPipeError)):   # a worker died or hung
-            why = (f"{len(dead)} of them exited (codes {dead})" if dead else
-                   f"they did not join within {WORKER_START_SECONDS} s")
-            raise TaggerError(f"the {workers} local Dask workers did not start: {why}; run "
-                              f"again, or give --scheduler ADDRESS of a running "
-                              f"cluster") from None
+        if isinstance(exc, (TimeoutError, BrokenPipeError)):  # a worker died or hung
+            why = (
+                f"{len(dead)} of them exited (codes {dead})"
+                if dead
+                else f"they did not join within {WORKER_START_SECONDS} s"
+            )
+            raise TaggerError(
+                f"the {workers} local Dask workers did not start: {why}; run "
+                f"again, or give --scheduler ADDRESS of a running "
+                f"cluster"
+            ) from None
         raise
     return client, _ForkedWorkers(cluster, processes)
 
@@ -172,8 +183,9 @@ def _serve(pipe, digest: str) -> None:
     asyncio.run(run())
 
 
-def _tag_shard(model_bytes: bytes | None, digest: str, shard: str, output: str,
-               options: dict) -> str:
+def _tag_shard(
+    model_bytes: bytes | None, digest: str, shard: str, output: str, options: dict
+) -> str:
     """Runs on a worker: the shard tagged into ``output`` (atomically). ``model_bytes`` is
     None on a forked local worker, which holds the model from before the fork."""
     from tagger import jit
@@ -188,8 +200,15 @@ def _tag_shard(model_bytes: bytes | None, digest: str, shard: str, output: str,
     return output
 
 
-def tag_shards(model_path, inputs, output_dir, scheduler: str | None = None,
-               workers: int = 2, progress=None, **options) -> list[ShardResult]:
+def tag_shards(
+    model_path,
+    inputs,
+    output_dir,
+    scheduler: str | None = None,
+    workers: int = 2,
+    progress=None,
+    **options,
+) -> list[ShardResult]:
     """Tag every input shard into ``output_dir`` (same file names) on a Dask cluster, skipping
     shards already done. ``options`` are :func:`tagger.tagging.files.tag_file`'s (format,
     label_column, conllu_label, output_format...). ``progress(result)`` is called as each shard
@@ -198,7 +217,7 @@ def tag_shards(model_path, inputs, output_dir, scheduler: str | None = None,
 
     if isinstance(model_path, Tagger):
         tagger, model_bytes = model_path, None
-    else:   # the file's bytes are the model's: no second serialization to ship it
+    else:  # the file's bytes are the model's: no second serialization to ship it
         tagger, model_bytes = Tagger.load(model_path), Path(model_path).read_bytes()
     shards = expand_inputs(inputs)
     out_dir = Path(output_dir)
@@ -220,12 +239,22 @@ def tag_shards(model_path, inputs, output_dir, scheduler: str | None = None,
 
         # forked workers hold the model already; others get its bytes once each
         model = None if forked else client.scatter(model_bytes, broadcast=True)
-        futures = {client.submit(_tag_shard, model, digest, s, o, options, pure=False,
-                                 key=f"tag-{digest[:12]}-{os.path.basename(s)}"): (s, o)
-                   for s, o in todo}
+        futures = {
+            client.submit(
+                _tag_shard,
+                model,
+                digest,
+                s,
+                o,
+                options,
+                pure=False,
+                key=f"tag-{digest[:12]}-{os.path.basename(s)}",
+            ): (s, o)
+            for s, o in todo
+        }
         for future in as_completed(futures):
             s, o = futures[future]
-            future.result()     # a shard's own error (bad input) is raised here
+            future.result()  # a shard's own error (bad input) is raised here
             results.append(ShardResult(s, o, "tagged"))
             if progress is not None:
                 progress(results[-1])

@@ -17,15 +17,16 @@ through the model file's bytes (see ``Tagger.__reduce__``).
 
 scikit-learn's ``check_estimator`` assumes 2-D numeric ``X``; the checks that do not fit on
 such data (parameters default-constructible, no attributes set in ``__init__``, ``get_params``
-invariance, ``set_params``) are run in ``tests/integrations/test_sklearn.py``, the others do not apply to
-sequence data. The learner's parameters are keyword arguments beyond ``__init__``'s signature
+invariance, ``set_params``) are run in ``tests/integrations/test_sklearn.py``, the others do
+not apply to sequence data. The learner's parameters are keyword arguments beyond
+``__init__``'s signature
 (every learner has its own), so ``get_params`` is written here rather than read from the
 signature; the check for attributes set in ``__init__`` runs on the estimator's own ones.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from sklearn.base import BaseEstimator
 
@@ -50,8 +51,10 @@ def _sentence(tokens, labels=None) -> Sentence:
     for col in columns:
         for tok in col:
             if not isinstance(tok, str):
-                raise TaggerError(f"tokens must be strings (or tuples of strings); got "
-                                  f"{type(tok).__name__} {tok!r}")
+                raise TaggerError(
+                    f"tokens must be strings (or tuples of strings); got "
+                    f"{type(tok).__name__} {tok!r}"
+                )
     return Sentence(columns, None if labels is None else list(labels))
 
 
@@ -65,8 +68,10 @@ def _sentences(X, y=None) -> list[Sentence]:
     out = []
     for i, (x, labels) in enumerate(zip(X, y)):
         if isinstance(labels, str) or len(x) != len(labels):
-            raise TaggerError(f"sentence {i}: {len(x)} tokens but "
-                              f"{len(labels) if not isinstance(labels, str) else 1} labels")
+            raise TaggerError(
+                f"sentence {i}: {len(x)} tokens but "
+                f"{len(labels) if not isinstance(labels, str) else 1} labels"
+            )
         out.append(_sentence(x, labels))
     return out
 
@@ -74,8 +79,15 @@ def _sentences(X, y=None) -> list[Sentence]:
 class SparseTaggerEstimator(BaseEstimator):
     """scikit-learn estimator wrapping :class:`tagger.api.Tagger` (see the module docstring)."""
 
-    def __init__(self, features: str | None = None, learner: str | None = None, seed: int = 0,
-                 select: bool = True, max_seconds: float = 0.0, **learner_params):
+    def __init__(
+        self,
+        features: str | None = None,
+        learner: str | None = None,
+        seed: int = 0,
+        select: bool = True,
+        max_seconds: float = 0.0,
+        **learner_params,
+    ):
         self.features = features
         self.learner = learner
         self.seed = seed
@@ -87,27 +99,38 @@ class SparseTaggerEstimator(BaseEstimator):
     def _learner_params(self) -> dict:
         """The learner's parameters given: every public attribute that is not one of the
         estimator's own nor learned (fitted attributes end in ``_``); checked by fit."""
-        return {k: v for k, v in vars(self).items()
-                if k not in OWN_PARAMS and not k.startswith("_") and not k.endswith("_")}
+        return {
+            k: v
+            for k, v in vars(self).items()
+            if k not in OWN_PARAMS and not k.startswith("_") and not k.endswith("_")
+        }
 
     def get_params(self, deep: bool = True) -> dict:
         return {**{k: getattr(self, k) for k in OWN_PARAMS}, **self._learner_params()}
 
-    def set_params(self, **params) -> "SparseTaggerEstimator":
+    def set_params(self, **params) -> SparseTaggerEstimator:
         for key, value in params.items():
             setattr(self, key, value)
         return self
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X: Sequence, y: Sequence, X_dev: Sequence | None = None,
-            y_dev: Sequence | None = None) -> "SparseTaggerEstimator":
+    def fit(
+        self, X: Sequence, y: Sequence, X_dev: Sequence | None = None, y_dev: Sequence | None = None
+    ) -> SparseTaggerEstimator:
         """Train on token sequences ``X`` with label sequences ``y`` (``X_dev``/``y_dev``: dev
         data for the learners that score it and for the choice of the strength)."""
         dev = None if X_dev is None else _sentences(X_dev, y_dev)
-        self.tagger_ = train(TrainingConfig(source=type(self).__name__),
-                             train=_sentences(X, y), dev=dev, features=self.features,
-                             learner=self.learner, params=self._learner_params(),
-                             seed=self.seed, select=self.select, max_seconds=self.max_seconds)
+        self.tagger_ = train(
+            TrainingConfig(source=type(self).__name__),
+            train=_sentences(X, y),
+            dev=dev,
+            features=self.features,
+            learner=self.learner,
+            params=self._learner_params(),
+            seed=self.seed,
+            select=self.select,
+            max_seconds=self.max_seconds,
+        )
         self.classes_ = list(self.tagger_.labels_.labels)
         return self
 
@@ -120,8 +143,10 @@ class SparseTaggerEstimator(BaseEstimator):
         ``predict_marginals`` gives it."""
         tagger = self._fitted()
         names = self.classes_
-        return [[dict(zip(names, map(float, row))) for row in m]
-                for m in tagger.predict_marginals(_sentences(X))]
+        return [
+            [dict(zip(names, map(float, row))) for row in m]
+            for m in tagger.predict_marginals(_sentences(X))
+        ]
 
     def score(self, X: Sequence, y: Sequence) -> float:
         """Chunk F1 (conlleval) for BIO chunk labels, else token accuracy, as a fraction."""

@@ -44,8 +44,9 @@ from __future__ import annotations
 import os
 import warnings
 import weakref
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional
+from typing import Any
 
 import numpy as np
 from spacy.language import Language
@@ -55,12 +56,12 @@ from spacy.tokens import Doc, Span, Token
 from spacy.training import Example
 from spacy.util import minibatch
 
-from tagger.integrations import spacy_training
 from tagger.api import Tagger
 from tagger.errors import ComponentConfigError, TaggerWarning
 from tagger.evaluation.labels import chunk_starts_ends, label_tag_type
-from tagger.io.docbin import ANNOTATION, StringCache, describe, doc_columns, has_field
+from tagger.integrations import spacy_training
 from tagger.integrations.spacy_training import input_fields
+from tagger.io.docbin import ANNOTATION, StringCache, describe, doc_columns, has_field
 
 FACTORY = "sparse_tagger"
 TARGETS = ("tag", "pos", "ents", "spans")
@@ -69,51 +70,110 @@ MODEL_FILE = "model.tgm"
 
 @Language.factory(
     FACTORY,
-    default_config={"model": None, "target": "tag", "spans_key": "sc", "inputs": None,
-                    "preannotated": False, "scores": None, "constraints": None,
-                    "batch_size": 1024, "features": None, "learner": None, "params": {},
-                    "seed": 0, "select": True},
+    default_config={
+        "model": None,
+        "target": "tag",
+        "spans_key": "sc",
+        "inputs": None,
+        "preannotated": False,
+        "scores": None,
+        "constraints": None,
+        "batch_size": 1024,
+        "features": None,
+        "learner": None,
+        "params": {},
+        "seed": 0,
+        "select": True,
+    },
     assigns=["token.tag", "token.pos", "doc.ents", "doc.spans"],
     # none here: initialize weighs the score of the instance's own target (spacy_training)
     default_score_weights={},
 )
-def make_sparse_tagger(nlp: Language, name: str, model: Optional[str], target: str,
-                       spans_key: str, inputs: Optional[List[str]], preannotated: bool,
-                       scores: Optional[str], constraints: Optional[str], batch_size: int,
-                       features: Optional[str], learner: Optional[str], params: Dict[str, Any],
-                       seed: int, select: bool):
-    return SparseTagger(nlp, name, model=model, target=target, spans_key=spans_key,
-                        inputs=inputs, preannotated=preannotated, scores=scores,
-                        constraints=constraints, batch_size=batch_size, features=features,
-                        learner=learner, params=params, seed=seed, select=select)
+def make_sparse_tagger(
+    nlp: Language,
+    name: str,
+    model: str | None,
+    target: str,
+    spans_key: str,
+    inputs: list[str] | None,
+    preannotated: bool,
+    scores: str | None,
+    constraints: str | None,
+    batch_size: int,
+    features: str | None,
+    learner: str | None,
+    params: dict[str, Any],
+    seed: int,
+    select: bool,
+):
+    return SparseTagger(
+        nlp,
+        name,
+        model=model,
+        target=target,
+        spans_key=spans_key,
+        inputs=inputs,
+        preannotated=preannotated,
+        scores=scores,
+        constraints=constraints,
+        batch_size=batch_size,
+        features=features,
+        learner=learner,
+        params=params,
+        seed=seed,
+        select=select,
+    )
 
 
 class SparseTagger(Pipe):
     """A :class:`tagger.Tagger` model as a spaCy pipeline component."""
 
-    def __init__(self, nlp: Language, name: str = FACTORY, *, model=None, target: str = "tag",
-                 spans_key: str = "sc", inputs=None, preannotated: bool = False,
-                 scores: Optional[str] = None, constraints: Optional[str] = None,
-                 batch_size: int = 1024, features: Optional[str] = None,
-                 learner: Optional[str] = None, params: Optional[dict] = None, seed: int = 0,
-                 select: bool = True):
+    def __init__(
+        self,
+        nlp: Language,
+        name: str = FACTORY,
+        *,
+        model=None,
+        target: str = "tag",
+        spans_key: str = "sc",
+        inputs=None,
+        preannotated: bool = False,
+        scores: str | None = None,
+        constraints: str | None = None,
+        batch_size: int = 1024,
+        features: str | None = None,
+        learner: str | None = None,
+        params: dict | None = None,
+        seed: int = 0,
+        select: bool = True,
+    ):
         if target not in TARGETS:
-            raise ComponentConfigError(f"[{name}] target must be one of {', '.join(TARGETS)}; "
-                                       f"got {target!r}")
+            raise ComponentConfigError(
+                f"[{name}] target must be one of {', '.join(TARGETS)}; got {target!r}"
+            )
         if not isinstance(batch_size, int) or batch_size < 1:
-            raise ComponentConfigError(f"[{name}] batch_size must be a positive integer; "
-                                       f"got {batch_size!r}")
+            raise ComponentConfigError(
+                f"[{name}] batch_size must be a positive integer; got {batch_size!r}"
+            )
         self.vocab = nlp.vocab
         self.name = name
         # an absolute path: the config a saved pipeline keeps must not name a file relative
         # to whatever directory spacy.load later runs in
-        self.cfg = {"model": None if model is None else os.path.abspath(model),
-                    "target": target, "spans_key": spans_key,
-                    "inputs": None if inputs is None else list(inputs),
-                    "preannotated": bool(preannotated), "scores": scores,
-                    "constraints": constraints, "batch_size": batch_size,
-                    "features": features, "learner": learner, "params": dict(params or {}),
-                    "seed": seed, "select": bool(select)}
+        self.cfg = {
+            "model": None if model is None else os.path.abspath(model),
+            "target": target,
+            "spans_key": spans_key,
+            "inputs": None if inputs is None else list(inputs),
+            "preannotated": bool(preannotated),
+            "scores": scores,
+            "constraints": constraints,
+            "batch_size": batch_size,
+            "features": features,
+            "learner": learner,
+            "params": dict(params or {}),
+            "seed": seed,
+            "select": bool(select),
+        }
         self._update_warned = False
         self._nlp = weakref.ref(nlp)
         self.tagger: Tagger | None = None
@@ -142,7 +202,8 @@ class SparseTagger(Pipe):
             if bad:
                 raise ComponentConfigError(
                     f"[{self.name}] target 'pos' takes Universal POS tags, and the model's "
-                    f"labels {', '.join(bad[:5])} are not; use target 'tag'")
+                    f"labels {', '.join(bad[:5])} are not; use target 'tag'"
+                )
         self.tagger = tagger
         self.fields = ["words"] + inputs
         self._missing_model = None
@@ -152,7 +213,8 @@ class SparseTagger(Pipe):
             raise ComponentConfigError(
                 f"[{self.name}] 'scores' needs a CRF model; this model was trained by "
                 f"{tagger.info_.get('learner', 'an unknown learner')}, a max-margin learner "
-                f"whose scores are not probabilities; drop 'scores' or train a CRF learner")
+                f"whose scores are not probabilities; drop 'scores' or train a CRF learner"
+            )
 
     def _load_constraints(self, path):
         if not path:
@@ -162,7 +224,8 @@ class SparseTagger(Pipe):
         if self.cfg["scores"]:
             raise ComponentConfigError(
                 f"[{self.name}] 'scores' and 'constraints' cannot be combined: the marginals are "
-                f"those of the unconstrained model; drop one of them from the config")
+                f"those of the unconstrained model; drop one of them from the config"
+            )
         # every mistake of the file is reported here, before any Doc is processed
         return ConstraintSet.load(path).compile(self.tagger.labels_.labels)
 
@@ -171,10 +234,12 @@ class SparseTagger(Pipe):
             if self._missing_model is not None:
                 raise ComponentConfigError(
                     f"[{self.name}] model file {self._missing_model} does not exist; give "
-                    f"config={{'model': 'path/to/model.tgm'}} (a model written by 'tagger train')")
+                    f"config={{'model': 'path/to/model.tgm'}} (a model written by 'tagger train')"
+                )
             raise ComponentConfigError(
                 f"[{self.name}] no model: give config={{'model': 'path/to/model.tgm'}}, or "
-                f"train one with nlp.initialize(get_examples) (spacy train does)")
+                f"train one with nlp.initialize(get_examples) (spacy train does)"
+            )
         return self.tagger
 
     def assigned_field(self) -> str:
@@ -198,9 +263,10 @@ class SparseTagger(Pipe):
                 f"(pipeline: {', '.join(before) or 'empty'}). Add one first, e.g. "
                 f"nlp.add_pipe('{FACTORY}', name='pos', config={{'model': 'pos.tgm'}}) before "
                 f"this one, or pass Docs that already carry it (Doc(nlp.vocab, words=..., "
-                f"tags=...)) with config {{'preannotated': true}}")
+                f"tags=...)) with config {{'preannotated': true}}"
+            )
 
-    def initialize(self, get_examples=None, *, nlp: Optional[Language] = None, model=None):
+    def initialize(self, get_examples=None, *, nlp: Language | None = None, model=None):
         """Load ``model`` if given, else keep the configured one, else (``model = null``)
         train on ``get_examples()`` with the configured features, learner, parameters and
         seed (:mod:`tagger.integrations.spacy_training`); then check the pipeline order."""
@@ -209,28 +275,38 @@ class SparseTagger(Pipe):
             self.cfg["model"] = os.path.abspath(model)
         elif self.cfg["model"] is None and get_examples is not None:
             self._set_model(spacy_training.train(self, get_examples))
-        elif self.tagger is not None and get_examples is not None \
-                and next(iter(get_examples()), None) is not None:
-            warnings.warn(TaggerWarning(
-                f"[{self.name}] uses the model file {self.cfg['model']} as it is and does not "
-                f"train on the Examples; set model = null in its config to train it here"))
+        elif (
+            self.tagger is not None
+            and get_examples is not None
+            and next(iter(get_examples()), None) is not None
+        ):
+            warnings.warn(
+                TaggerWarning(
+                    f"[{self.name}] uses the model file {self.cfg['model']} as it is and does not "
+                    f"train on the Examples; set model = null in its config to train it here"
+                ),
+                stacklevel=2,
+            )
         self._require_model()
         self._pin_model_path()
         if nlp is not None:
             names = list(nlp.pipe_names)
-            before = names[:names.index(self.name)] if self.name in names else names
+            before = names[: names.index(self.name)] if self.name in names else names
             self._check_upstream(nlp, before)
-            spacy_training.weigh_target(nlp, self.name, self.cfg["target"],
-                                        self.cfg["spans_key"])
+            spacy_training.weigh_target(nlp, self.name, self.cfg["target"], self.cfg["spans_key"])
 
     def update(self, examples, *, drop: float = 0.0, sgd=None, losses=None) -> dict:
         """Leaves the model as it is: the component trains on all the Examples at once in
         :meth:`initialize` (its learners are not mini-batch learners). Said once."""
         if not self._update_warned:
             self._update_warned = True
-            warnings.warn(TaggerWarning(
-                f"[{self.name}] was trained in initialize on all the training Examples at "
-                f"once; spaCy's update steps leave it as it is"))
+            warnings.warn(
+                TaggerWarning(
+                    f"[{self.name}] was trained in initialize on all the training Examples at "
+                    f"once; spaCy's update steps leave it as it is"
+                ),
+                stacklevel=2,
+            )
         losses = {} if losses is None else losses
         losses.setdefault(self.name, 0.0)
         return losses
@@ -251,7 +327,7 @@ class SparseTagger(Pipe):
             return
         try:
             config = nlp.get_pipe_config(self.name)
-        except ValueError:   # not (or no longer) in that pipeline
+        except ValueError:  # not (or no longer) in that pipeline
             return
         if config.get("model") != self.cfg["model"]:
             config["model"] = self.cfg["model"]
@@ -270,7 +346,8 @@ class SparseTagger(Pipe):
                         f"[{self.name}] Doc {k + 1} of the batch has no {describe(field)}, "
                         f"which the model reads as its column {i + 1} ({col!r}); put a "
                         f"component that sets it before '{self.name}', or give Docs that "
-                        f"carry it")
+                        f"carry it"
+                    )
             out.append(Sentence(doc_columns(doc, self.fields, strings)))
         return out
 
@@ -316,8 +393,7 @@ class SparseTagger(Pipe):
             else:
                 spans = []
                 while c < len(starts) and starts[c] < b:
-                    spans.append(Span(doc, starts[c] - a, ends[c] - a,
-                                      label=type_names[types[c]]))
+                    spans.append(Span(doc, starts[c] - a, ends[c] - a, label=type_names[types[c]]))
                     c += 1
                 if target == "ents":
                     doc.ents = spans
@@ -359,7 +435,7 @@ class SparseTagger(Pipe):
     def to_bytes(self, *, exclude=tuple()) -> bytes:
         return self._require_model().to_bytes()
 
-    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "SparseTagger":
+    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> SparseTagger:
         self._set_model(Tagger.from_bytes(bytes_data))
         return self
 
@@ -368,14 +444,21 @@ class SparseTagger(Pipe):
         path.mkdir(parents=True, exist_ok=True)
         self._require_model().save(path / MODEL_FILE)
 
-    def from_disk(self, path, *, exclude=tuple()) -> "SparseTagger":
+    def from_disk(self, path, *, exclude=tuple()) -> SparseTagger:
         self._set_model(Tagger.load(Path(path) / MODEL_FILE))
         return self
 
     # pickled (nlp.pipe(n_process=...) with the spawn start method) as the model file's bytes
     def __reduce__(self):
-        return (_rebuild, (self.vocab, self.name, dict(self.cfg),
-                           None if self.tagger is None else self.tagger.to_bytes()))
+        return (
+            _rebuild,
+            (
+                self.vocab,
+                self.name,
+                dict(self.cfg),
+                None if self.tagger is None else self.tagger.to_bytes(),
+            ),
+        )
 
 
 def _rebuild(vocab, name, cfg, model_bytes):

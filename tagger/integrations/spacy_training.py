@@ -13,7 +13,7 @@ train`` does without ``--dev``; spaCy's own dev corpus then scores the pipeline.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, List
+from collections.abc import Callable, Iterable
 
 from tagger.errors import ComponentConfigError
 from tagger.io.docbin import StringCache, check_field, doc_sentences
@@ -31,15 +31,16 @@ def input_fields(spec, inputs, name: str) -> list[str]:
     """The Doc fields the model's columns after the words are read from: ``inputs`` as
     configured, else a column ``pos`` from ``Token.tag_`` and any other from the token
     attribute of its name."""
-    extra = list(spec.columns[1:spec.n_columns])
+    extra = list(spec.columns[1 : spec.n_columns])
     if inputs is None:
         inputs = ["tag" if col == "pos" else col for col in extra]
     inputs = [check_field(f) for f in inputs]
     if len(inputs) != len(extra):
         raise ComponentConfigError(
             f"[{name}] the model reads {spec.n_columns} column(s) "
-            f"({', '.join(spec.columns[:spec.n_columns])}) but 'inputs' gives "
-            f"{len(inputs)} field(s) for the {len(extra)} after the words")
+            f"({', '.join(spec.columns[: spec.n_columns])}) but 'inputs' gives "
+            f"{len(inputs)} field(s) for the {len(extra)} after the words"
+        )
     return inputs
 
 
@@ -58,12 +59,11 @@ def sentences_of(examples: Iterable, fields: list[str], vocab) -> list:
     strings = StringCache(vocab.strings)
     out = []
     for i, eg in enumerate(examples):
-        out.extend(doc_sentences(eg.reference, fields, strings, True,
-                                 f"training Example {i + 1}"))
+        out.extend(doc_sentences(eg.reference, fields, strings, True, f"training Example {i + 1}"))
     return out
 
 
-def train(component, get_examples: Callable) -> "object":
+def train(component, get_examples: Callable) -> object:
     """A Tagger trained on ``get_examples()`` with ``component``'s configuration, by
     :func:`tagger.train` (so with ``tagger train``'s rules and defaults)."""
     from tagger.api import train as train_tagger
@@ -76,16 +76,22 @@ def train(component, get_examples: Callable) -> "object":
     if not examples:
         raise ComponentConfigError(f"[{name}] initialize got no training Examples to train on")
     # the features decide which Doc fields are read, so the preset is chosen from the Docs
-    features = cfg["features"] or default_features(cfg["target"],
-                                                   [eg.reference for eg in examples[:1]])
+    features = cfg["features"] or default_features(
+        cfg["target"], [eg.reference for eg in examples[:1]]
+    )
     spec = FeatureSpec.load(features)
     fields = ["words"] + input_fields(spec, cfg["inputs"], name) + [component.assigned_field()]
     sentences = sentences_of(examples, fields, component.vocab)
     with TrainProgress(quiet=False):
-        return train_tagger(TrainingConfig(source=f"[{name}]"), train=sentences,
-                            features=features, learner=cfg["learner"] or None,
-                            params=dict(cfg["params"] or {}), seed=cfg["seed"],
-                            select=cfg["select"])
+        return train_tagger(
+            TrainingConfig(source=f"[{name}]"),
+            train=sentences,
+            features=features,
+            learner=cfg["learner"] or None,
+            params=dict(cfg["params"] or {}),
+            seed=cfg["seed"],
+            select=cfg["select"],
+        )
 
 
 def weigh_target(nlp, name: str, target: str, spans_key: str) -> None:
@@ -99,15 +105,14 @@ def weigh_target(nlp, name: str, target: str, spans_key: str) -> None:
         return
     # only its own score: a None for the others would blank those of the pipeline's other
     # components when spaCy combines the pipes' weights
-    metas[name] = replace(metas[name],
-                          default_score_weights={score_key(target, spans_key): 1.0})
+    metas[name] = replace(metas[name], default_score_weights={score_key(target, spans_key): 1.0})
 
 
 #: the Doc fields :func:`gold_inputs` can copy, and the Doc() argument that sets each
 GOLD_FIELDS = {"tag": "tags", "pos": "pos", "lemma": "lemmas", "morph": "morphs"}
 
 
-def gold_inputs(fields: List[str] = ["tag"]) -> Callable:   # noqa: B006 (spaCy's config)
+def gold_inputs(fields: list[str] = ["tag"]) -> Callable:  # noqa: B006 (spaCy's config)
     """A spaCy augmenter (``sparse_tagger.gold_inputs.v1``, registered by entry point) whose
     Examples' predicted Docs carry the reference's tokens and ``fields``: a dev corpus read
     through it lets a component with ``preannotated = true`` (a chunker reading POS tags)
@@ -115,19 +120,25 @@ def gold_inputs(fields: List[str] = ["tag"]) -> Callable:   # noqa: B006 (spaCy'
     CoNLL file's own POS column."""
     bad = [f for f in fields if f not in GOLD_FIELDS]
     if bad:
-        raise ComponentConfigError(f"gold_inputs: cannot copy {', '.join(bad)}; fields are "
-                                   f"{', '.join(GOLD_FIELDS)}")
+        raise ComponentConfigError(
+            f"gold_inputs: cannot copy {', '.join(bad)}; fields are {', '.join(GOLD_FIELDS)}"
+        )
 
     def augment(nlp, example):
         from spacy.tokens import Doc
         from spacy.training import Example
 
         ref = example.reference
-        values = {GOLD_FIELDS[f]: [getattr(t, f + "_") if f != "morph" else str(t.morph)
-                                   for t in ref] for f in fields}
-        doc = Doc(nlp.vocab, words=[t.text for t in ref],
-                  spaces=[bool(t.whitespace_) for t in ref], **values)
+        values = {
+            GOLD_FIELDS[f]: [getattr(t, f + "_") if f != "morph" else str(t.morph) for t in ref]
+            for f in fields
+        }
+        doc = Doc(
+            nlp.vocab,
+            words=[t.text for t in ref],
+            spaces=[bool(t.whitespace_) for t in ref],
+            **values,
+        )
         yield Example(doc, ref)
 
     return augment
-

@@ -21,16 +21,44 @@ and one label sequence per sentence (``None`` writes the sentences' own labels),
 the layout of what was read from the information the reader left in ``Sentence.meta``.
 """
 
-from tagger.io.formats import (FORMATS, READERS, WRITERS, detect_format, load_corpus,
-                               read_corpus, sniff_format, write_corpus)
-from tagger.io.streams import gc_paused
 from tagger.io.columns import read_conll, read_tab, write_conll, write_tab
 from tagger.io.conllu import read_conllu, write_conllu
+from tagger.io.formats import (
+    FORMATS,
+    READERS,
+    WRITERS,
+    detect_format,
+    load_corpus,
+    read_corpus,
+    sniff_format,
+    write_corpus,
+)
 from tagger.io.inline import read_inline, write_inline
-from tagger.io.text import read_raw, read_text, write_raw, write_text
 from tagger.io.splits import read_split
+from tagger.io.streams import gc_paused
+from tagger.io.text import read_raw, read_text, write_raw, write_text
 
-__all__ = ["FORMATS", "READERS", "WRITERS", "detect_format", "sniff_format", "read_corpus",
-           "load_corpus", "write_corpus", "gc_paused", "read_conll", "write_conll", "read_conllu",
-           "write_conllu", "read_inline", "write_inline", "read_tab", "write_tab", "read_text",
-           "write_text", "read_raw", "write_raw", "read_split"]
+__all__ = [
+    "FORMATS",
+    "READERS",
+    "WRITERS",
+    "detect_format",
+    "sniff_format",
+    "read_corpus",
+    "load_corpus",
+    "write_corpus",
+    "gc_paused",
+    "read_conll",
+    "write_conll",
+    "read_conllu",
+    "write_conllu",
+    "read_inline",
+    "write_inline",
+    "read_tab",
+    "write_tab",
+    "read_text",
+    "write_text",
+    "read_raw",
+    "write_raw",
+    "read_split",
+]

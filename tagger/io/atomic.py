@@ -8,7 +8,7 @@ import contextlib
 import os
 import sys
 import tempfile
-from typing import Iterable
+from collections.abc import Iterable
 
 from tagger.errors import TaggerError
 
@@ -48,16 +48,25 @@ def check_output(path: str | None, inputs: Iterable[str | None]) -> None:
     if path is None or path == "-":
         return
     for other in inputs:
-        if other and other != "-" and os.path.exists(other) and os.path.exists(path) \
-                and os.path.samefile(path, other):
-            raise OutputPathError(f"{path} is also an input ({other}); writing it would "
-                                  f"replace that file: choose another output path")
+        if (
+            other
+            and other != "-"
+            and os.path.exists(other)
+            and os.path.exists(path)
+            and os.path.samefile(path, other)
+        ):
+            raise OutputPathError(
+                f"{path} is also an input ({other}); writing it would "
+                f"replace that file: choose another output path"
+            )
     if os.path.isdir(path):
         raise OutputPathError(f"{path} is a directory; give a file name inside it")
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
-        raise OutputPathError(f"the directory {directory} of {path} does not exist; create "
-                              f"it first")
+        raise OutputPathError(
+            f"the directory {directory} of {path} does not exist; create it first"
+        )
     if not os.access(directory, os.W_OK | os.X_OK):
-        raise OutputPathError(f"cannot write in the directory {directory} of {path} "
-                              f"(permission denied)")
+        raise OutputPathError(
+            f"cannot write in the directory {directory} of {path} (permission denied)"
+        )

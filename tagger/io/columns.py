@@ -5,19 +5,28 @@ and the tab-separated CPF citation files.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from tagger.errors import CorpusFormatError
+from tagger.io.streams import (
+    CHUNK_SIZE,
+    WRITE_BATCH,
+    iter_text_chunks,
+    no_sentences,
+    open_text_out,
+    paired,
+    show_line,
+    source_name,
+)
 from tagger.sentence import Sentence
-from tagger.io.streams import (CHUNK_SIZE, WRITE_BATCH, iter_text_chunks, no_sentences,
-                               open_text_out, paired, show_line, source_name)
-
 
 # Characters that ``str.split()`` treats as whitespace besides space, tab and newline. Column
 # files separate fields by spaces or tabs only, so a token containing one of these (a
 # no-break space, say) must not be split: chunks that contain one take the slow path, which
 # splits on spaces and tabs only. Searched once per chunk, never per line.
-_OTHER_WS = re.compile("[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+_OTHER_WS = re.compile(
+    "[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+)
 _SPACE_TAB = re.compile("[ \t]+")
 # a whitespace-only line (used only when a chunk has no plain blank line at all)
 _WS_LINE = re.compile(r"(?m)^[ \t\r\f\v]+$")
@@ -124,8 +133,20 @@ def _read_columns(source, label_column, sep, fmt, drop_labels) -> Iterator[Sente
 
 
 class _ColumnState:
-    __slots__ = ("name", "label_column", "sep", "fmt", "drop_labels", "nf", "lc", "inputs",
-                 "step", "first_line", "marks", "joiner")
+    __slots__ = (
+        "name",
+        "label_column",
+        "sep",
+        "fmt",
+        "drop_labels",
+        "nf",
+        "lc",
+        "inputs",
+        "step",
+        "first_line",
+        "marks",
+        "joiner",
+    )
 
     def __init__(self, name, label_column, sep, fmt, drop_labels):
         self.name = name
@@ -148,7 +169,8 @@ class _ColumnState:
                 raise CorpusFormatError(
                     f"expected at least 2 fields (token and label), found {nf}: {show_line(line)}; "
                     "read unlabeled input with labeled=False",
-                    self.name, lineno,
+                    self.name,
+                    lineno,
                 )
             if nf < 2:  # tab file without a label column: tokens only
                 lc = None
@@ -156,7 +178,8 @@ class _ColumnState:
                 raise CorpusFormatError(
                     f"label column {lc} does not exist: the first token line has {nf} fields "
                     f"{show_line(line)}",
-                    self.name, lineno,
+                    self.name,
+                    lineno,
                 )
             else:
                 lc %= nf
@@ -204,7 +227,8 @@ class _ColumnState:
                 raise CorpusFormatError(
                     f"expected {self.nf} {how}-separated fields like the first token line "
                     f"(line {self.first_line}), found {len(fields)}: {show_line(line)}",
-                    self.name, i,
+                    self.name,
+                    i,
                 )
             rows.append(fields)
         if rows:
@@ -266,5 +290,3 @@ def read_tab(source, labeled: bool = True) -> Iterator[Sentence]:
 def write_tab(fh, sentences: Iterable[Sentence], labels_seq=None) -> None:
     """Write ``token<TAB>label<TAB>extra...`` lines (the layout :func:`read_tab` read)."""
     write_conll(fh, sentences, labels_seq, sep="\t")
-
-

@@ -4,13 +4,20 @@ ranges and empty nodes are kept for writing back but are not tokens.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from tagger.errors import CorpusFormatError
+from tagger.io.streams import (
+    WRITE_BATCH,
+    is_number,
+    iter_lines,
+    no_sentences,
+    open_text_out,
+    paired,
+    show_line,
+    source_name,
+)
 from tagger.sentence import Sentence
-from tagger.io.streams import (WRITE_BATCH, is_number, iter_lines, no_sentences, open_text_out, paired,
-                               show_line, source_name)
-
 
 # --------------------------------------------------------------------------------------------
 # CoNLL-U
@@ -40,8 +47,11 @@ def _read_conllu(source, label: str) -> Iterator[Sentence]:
     labels: list[str] = []
 
     def make():
-        return Sentence([forms], labels, {"format": "conllu", "label": label, "lines": lines,
-                                          "token_lines": token_lines})
+        return Sentence(
+            [forms],
+            labels,
+            {"format": "conllu", "label": label, "lines": lines, "token_lines": token_lines},
+        )
 
     for lineno, line in iter_lines(source):
         if not line.strip():
@@ -59,7 +69,8 @@ def _read_conllu(source, label: str) -> Iterator[Sentence]:
         if len(fields) != 10:
             raise CorpusFormatError(
                 f"expected 10 tab-separated CoNLL-U fields, found {len(fields)}: {show_line(line)}",
-                name, lineno,
+                name,
+                lineno,
             )
         tid = fields[0]
         if is_number(tid):
@@ -69,7 +80,8 @@ def _read_conllu(source, label: str) -> Iterator[Sentence]:
         elif not is_range_or_empty(tid):
             raise CorpusFormatError(
                 f"expected a token ID (1, 2-3 or 4.1) in the first field, found {tid!r}",
-                name, lineno,
+                name,
+                lineno,
             )
     if forms:
         n_sent += 1
@@ -86,7 +98,9 @@ def is_range_or_empty(tid: str) -> bool:
     return False
 
 
-def write_conllu(fh, sentences: Iterable[Sentence], labels_seq=None, label: str | None = None) -> None:
+def write_conllu(
+    fh, sentences: Iterable[Sentence], labels_seq=None, label: str | None = None
+) -> None:
     """Write CoNLL-U with the labels in the UPOS (or XPOS) field.
 
     Sentences read by :func:`read_conllu` are written back line for line with only that field
@@ -120,5 +134,3 @@ def write_conllu(fh, sentences: Iterable[Sentence], labels_seq=None, label: str 
                 out.write("".join(buf))
                 buf.clear()
         out.write("".join(buf))
-
-

@@ -14,7 +14,7 @@ This module imports spaCy when it is used; ``import tagger`` does not import it.
 from __future__ import annotations
 
 import os
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from tagger.errors import CorpusFormatError, FieldError
 from tagger.sentence import Sentence
@@ -32,8 +32,10 @@ def check_field(field: str) -> str:
         return field
     if field.startswith("_.") and len(field) > 2:
         return field
-    raise FieldError(f"unknown Doc field {field!r}; expected one of words, "
-                     f"{', '.join(TOKEN_ATTRS)}, ents, spans:KEY or _.NAME")
+    raise FieldError(
+        f"unknown Doc field {field!r}; expected one of words, "
+        f"{', '.join(TOKEN_ATTRS)}, ents, spans:KEY or _.NAME"
+    )
 
 
 def describe(field: str) -> str:
@@ -53,9 +55,11 @@ def spans_to_bio(n: int, spans) -> list[str]:
     """BIO labels of ``n`` tokens from spans with ``start``, ``end`` and ``label_``."""
     labels = ["O"] * n
     for sp in sorted(spans, key=lambda s: (s.start, s.end)):
-        if any(lab != "O" for lab in labels[sp.start:sp.end]):
-            raise CorpusFormatError(f"span {sp.text!r} ({sp.start}-{sp.end}) overlaps another "
-                                    f"span; BIO labels need non-overlapping spans")
+        if any(lab != "O" for lab in labels[sp.start : sp.end]):
+            raise CorpusFormatError(
+                f"span {sp.text!r} ({sp.start}-{sp.end}) overlaps another "
+                f"span; BIO labels need non-overlapping spans"
+            )
         labels[sp.start] = "B-" + sp.label_
         for i in range(sp.start + 1, sp.end):
             labels[i] = "I-" + sp.label_
@@ -96,8 +100,16 @@ def doc_field(doc, field: str) -> list[str]:
 
 
 #: Doc fields read with Doc.to_array (string hashes); the others go through Token objects
-ARRAY_ATTR = {"words": "ORTH", "text": "ORTH", "orth": "ORTH", "tag": "TAG", "pos": "POS",
-              "lemma": "LEMMA", "norm": "NORM", "dep": "DEP"}
+ARRAY_ATTR = {
+    "words": "ORTH",
+    "text": "ORTH",
+    "orth": "ORTH",
+    "tag": "TAG",
+    "pos": "POS",
+    "lemma": "LEMMA",
+    "norm": "NORM",
+    "dep": "DEP",
+}
 
 
 class StringCache(dict):
@@ -147,16 +159,19 @@ def default_docbin_fields(docs) -> list[str]:
     elif d.has_annotation("TAG"):
         label = "tag"
     else:
-        raise CorpusFormatError("the Docs carry no spans, entities or tags to learn; "
-                                "give the fields, e.g. --fields words,tag,spans:chunks")
+        raise CorpusFormatError(
+            "the Docs carry no spans, entities or tags to learn; "
+            "give the fields, e.g. --fields words,tag,spans:chunks"
+        )
     fields = ["words"]
     if label != "tag" and d.has_annotation("TAG"):
         fields.append("tag")
     return fields + [label]
 
 
-def read_docbin(path: str | os.PathLike, fields: Sequence[str] | str | None = None,
-                labeled: bool = True) -> Iterator[Sentence]:
+def read_docbin(
+    path: str | os.PathLike, fields: Sequence[str] | str | None = None, labeled: bool = True
+) -> Iterator[Sentence]:
     """Sentences of a spaCy ``DocBin`` file (``.spacy``): one per Doc, or one per sentence
     when the Docs have sentence boundaries (``doc.sents``)."""
     import spacy
@@ -170,8 +185,9 @@ def read_docbin(path: str | os.PathLike, fields: Sequence[str] | str | None = No
     except OSError:
         raise
     except Exception as exc:
-        raise CorpusFormatError(f"not a spaCy DocBin file ({type(exc).__name__}: {exc})",
-                                path) from None
+        raise CorpusFormatError(
+            f"not a spaCy DocBin file ({type(exc).__name__}: {exc})", path
+        ) from None
     vocab = spacy.blank("xx").vocab
     strings = StringCache(vocab.strings)
     docs = list(docbin.get_docs(vocab))
@@ -179,14 +195,23 @@ def read_docbin(path: str | os.PathLike, fields: Sequence[str] | str | None = No
         fields = [f.strip() for f in fields.split(",") if f.strip()]
     fields = [check_field(f) for f in fields] if fields else default_docbin_fields(docs)
     if labeled and len(fields) < 2:
-        raise CorpusFormatError(f"fields {','.join(fields)} name no label; give the input "
-                                f"fields then the label, e.g. words,tag,spans:chunks", path)
+        raise CorpusFormatError(
+            f"fields {','.join(fields)} name no label; give the input "
+            f"fields then the label, e.g. words,tag,spans:chunks",
+            path,
+        )
     for i, doc in enumerate(docs):
         yield from doc_sentences(doc, fields, strings, labeled, f"Doc {i + 1}", path)
 
 
-def doc_sentences(doc, fields: Sequence[str], strings: StringCache, labeled: bool = True,
-                  where: str = "Doc", path: str | None = None) -> Iterator[Sentence]:
+def doc_sentences(
+    doc,
+    fields: Sequence[str],
+    strings: StringCache,
+    labeled: bool = True,
+    where: str = "Doc",
+    path: str | None = None,
+) -> Iterator[Sentence]:
     """The sentences of one Doc (the whole Doc without sentence boundaries): its columns
     ``fields``, the last one the labels when ``labeled``."""
     for f in fields:
@@ -196,13 +221,15 @@ def doc_sentences(doc, fields: Sequence[str], strings: StringCache, labeled: boo
         cols = doc_columns(doc, fields, strings)
     except CorpusFormatError as exc:
         raise CorpusFormatError(f"{where}: {exc}", path) from None
-    inputs = list(fields[:-1] if labeled else fields)   # named in JSON output
+    inputs = list(fields[:-1] if labeled else fields)  # named in JSON output
     sent = Sentence(cols[:-1], cols[-1]) if labeled else Sentence(cols)
     bounds = [0, len(doc)]
     if doc.has_annotation("SENT_START"):
         bounds = [s.start for s in doc.sents] + [len(doc)]
     for a, b in zip(bounds[:-1], bounds[1:]):
         if b > a:
-            yield Sentence([c[a:b] for c in sent.columns],
-                           None if sent.labels is None else sent.labels[a:b],
-                           {"format": "conll", "fields": inputs})
+            yield Sentence(
+                [c[a:b] for c in sent.columns],
+                None if sent.labels is None else sent.labels[a:b],
+                {"format": "conll", "fields": inputs},
+            )

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
-from typing import Callable, Iterable, Iterator
 
-from tagger.sentence import Sentence
-from tagger.io.streams import Prefixed, gc_paused, is_number, open_binary, source_name
 from tagger.io.columns import read_conll, read_tab, write_conll, write_tab
 from tagger.io.conllu import is_range_or_empty, read_conllu, write_conllu
 from tagger.io.inline import inline_tag, read_inline, write_inline
 from tagger.io.jsonl import write_jsonl
+from tagger.io.streams import Prefixed, gc_paused, is_number, open_binary, source_name
 from tagger.io.text import read_raw, read_text, write_raw, write_text
-
+from tagger.sentence import Sentence
 
 # --------------------------------------------------------------------------------------------
 # dispatch
@@ -38,7 +37,7 @@ WRITERS: dict[str, Callable[..., None]] = {
     "tab": write_tab,
     "text": write_text,
     "raw": write_raw,
-    "jsonl": write_jsonl,   # output only: JSON lines input is read by datasets (tagger.io.hf)
+    "jsonl": write_jsonl,  # output only: JSON lines input is read by datasets (tagger.io.hf)
 }
 #: the format names, in the order shown to users
 FORMATS: tuple[str, ...] = tuple(READERS)
@@ -83,11 +82,17 @@ def sniff_format(head: str, name: str = "") -> str:
     if first == "<NEWREFERENCE>":
         return "inline"
     items = first.split()
-    if inline_tag(items[0]) is not None and inline_tag(items[0])[0] == "open" and f"</{items[0][1:]}" in first:
+    if (
+        inline_tag(items[0]) is not None
+        and inline_tag(items[0])[0] == "open"
+        and f"</{items[0][1:]}" in first
+    ):
         return "inline"
     body = [ln for ln in sniffed if not ln.startswith("#")]
-    if body and all(len(ln.split("\t")) == 10 for ln in body) and (
-        is_number(body[0].split("\t")[0]) or is_range_or_empty(body[0].split("\t")[0])
+    if (
+        body
+        and all(len(ln.split("\t")) == 10 for ln in body)
+        and (is_number(body[0].split("\t")[0]) or is_range_or_empty(body[0].split("\t")[0]))
     ):
         return "conllu"
     if body:
@@ -113,8 +118,9 @@ def detect_format(path) -> str:
         if hasattr(fh, "peek"):
             head = fh.peek(65536)[:65536]
         else:
-            raise ValueError("cannot detect the format of a stream that cannot be peeked; "
-                             "pass format=")
+            raise ValueError(
+                "cannot detect the format of a stream that cannot be peeked; pass format="
+            )
     if isinstance(head, bytes):
         head = head.decode("utf-8", errors="replace")
     return sniff_format(head, name)
@@ -148,13 +154,16 @@ def read_corpus(source, format: str = "auto", **options) -> Iterator[Sentence]:
                 head = head.decode("utf-8", errors="replace")
             format = sniff_format(head, name)
     if format not in READERS:
-        raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)} or 'auto'")
+        raise ValueError(
+            f"unknown format {format!r}; expected one of {', '.join(FORMATS)} or 'auto'"
+        )
     kw = {k: v for k, v in options.items() if k in _READER_OPTIONS[format]}
     return READERS[format](source, **kw)
 
 
-def write_corpus(fh, sentences: Iterable[Sentence], labels_seq=None, format: str | None = None,
-                 **options) -> None:
+def write_corpus(
+    fh, sentences: Iterable[Sentence], labels_seq=None, format: str | None = None, **options
+) -> None:
     """Write ``sentences`` with ``labels_seq`` in ``format``; ``None`` or ``"auto"`` uses the
     format the first sentence was read from (``meta["format"]``), else conll. Options a writer
     does not take (see :func:`read_corpus`) are ignored."""
@@ -172,6 +181,7 @@ def write_corpus(fh, sentences: Iterable[Sentence], labels_seq=None, format: str
 
 
 def load_corpus(source, format: str = "auto", **options) -> list[Sentence]:
-    """:func:`read_corpus` into a list, with the garbage collector paused (see :func:`gc_paused`)."""
+    """:func:`read_corpus` into a list, with the garbage collector paused
+    (:func:`gc_paused`)."""
     with gc_paused():
         return list(read_corpus(source, format, **options))

@@ -15,8 +15,9 @@ a ``Dataset`` object       (or ``IterableDataset``, or a ``DatasetDict`` with a 
 ``fields`` names the dataset's columns in the order of a CoNLL line: the input columns the
 features read (tokens first), then the label column, e.g. ``tokens,pos_tags,chunk_tags`` for
 CoNLL-2000 chunking; for ``hf:conll:FILE`` they also name the file's columns for datasets'
-CoNLL builder, so they cover every column (the label last). The default is ``tokens`` (or the first list-of-strings column) followed
-by every other list column in the dataset's order, so the last one is the label, as in a
+CoNLL builder, so they cover every column (the label last). The default is ``tokens`` (or the
+first list-of-strings column) followed by every other list column in the dataset's order, so
+the last one is the label, as in a
 CoNLL file. Columns stored as ``ClassLabel`` ids are mapped to their names.
 
 Nothing here imports ``datasets`` before it is needed: ``import tagger`` stays light.
@@ -26,8 +27,9 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from tagger.errors import CorpusFormatError, DatasetSourceError
@@ -41,10 +43,12 @@ BUILDERS = ("conll", "json", "parquet", "arrow", "csv")
 #: (``datasets`` >= 4 no longer runs dataset scripts, e.g. eriktks/conll2000's)
 PARQUET_REVISION = "refs/convert/parquet"
 _HUB_TIMEOUT = 5.0
-_OFFLINE_HINT = ("download the data elsewhere and give local files instead: a CoNLL file as "
-                 "it is, 'hf:conll:train.txt', or a file saved with Dataset.to_parquet / "
-                 "to_json ('train.parquet', 'train.jsonl'); with the dataset already in the "
-                 "local cache, set HF_HUB_OFFLINE=1")
+_OFFLINE_HINT = (
+    "download the data elsewhere and give local files instead: a CoNLL file as "
+    "it is, 'hf:conll:train.txt', or a file saved with Dataset.to_parquet / "
+    "to_json ('train.parquet', 'train.jsonl'); with the dataset already in the "
+    "local cache, set HF_HUB_OFFLINE=1"
+)
 
 
 @dataclass
@@ -96,7 +100,7 @@ def parse_source(spec: str | os.PathLike, **options) -> DatasetSource:
     s = os.fspath(spec)
     query: dict[str, str] = {}
     if s.startswith(PREFIX):
-        body = s[len(PREFIX):]
+        body = s[len(PREFIX) :]
         if "?" in body:
             body, q = body.split("?", 1)
             query = dict(parse_qsl(q, keep_blank_values=True))
@@ -112,14 +116,20 @@ def parse_source(spec: str | os.PathLike, **options) -> DatasetSource:
     known = {"split", "revision", "config", "fields"}
     unknown = set(query) - known
     if unknown:
-        raise DatasetSourceError(f"{s}: unknown option(s) {', '.join(sorted(unknown))}; "
-                                 f"known: {', '.join(sorted(known))}")
+        raise DatasetSourceError(
+            f"{s}: unknown option(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(known))}"
+        )
     merged = {k: v for k, v in options.items() if v is not None}
     merged.update(query)
-    return DatasetSource(path=path, builder=builder, split=merged.get("split") or "train",
-                         revision=merged.get("revision") or None,
-                         config=merged.get("config") or None,
-                         fields=_split_fields(merged.get("fields")))
+    return DatasetSource(
+        path=path,
+        builder=builder,
+        split=merged.get("split") or "train",
+        revision=merged.get("revision") or None,
+        config=merged.get("config") or None,
+        fields=_split_fields(merged.get("fields")),
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -143,19 +153,23 @@ def load(source: str | os.PathLike | DatasetSource, **options):
     except (OSError, ValueError, TypeError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
-        raise DatasetSourceError(f"{src.path}: datasets' {src.builder} loader failed: "
-                                 f"{_first_line(exc)}") from None
+        raise DatasetSourceError(
+            f"{src.path}: datasets' {src.builder} loader failed: {_first_line(exc)}"
+        ) from None
     except Exception as exc:  # pyarrow and datasets raise their own error types
-        raise DatasetSourceError(f"{src.path}: datasets' {src.builder} loader failed: "
-                                 f"{type(exc).__name__}: {_first_line(exc)}") from None
+        raise DatasetSourceError(
+            f"{src.path}: datasets' {src.builder} loader failed: "
+            f"{type(exc).__name__}: {_first_line(exc)}"
+        ) from None
 
 
 def _import_datasets():
     try:
         import datasets
     except ImportError:
-        raise DatasetSourceError("reading Hugging Face datasets needs the 'datasets' package: "
-                                 "pip install 'tagger[hf]'") from None
+        raise DatasetSourceError(
+            "reading Hugging Face datasets needs the 'datasets' package: pip install 'tagger[hf]'"
+        ) from None
     return datasets
 
 
@@ -165,8 +179,10 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _offline_requested() -> bool:
-    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
-               for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    return any(
+        os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
 
 
 def _hub_endpoint() -> str:
@@ -194,8 +210,8 @@ def check_hub_reachable(name: str) -> None:
     except OSError as exc:
         why = exc.strerror or str(exc) or type(exc).__name__
         raise DatasetSourceError(
-            f"hf:{name}: cannot reach the Hugging Face hub at {endpoint} ({why}); "
-            f"{_OFFLINE_HINT}") from None
+            f"hf:{name}: cannot reach the Hugging Face hub at {endpoint} ({why}); {_OFFLINE_HINT}"
+        ) from None
 
 
 def _load_hub(datasets, src: DatasetSource):
@@ -216,8 +232,9 @@ def _load_hub(datasets, src: DatasetSource):
             raise
     except Exception as exc:
         hint = f"; {_OFFLINE_HINT}" if offline else ""
-        raise DatasetSourceError(f"hf:{src.path}: {type(exc).__name__}: {_first_line(exc)}"
-                                 f"{hint}") from None
+        raise DatasetSourceError(
+            f"hf:{src.path}: {type(exc).__name__}: {_first_line(exc)}{hint}"
+        ) from None
 
 
 # ------------------------------------------------------------------------------------------
@@ -247,42 +264,59 @@ def default_fields(features: dict) -> list[str]:
     """``tokens`` (or the first list-of-strings column), then every other list column."""
     lists = [name for name, f in features.items() if _inner_feature(f) is not None]
     if not lists:
-        raise DatasetSourceError(f"the dataset has no list columns (its columns: "
-                                 f"{', '.join(features)}); a sentence is a list of tokens")
-    first = "tokens" if "tokens" in lists else next(
-        (n for n in lists if _is_string_list(features[n])), lists[0])
+        raise DatasetSourceError(
+            f"the dataset has no list columns (its columns: "
+            f"{', '.join(features)}); a sentence is a list of tokens"
+        )
+    first = (
+        "tokens"
+        if "tokens" in lists
+        else next((n for n in lists if _is_string_list(features[n])), lists[0])
+    )
     return [first] + [n for n in lists if n != first]
 
 
 def _features_of(ds) -> dict:
     feats = getattr(ds, "features", None)
     if feats is None:  # an IterableDataset whose features are unknown until read
-        raise DatasetSourceError("the dataset does not declare its features; call "
-                                 "ds = ds.cast(features) or give a Dataset")
+        raise DatasetSourceError(
+            "the dataset does not declare its features; call "
+            "ds = ds.cast(features) or give a Dataset"
+        )
     return dict(feats)
 
 
-def dataset_sentences(ds, fields: Sequence[str] | str | None = None, labeled: bool = True,
-                      name: str = "dataset", batch_size: int = 1000) -> Iterator[Sentence]:
+def dataset_sentences(
+    ds,
+    fields: Sequence[str] | str | None = None,
+    labeled: bool = True,
+    name: str = "dataset",
+    batch_size: int = 1000,
+) -> Iterator[Sentence]:
     """Sentences from a ``Dataset``: ``fields`` are the input columns then (when ``labeled``)
     the label column. ClassLabel ids become their names."""
     features = _features_of(ds)
     fields = _split_fields(fields) or default_fields(features)
     missing = [f for f in fields if f not in features]
     if missing:
-        raise DatasetSourceError(f"{name}: no column {', '.join(map(repr, missing))}; its "
-                                 f"columns are {', '.join(features)}")
+        raise DatasetSourceError(
+            f"{name}: no column {', '.join(map(repr, missing))}; its "
+            f"columns are {', '.join(features)}"
+        )
     if labeled and len(fields) < 2:
-        raise DatasetSourceError(f"{name}: fields {','.join(fields)} name no label column; "
-                                 f"give the input columns then the label column, e.g. "
-                                 f"tokens,pos_tags,chunk_tags")
+        raise DatasetSourceError(
+            f"{name}: fields {','.join(fields)} name no label column; "
+            f"give the input columns then the label column, e.g. "
+            f"tokens,pos_tags,chunk_tags"
+        )
     names = {f: _names_of(features[f]) for f in fields}
     for f in fields:
         if _inner_feature(features[f]) is None:
-            raise DatasetSourceError(f"{name}: column {f!r} holds {features[f]}, not one value "
-                                     f"per token")
+            raise DatasetSourceError(
+                f"{name}: column {f!r} holds {features[f]}, not one value per token"
+            )
     view = ds.select_columns(fields) if hasattr(ds, "select_columns") else ds
-    inputs = fields[:-1] if labeled else fields   # named in JSON output
+    inputs = fields[:-1] if labeled else fields  # named in JSON output
     row = 0
     for batch in view.iter(batch_size=batch_size):
         cols = [batch[f] for f in fields]
@@ -297,9 +331,10 @@ def dataset_sentences(ds, fields: Sequence[str] | str | None = None, labeled: bo
                     try:
                         vals = [table[v] for v in vals]
                     except (IndexError, TypeError):
-                        raise CorpusFormatError(f"column {f!r} holds {vals!r}, not ids of its "
-                                                f"{len(table)} class names", f"{name}: row {row}"
-                                                ) from None
+                        raise CorpusFormatError(
+                            f"column {f!r} holds {vals!r}, not ids of its {len(table)} class names",
+                            f"{name}: row {row}",
+                        ) from None
                 else:
                     vals = [str(v) for v in vals]
                 seqs.append(vals)
@@ -308,7 +343,8 @@ def dataset_sentences(ds, fields: Sequence[str] | str | None = None, labeled: bo
                 if len(vals) != n:
                     raise CorpusFormatError(
                         f"column {f!r} has {len(vals)} values but {fields[0]!r} has {n}",
-                        f"{name}: row {row}")
+                        f"{name}: row {row}",
+                    )
             row += 1
             if not n:
                 continue
@@ -318,8 +354,9 @@ def dataset_sentences(ds, fields: Sequence[str] | str | None = None, labeled: bo
                 yield Sentence(seqs, None, {"format": "conll", "fields": inputs})
 
 
-def read_dataset(source, fields: Sequence[str] | str | None = None, labeled: bool = True,
-                 **options) -> Iterator[Sentence]:
+def read_dataset(
+    source, fields: Sequence[str] | str | None = None, labeled: bool = True, **options
+) -> Iterator[Sentence]:
     """Sentences from any dataset source: a source string (module docstring) or a Dataset.
 
     ``options``: ``split``, ``revision``, ``config`` (for strings; a ``DatasetDict`` takes
@@ -330,13 +367,15 @@ def read_dataset(source, fields: Sequence[str] | str | None = None, labeled: boo
         ds = load(src)
         return dataset_sentences(ds, fields or src.fields, labeled, src.describe())
     if not _is_dataset_object(source):
-        raise DatasetSourceError(f"expected a datasets Dataset or a source string, got "
-                                 f"{type(source).__name__}")
+        raise DatasetSourceError(
+            f"expected a datasets Dataset or a source string, got {type(source).__name__}"
+        )
     if not hasattr(source, "features") and hasattr(source, "keys"):  # a DatasetDict
         split = options.get("split") or "train"
         if split not in source:
-            raise DatasetSourceError(f"the DatasetDict has no split {split!r}; its splits: "
-                                     f"{', '.join(source)}")
+            raise DatasetSourceError(
+                f"the DatasetDict has no split {split!r}; its splits: {', '.join(source)}"
+            )
         source = source[split]
     return dataset_sentences(source, fields, labeled)
 
@@ -359,8 +398,13 @@ class _MapTagger:
         self.output = output
 
     def __getstate__(self):
-        return {"cls": type(self.tagger), "model": self.tagger.to_bytes(), "fields": self.fields,
-                "names": self.names, "output": self.output}
+        return {
+            "cls": type(self.tagger),
+            "model": self.tagger.to_bytes(),
+            "fields": self.fields,
+            "names": self.names,
+            "output": self.output,
+        }
 
     def __setstate__(self, state):
         self.tagger = state["cls"].from_bytes(state["model"])
@@ -378,8 +422,14 @@ class _MapTagger:
         return {self.output: self.tagger.predict(sentences)}
 
 
-def tag_dataset(tagger, ds, fields: Sequence[str] | str | None = None, output: str = "predicted",
-                num_proc: int | None = None, batch_size: int = 1000):
+def tag_dataset(
+    tagger,
+    ds,
+    fields: Sequence[str] | str | None = None,
+    output: str = "predicted",
+    num_proc: int | None = None,
+    batch_size: int = 1000,
+):
     """``ds`` with a new column ``output`` of predicted label lists.
 
     Runs ``ds.map(batched=True, num_proc=num_proc)``: every batch is featurized and decoded
@@ -394,18 +444,24 @@ def tag_dataset(tagger, ds, fields: Sequence[str] | str | None = None, output: s
     fields = _split_fields(fields) or default_fields(features)[:need]
     missing = [f for f in fields if f not in features]
     if missing:
-        raise DatasetSourceError(f"no column {', '.join(map(repr, missing))}; the dataset's "
-                                 f"columns are {', '.join(features)}")
+        raise DatasetSourceError(
+            f"no column {', '.join(map(repr, missing))}; the dataset's "
+            f"columns are {', '.join(features)}"
+        )
     if len(fields) != need:
         spec = tagger.featurizer_.spec
-        raise DatasetSourceError(f"the model reads {need} column(s) ({', '.join(spec.columns)}) "
-                                 f"but fields names {len(fields)}: {', '.join(fields)}")
+        raise DatasetSourceError(
+            f"the model reads {need} column(s) ({', '.join(spec.columns)}) "
+            f"but fields names {len(fields)}: {', '.join(fields)}"
+        )
     names = {f: _names_of(features[f]) for f in fields}
     fn = _MapTagger(tagger, fields, names, output)
-    if not hasattr(ds, "num_rows"):   # an IterableDataset: its map is lazy, in this process
+    if not hasattr(ds, "num_rows"):  # an IterableDataset: its map is lazy, in this process
         if num_proc not in (None, 1):
-            raise DatasetSourceError(f"num_proc={num_proc}: a streaming dataset is tagged "
-                                     f"lazily in this process as it is read; load it without "
-                                     f"streaming=True to tag it in {num_proc} processes")
+            raise DatasetSourceError(
+                f"num_proc={num_proc}: a streaming dataset is tagged "
+                f"lazily in this process as it is read; load it without "
+                f"streaming=True to tag it in {num_proc} processes"
+            )
         return ds.map(fn, batched=True, batch_size=batch_size)
     return ds.map(fn, batched=True, batch_size=batch_size, num_proc=num_proc)

@@ -5,13 +5,18 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from tagger.errors import CorpusFormatError
+from tagger.io.streams import (
+    WRITE_BATCH,
+    iter_lines,
+    no_sentences,
+    open_text_out,
+    paired,
+    source_name,
+)
 from tagger.sentence import Sentence
-from tagger.io.streams import (WRITE_BATCH, iter_lines, no_sentences, open_text_out, paired,
-                               source_name)
-
 
 _TAG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 _WS_RUN = re.compile(r"(\s+)")
@@ -72,7 +77,8 @@ def read_inline(source) -> Iterator[Sentence]:
                     raise CorpusFormatError(
                         f"expected a field tag such as <title>, found text outside any field: "
                         f"{item!r} (token {k + 1} of the line)",
-                        name, lineno,
+                        name,
+                        lineno,
                     )
                 tokens.append(item)
                 labels.append(current)
@@ -81,7 +87,8 @@ def read_inline(source) -> Iterator[Sentence]:
                     raise CorpusFormatError(
                         f"nested field: <{tag[1]}> (token {k + 1}) opened inside the still open "
                         f"<{current}> (token {opened_at + 1}); expected </{current}> first",
-                        name, lineno,
+                        name,
+                        lineno,
                     )
                 current = tag[1]
                 opened_at = k
@@ -89,32 +96,36 @@ def read_inline(source) -> Iterator[Sentence]:
                 if current is None:
                     raise CorpusFormatError(
                         f"closing tag </{tag[1]}> (token {k + 1}) without an open field",
-                        name, lineno,
+                        name,
+                        lineno,
                     )
                 if tag[1] != current:
                     raise CorpusFormatError(
                         f"mismatched close tag: expected </{current}> to close <{current}> "
                         f"(token {opened_at + 1}), found </{tag[1]}> (token {k + 1})",
-                        name, lineno,
+                        name,
+                        lineno,
                     )
                 if k == opened_at + 1:
                     raise CorpusFormatError(
                         f"empty field <{current}> </{current}> (token {k}); a field needs at "
                         "least one token",
-                        name, lineno,
+                        name,
+                        lineno,
                     )
                 current = None
         if current is not None:
             raise CorpusFormatError(
                 f"unclosed field <{current}> (token {opened_at + 1}): expected </{current}> "
                 "before the end of the line",
-                name, lineno,
+                name,
+                lineno,
             )
         n_sent += 1
         yield Sentence(
-            [tokens], labels,
-            {"format": "inline", "newreference": after_separator,
-             "ws": (leading, seps, trailing)},
+            [tokens],
+            labels,
+            {"format": "inline", "newreference": after_separator, "ws": (leading, seps, trailing)},
         )
         after_separator = False
     if n_sent == 0:
@@ -179,5 +190,3 @@ def write_inline(fh, sentences: Iterable[Sentence], labels_seq=None) -> None:
                 out.write("".join(buf))
                 buf.clear()
         out.write("".join(buf))
-
-

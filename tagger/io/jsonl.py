@@ -6,7 +6,7 @@ under ``marginals`` (a list of ``{label: probability}``)."""
 from __future__ import annotations
 
 import json
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from tagger.io.streams import WRITE_BATCH, open_text_out, paired
 from tagger.sentence import Sentence
@@ -18,9 +18,14 @@ def column_names(names: Sequence[str] | None, n_columns: int) -> list[str]:
     return names[:n_columns] + [f"column_{k}" for k in range(len(names), n_columns)]
 
 
-def write_jsonl(fh, sentences: Iterable[Sentence], labels_seq=None,
-                names: Sequence[str] | None = None, marginals=None,
-                label_names: Sequence[str] | None = None) -> None:
+def write_jsonl(
+    fh,
+    sentences: Iterable[Sentence],
+    labels_seq=None,
+    names: Sequence[str] | None = None,
+    marginals=None,
+    label_names: Sequence[str] | None = None,
+) -> None:
     """Write one JSON object per sentence; ``marginals`` (one (T, L) array per sentence, in the
     order of ``label_names``) adds the probabilities."""
     probs = iter(marginals) if marginals is not None else None
@@ -33,8 +38,9 @@ def write_jsonl(fh, sentences: Iterable[Sentence], labels_seq=None,
                 record["predicted"] = list(labs)
             if probs is not None:
                 m = next(probs).tolist()
-                record["marginals"] = [{lab: round(p, 6) for lab, p in zip(label_names, row)}
-                                       for row in m]
+                record["marginals"] = [
+                    {lab: round(p, 6) for lab, p in zip(label_names, row)} for row in m
+                ]
             buf.append(json.dumps(record, ensure_ascii=False))
             buf.append("\n")
             if len(buf) >= WRITE_BATCH:

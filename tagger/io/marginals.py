@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from tagger.sentence import Sentence
 
 
-def write_marginals(out, sentences: Sequence[Sentence], predictions: Sequence[Sequence[str]],
-                    marginals: Sequence[np.ndarray], label_names: Sequence[str],
-                    sep: str = " ") -> None:
+def write_marginals(
+    out,
+    sentences: Sequence[Sentence],
+    predictions: Sequence[Sequence[str]],
+    marginals: Sequence[np.ndarray],
+    label_names: Sequence[str],
+    sep: str = " ",
+) -> None:
     """Token lines ``columns... predicted LABEL:P ...`` (every label, in the model's order),
     a blank line after each sentence."""
     lines = []

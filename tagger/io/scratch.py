@@ -76,8 +76,9 @@ class ScratchSpace:
         """A zeroed array (a file mapped with ``open_memmap`` on disk: zero until written)."""
         if self.root is None:
             return np.zeros(shape, dtype)
-        return np.lib.format.open_memmap(self._path(name, ".npy"), mode="w+", dtype=dtype,
-                                         shape=tuple(np.atleast_1d(shape)))
+        return np.lib.format.open_memmap(
+            self._path(name, ".npy"), mode="w+", dtype=dtype, shape=tuple(np.atleast_1d(shape))
+        )
 
     def appender(self, name: str, dtype, tail: tuple = ()) -> Appender:
         return Appender(None if self.root is None else self._path(name, ".bin"), dtype, tail)
@@ -89,8 +90,9 @@ class ScratchSpace:
             self.root = None
 
 
-def available_memory(proc: Path = Path("/proc"),
-                     cgroups: Path = Path("/sys/fs/cgroup")) -> int | None:
+def available_memory(
+    proc: Path = Path("/proc"), cgroups: Path = Path("/sys/fs/cgroup")
+) -> int | None:
     """Bytes this process can still take: the system's available memory (``MemAvailable``),
     or less where its memory cgroup (v1 or v2) sets a lower limit; None where neither can be
     read. (``proc`` and ``cgroups`` are where those file systems are mounted.)"""
@@ -108,10 +110,10 @@ def available_memory(proc: Path = Path("/proc"),
     except OSError:
         entries = []
     for _, controllers, path in entries:
-        if controllers == "memory":        # cgroup v1
+        if controllers == "memory":  # cgroup v1
             base = cgroups / "memory" / path.lstrip("/")
             limit, used = base / "memory.limit_in_bytes", base / "memory.usage_in_bytes"
-        elif controllers == "":            # cgroup v2
+        elif controllers == "":  # cgroup v2
             base = cgroups / path.lstrip("/")
             limit, used = base / "memory.max", base / "memory.current"
         else:

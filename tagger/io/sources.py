@@ -11,8 +11,9 @@ text to tag or to learn from without labels.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from tagger.errors import CorpusFormatError
 from tagger.io.formats import detect_format, load_corpus, read_corpus
@@ -57,9 +58,13 @@ def labeled_format(path: str, fmt: str) -> str:
     return "conll" if found in ("text", "raw") else found
 
 
-def open_labeled(source, format: str = "auto", label_column: int | None = None,
-                 fields: Sequence[str] | str | None = None,
-                 conllu_label: str | None = None) -> list[Sentence]:
+def open_labeled(
+    source,
+    format: str = "auto",
+    label_column: int | None = None,
+    fields: Sequence[str] | str | None = None,
+    conllu_label: str | None = None,
+) -> list[Sentence]:
     """Labeled sentences of ``source`` (see the module docstring), read whole.
 
     ``format``, ``label_column`` and ``conllu_label`` (the CoNLL-U field of the labels,
@@ -82,9 +87,13 @@ def open_labeled(source, format: str = "auto", label_column: int | None = None,
     return load_corpus(path, labeled_format(path, format), **options)
 
 
-def open_many_labeled(sources: Sequence, format: str = "auto", label_column: int | None = None,
-                      fields: Sequence[str] | str | None = None,
-                      conllu_label: str | None = None) -> list[Sentence]:
+def open_many_labeled(
+    sources: Sequence,
+    format: str = "auto",
+    label_column: int | None = None,
+    fields: Sequence[str] | str | None = None,
+    conllu_label: str | None = None,
+) -> list[Sentence]:
     """The sentences of several labeled sources, concatenated in order."""
     out: list[Sentence] = []
     for source in sources:
@@ -92,8 +101,9 @@ def open_many_labeled(sources: Sequence, format: str = "auto", label_column: int
     return out
 
 
-def open_unlabeled(source, format: str = "auto", fields: Sequence[str] | str | None = None
-                   ) -> Iterable[Sentence]:
+def open_unlabeled(
+    source, format: str = "auto", fields: Sequence[str] | str | None = None
+) -> Iterable[Sentence]:
     """Sentences of ``source`` without labels, streamed where the source allows it."""
     if _is_docbin(source):
         from tagger.io.docbin import read_docbin
@@ -188,7 +198,9 @@ def without_gold(sentences, n_columns: int, column_names: str, name: str):
                     raise CorpusFormatError(
                         f"expected {n_columns} field(s) per token ({column_names}), or "
                         f"{n_columns + 1} with a label as the last field, found {nf}; check "
-                        "--format and the model", name)
+                        "--format and the model",
+                        name,
+                    )
         if drop:
             s.columns.pop()
         yield s

@@ -1,12 +1,9 @@
-"""A corpus split file: which sentences belong to train, dev and test.
-"""
+"""A corpus split file: which sentences belong to train, dev and test."""
 
 from __future__ import annotations
 
-
 from tagger.errors import CorpusFormatError
 from tagger.io.streams import is_number, iter_lines, show_line, source_name
-
 
 # --------------------------------------------------------------------------------------------
 # split file
@@ -37,7 +34,8 @@ def read_split(path) -> dict[str, list[int]]:
                 raise CorpusFormatError(
                     f"expected a tab-separated header with an index and a split column, found "
                     f"{show_line(line)}",
-                    name, lineno,
+                    name,
+                    lineno,
                 )
             split_col = header.index("split") if "split" in header else len(header) - 1
             n_fields = len(header)
@@ -47,29 +45,37 @@ def read_split(path) -> dict[str, list[int]]:
             if n_fields < 2:
                 raise CorpusFormatError(
                     f"expected tab-separated fields 'index<TAB>...split', found {show_line(line)}",
-                    name, lineno,
+                    name,
+                    lineno,
                 )
         if len(fields) != n_fields:
             raise CorpusFormatError(
                 f"expected {n_fields} tab-separated fields, found {len(fields)}: {show_line(line)}",
-                name, lineno,
+                name,
+                lineno,
             )
         idx = fields[0].strip()
         if not is_number(idx):
             raise CorpusFormatError(
                 f"expected a non-negative integer citation index in the first field, found {idx!r}",
-                name, lineno,
+                name,
+                lineno,
             )
         for k, f in enumerate(fields[1:], 1):
-            if k != split_col % n_fields and header is not None and "line" in header[k] \
-                    and not is_number(f.strip()):
+            if (
+                k != split_col % n_fields
+                and header is not None
+                and "line" in header[k]
+                and not is_number(f.strip())
+            ):
                 raise CorpusFormatError(
                     f"expected an integer in column {header[k]!r}, found {f!r}", name, lineno
                 )
         split = fields[split_col].strip()
         if not split:
-            raise CorpusFormatError("expected a split name (train, dev, test), found an empty field",
-                                    name, lineno)
+            raise CorpusFormatError(
+                "expected a split name (train, dev, test), found an empty field", name, lineno
+            )
         i = int(idx)
         if i in seen:
             raise CorpusFormatError(
@@ -97,5 +103,3 @@ def read_split(path) -> dict[str, list[int]]:
     order = [s for s in ("train", "dev", "test") if s in splits]
     order += sorted(s for s in splits if s not in order)
     return {s: sorted(splits[s]) for s in order}
-
-

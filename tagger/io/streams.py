@@ -8,18 +8,16 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Iterator, Sequence
 
 from tagger.errors import CorpusFormatError
 from tagger.sentence import Sentence
-
 
 #: bytes read per system call; chunks are cut at line ends before decoding
 CHUNK_SIZE = 1 << 20
 #: writers flush their buffer once it holds this many pieces
 WRITE_BATCH = 2048
-
 
 
 # --------------------------------------------------------------------------------------------
@@ -46,7 +44,9 @@ def open_binary(source):
         except FileNotFoundError:
             raise CorpusFormatError("no such file", source_name(source)) from None
         except IsADirectoryError:
-            raise CorpusFormatError("is a directory, expected a corpus file", source_name(source)) from None
+            raise CorpusFormatError(
+                "is a directory, expected a corpus file", source_name(source)
+            ) from None
         with fh:
             yield fh
     elif hasattr(source, "read"):
@@ -58,8 +58,11 @@ def open_binary(source):
 def decode_utf8(data: bytes, name: str, lineno: int) -> str:
     nul = data.find(b"\x00")
     if nul >= 0:  # valid UTF-8, but no text corpus holds it: a binary file or a damaged one
-        raise CorpusFormatError("expected text, found a NUL byte (is this a binary file?); give "
-                                "a text corpus", name, lineno + data.count(b"\n", 0, nul))
+        raise CorpusFormatError(
+            "expected text, found a NUL byte (is this a binary file?); give a text corpus",
+            name,
+            lineno + data.count(b"\n", 0, nul),
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -81,8 +84,10 @@ def lf_lines(text: str, name: str, lineno: int) -> str:
     if pos >= 0:
         raise CorpusFormatError(
             "expected lines ending in LF or CRLF, found a carriage return (CR) alone (old Mac "
-            "line ends); convert the file, e.g. tr '\\r' '\\n' < IN > OUT", name,
-            lineno + text.count("\n", 0, pos))
+            "line ends); convert the file, e.g. tr '\\r' '\\n' < IN > OUT",
+            name,
+            lineno + text.count("\n", 0, pos),
+        )
     return text
 
 
@@ -209,7 +214,7 @@ def open_text_out(fh):
 def paired(sentences, labels_seq) -> Iterator[tuple[Sentence, Sequence[str] | None]]:
     """Pair each sentence with its labels; ``labels_seq=None`` takes the sentences' own."""
     if labels_seq is None:
-        for i, s in enumerate(sentences):
+        for s in sentences:
             yield s, s.labels
         return
     it = iter(labels_seq)
@@ -217,7 +222,9 @@ def paired(sentences, labels_seq) -> Iterator[tuple[Sentence, Sequence[str] | No
         try:
             labels = next(it)
         except StopIteration:
-            raise ValueError(f"labels_seq has {i} label sequences but there are more sentences") from None
+            raise ValueError(
+                f"labels_seq has {i} label sequences but there are more sentences"
+            ) from None
         if labels is not None:
             if hasattr(labels, "tolist"):
                 labels = labels.tolist()
@@ -245,5 +252,3 @@ def gc_paused():
     finally:
         if was_enabled:
             gc.enable()
-
-

@@ -4,12 +4,17 @@ tokenizer, loaded on first use).
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
+from tagger.io.streams import (
+    WRITE_BATCH,
+    iter_lines,
+    iter_text_chunks,
+    no_sentences,
+    open_text_out,
+    paired,
+)
 from tagger.sentence import Sentence
-from tagger.io.streams import (WRITE_BATCH, iter_lines, iter_text_chunks, no_sentences,
-                               open_text_out, paired)
-
 
 # --------------------------------------------------------------------------------------------
 # plain and raw text
@@ -54,8 +59,11 @@ def read_raw(source) -> Iterator[Sentence]:
         doc = tokenizer(line)
         toks = [t for t in doc if not t.is_space]
         n_sent += 1
-        yield Sentence([[t.text for t in toks]], None,
-                       {"format": "raw", "text": line, "idx": [t.idx for t in toks]})
+        yield Sentence(
+            [[t.text for t in toks]],
+            None,
+            {"format": "raw", "text": line, "idx": [t.idx for t in toks]},
+        )
     if n_sent == 0:
         raise no_sentences(source)
 
@@ -79,5 +87,3 @@ def write_text(fh, sentences: Iterable[Sentence], labels_seq=None) -> None:
 
 
 write_raw = write_text
-
-

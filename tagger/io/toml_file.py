@@ -19,8 +19,9 @@ def read_text(path: str | Path, error: type[Exception], what: str) -> str:
     except OSError as exc:
         raise error(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
-        raise error(f"{path}: not UTF-8 text (byte {exc.start}); save the {what} as "
-                    f"UTF-8") from None
+        raise error(
+            f"{path}: not UTF-8 text (byte {exc.start}); save the {what} as UTF-8"
+        ) from None
 
 
 def parse(text: str, source: str, error: type[Exception]) -> dict:

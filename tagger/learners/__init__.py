@@ -61,8 +61,7 @@ def __getattr__(name: str):
 
 def get_learner(name: str) -> type[Learner]:
     if name not in _MODULES:
-        raise ParameterError(f"unknown learner {name!r}; available: "
-                             f"{', '.join(sorted(_MODULES))}")
+        raise ParameterError(f"unknown learner {name!r}; available: {', '.join(sorted(_MODULES))}")
     module, cls = _MODULES[name]
     return getattr(importlib.import_module(f"tagger.learners.{module}"), cls)
 
@@ -78,10 +77,19 @@ def parse_settings(name: str, pairs) -> dict:
     except ParameterError as exc:
         message = str(exc).split("; its parameters are")[0].rstrip(".")
         names = ", ".join(p.name for p in cls.params)
-        raise ParameterError(f"{message}. Parameters of {name}: {names} ('tagger learners' "
-                             f"gives their ranges and defaults).") from None
+        raise ParameterError(
+            f"{message}. Parameters of {name}: {names} ('tagger learners' "
+            f"gives their ranges and defaults)."
+        ) from None
     return settings
 
 
-__all__ = ["LEARNERS", "DEFAULT_LEARNER", "get_learner", "parse_settings", "Learner", "Param",
-           "TrainingProblem"]
+__all__ = [
+    "LEARNERS",
+    "DEFAULT_LEARNER",
+    "get_learner",
+    "parse_settings",
+    "Learner",
+    "Param",
+    "TrainingProblem",
+]

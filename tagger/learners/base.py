@@ -10,13 +10,14 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
-from tagger.errors import ParameterError, bad_value
 from tagger.chain import ChainModel, Featurized
+from tagger.errors import ParameterError, bad_value
 
 log = logging.getLogger("tagger.train")
 
@@ -31,7 +32,7 @@ class Param:
     help: str
     low: float | None = None
     high: float | None = None
-    low_open: bool = False      # (low, ...) instead of [low, ...)
+    low_open: bool = False  # (low, ...) instead of [low, ...)
     choices: tuple | None = None
 
     def describe_range(self) -> str:
@@ -42,7 +43,9 @@ class Param:
             return kind
         lo = "-inf" if self.low is None else f"{self.low:g}"
         hi = "inf" if self.high is None else f"{self.high:g}"
-        return f"{kind} in {'(' if self.low_open else '['}{lo}, {hi}{']' if self.high is not None else ')'}"
+        opening = "(" if self.low_open else "["
+        closing = "]" if self.high is not None else ")"
+        return f"{kind} in {opening}{lo}, {hi}{closing}"
 
     def parse(self, text: str) -> Any:
         """Convert a ``--set key=value`` string to this parameter's type."""
@@ -91,7 +94,7 @@ class TrainingProblem:
 
     model: ChainModel
     X: Featurized
-    y: np.ndarray                      # int32[N] gold label ids
+    y: np.ndarray  # int32[N] gold label ids
     dev_score: Callable[[np.ndarray], dict] | None = None  # weights -> {"score": ..., ...}
     progress: Callable[[dict], None] | None = None
     # semi-supervised learners: unlabeled sentences and the constraints compiled for them
@@ -128,8 +131,10 @@ class Learner:
         known = {p.name for p in self.params}
         for key in kwargs:
             if key not in known:
-                raise ParameterError(f"{type(self).__name__} ({self.name}) has no parameter "
-                                     f"{key!r}; its parameters are: {', '.join(sorted(known))}")
+                raise ParameterError(
+                    f"{type(self).__name__} ({self.name}) has no parameter "
+                    f"{key!r}; its parameters are: {', '.join(sorted(known))}"
+                )
         # __init__ stores, fit validates
         self.settings = {p.name: kwargs.get(p.name, p.default) for p in self.params}
         self.trace_: list[dict] = []
@@ -143,8 +148,9 @@ class Learner:
             if p.name == name:
                 return p
         known = ", ".join(p.name for p in cls.params)
-        raise ParameterError(f"learner {cls.name!r} has no parameter {name!r}; "
-                             f"its parameters are: {known}")
+        raise ParameterError(
+            f"learner {cls.name!r} has no parameter {name!r}; its parameters are: {known}"
+        )
 
     @classmethod
     def parse_settings(cls, pairs: Sequence[str]) -> dict:
@@ -164,13 +170,16 @@ class Learner:
     def get_params(self) -> dict:
         return dict(self.settings)
 
-    def fit(self, problem: TrainingProblem, seed: int = 0, w0: np.ndarray | None = None) -> np.ndarray:
+    def fit(
+        self, problem: TrainingProblem, seed: int = 0, w0: np.ndarray | None = None
+    ) -> np.ndarray:
         settings = self.validated()
         self.trace_, self.chosen_ = [], {}
         return self._fit(problem, settings, seed, w0)
 
-    def _fit(self, problem: TrainingProblem, settings: dict, seed: int,
-             w0: np.ndarray | None) -> np.ndarray:
+    def _fit(
+        self, problem: TrainingProblem, settings: dict, seed: int, w0: np.ndarray | None
+    ) -> np.ndarray:
         raise NotImplementedError
 
     # ---- progress
@@ -186,9 +195,18 @@ class Learner:
             parts.append(f"eta<={eta}")
         key, bound = self.progress_counter
         # the record carries the row itself, for progress bars (tagger.cli.console)
-        log.info("%s: %s", self.name, " ".join(parts),
-                 extra={"row": row, "learner": self.name, "counter": key,
-                        "total": self.settings.get(bound), "first": len(self.trace_) == 1})
+        log.info(
+            "%s: %s",
+            self.name,
+            " ".join(parts),
+            extra={
+                "row": row,
+                "learner": self.name,
+                "counter": key,
+                "total": self.settings.get(bound),
+                "first": len(self.trace_) == 1,
+            },
+        )
         if problem.progress is not None:
             problem.progress(dict(row, learner=self.name))
 

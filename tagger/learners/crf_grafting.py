@@ -10,8 +10,9 @@ conditions when ``|dL/dw_k| > c1`` (at w_k = 0 the subdifferential of the object
 contain 0); G is the set of such weights.
 
 ``crf-grafting``: Grafting-Light, Zhu, Lao & Xing, *Grafting-Light: Fast, Incremental Feature
-Selection and Structure Learning of Markov Random Fields* (KDD 2010); docs/algorithms.md section 3. Each
-iteration takes ONE orthant-wise quasi-Newton step on S (OWL-QN restricted to S, its L-BFGS
+Selection and Structure Learning of Markov Random Fields* (KDD 2010); docs/algorithms.md
+section 3. Each iteration takes ONE orthant-wise quasi-Newton step on S (OWL-QN restricted to S,
+its L-BFGS
 memory kept across iterations), then adds to S the top ``select_unit`` members of G by
 ``|dL/dw_k| - c1``. The step works on S alone: token scores from S's weights, the gradient
 over S, L-BFGS vectors of length |S|, one forward-backward pass per line-search trial (a
@@ -34,9 +35,9 @@ so far.
 
 from __future__ import annotations
 
-import numpy as np
-
 from dataclasses import replace
+
+import numpy as np
 
 from tagger.learners.base import Param, Stopwatch, TrainingProblem
 from tagger.learners.params import ADAPTIVE_STEP, C1, C2
@@ -56,18 +57,29 @@ def violators(g: np.ndarray, active: np.ndarray, c1: float, free: np.ndarray) ->
 
 def initial_set(problem: TrainingProblem, free: np.ndarray) -> np.ndarray:
     active = np.zeros(problem.model.n_weights, dtype=bool)
-    problem.model.edge_weights(active)[:] = True   # transitions, start, end
+    problem.model.edge_weights(active)[:] = True  # transitions, start, end
     return active & free
 
 
 GRAFTING_PARAMS = (
-    C1, C2,
-    Param("select_unit", 1000, int, "M: weights added to the working set per growth step "
-          "(the top M violators of the optimality conditions)", low=1),
-) + QUASI_NEWTON + (
-    # on here, off for crf-l1: the adaptive first step measured faster on the working-set
-    # problems of Grafting and worse on crf-l1's full problem
-    replace(ADAPTIVE_STEP, default=True),
+    (
+        C1,
+        C2,
+        Param(
+            "select_unit",
+            1000,
+            int,
+            "M: weights added to the working set per growth step "
+            "(the top M violators of the optimality conditions)",
+            low=1,
+        ),
+    )
+    + QUASI_NEWTON
+    + (
+        # on here, off for crf-l1: the adaptive first step measured faster on the working-set
+        # problems of Grafting and worse on crf-l1's full problem
+        replace(ADAPTIVE_STEP, default=True),
+    )
 )
 
 
@@ -92,8 +104,13 @@ class GraftingWorkingSet:
         self.c2 = settings["c2"]
         # the L2 term of an elastic net is smooth: it joins the likelihood on S; outside S
         # every weight is 0, so it changes no growth test
-        self.opt = OWLQN(with_l2(self.fun, self.c2), w[index], self.c1, settings["memory"],
-                         adaptive_step=settings["adaptive_step"])
+        self.opt = OWLQN(
+            with_l2(self.fun, self.c2),
+            w[index],
+            self.c1,
+            settings["memory"],
+            adaptive_step=settings["adaptive_step"],
+        )
         self.stop = Convergence(settings["delta"], settings["period"])
         self.clock = Stopwatch()
 
@@ -101,7 +118,7 @@ class GraftingWorkingSet:
         """Add the top M violators of the optimality conditions to S; returns how many."""
         fun, opt = self.fun, self.opt
         g = fun.full_gradient(opt.w, opt.g)
-        grow = violators(g, self.active, self.c1, fun.free)[:self.M]
+        grow = violators(g, self.active, self.c1, fun.free)[: self.M]
         if len(grow):
             old = fun.index
             self.active[grow] = True
@@ -116,9 +133,18 @@ class GraftingWorkingSet:
     def row(self, learner, problem, it, added):
         fun, opt = self.fun, self.opt
         nll = opt.f - self.c2 * float(opt.w @ opt.w)
-        learner._row(problem, it, opt.objective, nll, fun.expand(opt.w), fun.n_evals,
-                     self.clock, working_set=int(fun.n_weights - (~fun.free).sum()),
-                     added=int(added), full_grads=fun.n_full)
+        learner._row(
+            problem,
+            it,
+            opt.objective,
+            nll,
+            fun.expand(opt.w),
+            fun.n_evals,
+            self.clock,
+            working_set=int(fun.n_weights - (~fun.free).sum()),
+            added=int(added),
+            full_grads=fun.n_full,
+        )
 
 
 class CRFGrafting(CRFLearner):

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from tagger.learners.base import TrainingProblem
-from tagger.learners.solvers.crf_base import CRFLearner
 from tagger.learners.crf_grafting import GRAFTING_PARAMS, GraftingWorkingSet
+from tagger.learners.solvers.crf_base import CRFLearner
 
 
 class CRFGraftingGreedy(CRFLearner):

@@ -3,8 +3,8 @@ or the elastic net with ``c2`` > 0 as well (CRFsuite's ``lbfgs`` with both)::
 
     min_w  L(w) + c1 ||w||_1 + c2 ||w||_2^2
 
-minimised by OWL-QN (Andrew & Gao, ICML 2007; :mod:`tagger.learners.solvers.owlqn`) over every weight,
-the L2 term joining the smooth part (Zou & Hastie, JRSS B 2005, for the elastic net).
+minimised by OWL-QN (Andrew & Gao, ICML 2007; :mod:`tagger.learners.solvers.owlqn`) over every
+weight, the L2 term joining the smooth part (Zou & Hastie, JRSS B 2005, for the elastic net).
 """
 
 from __future__ import annotations
@@ -37,14 +37,18 @@ class CRFL1(CRFLearner):
         w = np.zeros(fun.n_weights) if w0 is None else np.array(w0, dtype=np.float64)
         clock = Stopwatch()
         c2 = settings["c2"]
-        opt = OWLQN(with_l2(fun, c2), w, settings["c1"], settings["memory"],
-                    adaptive_step=settings["adaptive_step"])
+        opt = OWLQN(
+            with_l2(fun, c2),
+            w,
+            settings["c1"],
+            settings["memory"],
+            adaptive_step=settings["adaptive_step"],
+        )
         stop = Convergence(settings["delta"], settings["period"])
         for it in range(1, settings["epochs"] + 1):
             moved = opt.step()
             F = opt.objective
-            self._row(problem, it, F, opt.f - c2 * float(opt.w @ opt.w), opt.w, fun.n_evals,
-                      clock)
+            self._row(problem, it, F, opt.f - c2 * float(opt.w @ opt.w), opt.w, fun.n_evals, clock)
             if not moved or stop.update(F):
                 break
         return opt.w

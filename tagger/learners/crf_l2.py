@@ -14,10 +14,10 @@ as much as a gradient evaluation on CoNLL-2000 (see the README), hence the defau
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from scipy.optimize import minimize
-
-from dataclasses import replace
 
 from tagger.learners.base import Param, Stopwatch, TrainingProblem
 from tagger.learners.params import C2
@@ -35,9 +35,19 @@ class CRFL2(CRFLearner):
     strength = ("c2", 1)  # the regularization parameter, +1: larger is stronger
     # c2 is the only penalty here: it starts at CRFsuite's default of 1, and 0 (an
     # unregularized likelihood, unbounded on separable data) is outside its range
-    params = (replace(C2, default=1.0, low_open=True),) + QUASI_NEWTON + (
-        Param("solver", "lbfgs", str, "L-BFGS implementation: ours (the OWL-QN core with "
-              "c1=0) or scipy's L-BFGS-B", choices=("lbfgs", "scipy")),)
+    params = (
+        (replace(C2, default=1.0, low_open=True),)
+        + QUASI_NEWTON
+        + (
+            Param(
+                "solver",
+                "lbfgs",
+                str,
+                "L-BFGS implementation: ours (the OWL-QN core with c1=0) or scipy's L-BFGS-B",
+                choices=("lbfgs", "scipy"),
+            ),
+        )
+    )
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
         fun = self._objective_fn(problem, settings)
@@ -51,8 +61,9 @@ class CRFL2(CRFLearner):
             opt = OWLQN(value_grad, w, 0.0, settings["memory"])
             for it in range(1, settings["epochs"] + 1):
                 moved = opt.step()
-                self._row(problem, it, opt.f, opt.f - c2 * dot(opt.w, opt.w), opt.w,
-                          fun.n_evals, clock)
+                self._row(
+                    problem, it, opt.f, opt.f - c2 * dot(opt.w, opt.w), opt.w, fun.n_evals, clock
+                )
                 if not moved or stop.update(opt.f):
                     break
             return opt.w
@@ -67,10 +78,20 @@ class CRFL2(CRFLearner):
             if stop.update(F):
                 raise StopIteration
 
-        res = minimize(value_grad, w, jac=True, method="L-BFGS-B", callback=callback,
-                       options={"maxiter": settings["epochs"], "maxcor": settings["memory"],
-                                "maxfun": 100 * settings["epochs"], "ftol": 0.0,
-                                "gtol": 0.0})
+        res = minimize(
+            value_grad,
+            w,
+            jac=True,
+            method="L-BFGS-B",
+            callback=callback,
+            options={
+                "maxiter": settings["epochs"],
+                "maxcor": settings["memory"],
+                "maxfun": 100 * settings["epochs"],
+                "ftol": 0.0,
+                "gtol": 0.0,
+            },
+        )
         w = np.ascontiguousarray(res.x, dtype=np.float64)
         if it[0] == 0:  # stopped before a single iteration (already optimal)
             F, _ = value_grad(w)

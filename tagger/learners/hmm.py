@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from tagger.chain import FeatureBatch, add_joint_features
 from tagger.errors import ParameterError
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.chain import FeatureBatch, add_joint_features
 
 
 class HMM(Learner):
@@ -40,27 +40,39 @@ class HMM(Learner):
     closed_form = True
     strength = ("alpha", 1)  # the smoothing, +1: larger is stronger
     params = (
-        Param("alpha", 1.0, float, "add-alpha smoothing of every distribution (1 = add-one)",
-              low=0.0, low_open=True),
+        Param(
+            "alpha",
+            1.0,
+            float,
+            "add-alpha smoothing of every distribution (1 = add-one)",
+            low=0.0,
+            low_open=True,
+        ),
     )
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
         model, X, y = problem.model, problem.X, problem.y
         if X.values is not None:
-            raise ParameterError("the hmm learner counts observations and cannot use "
-                                 "real-valued features; use a discriminative learner")
+            raise ParameterError(
+                "the hmm learner counts observations and cannot use "
+                "real-valued features; use a discriminative learner"
+            )
         alpha = settings["alpha"]
         clock = Stopwatch()
         layout, batch = model.layout, FeatureBatch.of(X)
         L = model.n_labels
         counts = np.zeros(model.n_weights)
         for s in range(X.n_sentences):
-            add_joint_features(layout, batch, int(X.offsets[s]), int(X.offsets[s + 1]), y, 1.0,
-                               counts)
+            add_joint_features(
+                layout, batch, int(X.offsets[s]), int(X.offsets[s + 1]), y, 1.0, counts
+            )
         label_count = np.bincount(y, minlength=L).astype(np.float64)
         attr_of = model.state_param_attr()
-        seen = np.bincount(X.attrs, minlength=model.n_attrs) if len(X.attrs) else \
-            np.zeros(model.n_attrs, np.int64)
+        seen = (
+            np.bincount(X.attrs, minlength=model.n_attrs)
+            if len(X.attrs)
+            else np.zeros(model.n_attrs, np.int64)
+        )
         bias = np.flatnonzero(seen == X.n_tokens) if X.n_tokens else np.zeros(0, np.int64)
         V = int(np.count_nonzero(seen)) - len(bias)
         w = np.zeros(model.n_weights)
@@ -83,9 +95,14 @@ class HMM(Learner):
         emit = w_state + unseen[label]
         nll = -float(state[~is_bias] @ emit[~is_bias])
         nll -= float(model.edge_weights(counts) @ model.edge_weights(w))
-        row = {"epoch": 1, "objective": nll / max(X.n_sentences, 1), "observations": V,
-               "bias_attributes": len(bias), "nonzero": int(np.count_nonzero(w)),
-               "converged": True}
+        row = {
+            "epoch": 1,
+            "objective": nll / max(X.n_sentences, 1),
+            "observations": V,
+            "bias_attributes": len(bias),
+            "nonzero": int(np.count_nonzero(w)),
+            "converged": True,
+        }
         if problem.dev_score is not None:
             row.update(problem.dev_score(w))
         row["time"] = round(clock(), 2)

@@ -8,6 +8,7 @@ from tagger.learners.base import Param
 from tagger.learners.solvers.extragradient import ExtragradientSolver
 from tagger.learners.solvers.working_set_learner import LP_PARAMS, WorkingSetLearner
 
+
 class LPExtragradient(WorkingSetLearner):
     """Large-margin LP with column generation, solved by the extragradient method (Wang,
     Shawe-Taylor & Szedmak, AISTATS 2009).
@@ -21,20 +22,50 @@ class LPExtragradient(WorkingSetLearner):
     name = "lp-extragradient"
     strength = ("C", -1)  # the regularization parameter, +1: larger is stronger
     params = LP_PARAMS + (
-        Param("gap_tol", 1e-6, float, "relative duality gap (feasible primal and dual bounds) "
-              "at which an LP round stops", low=0.0, low_open=True),
-        Param("early_gap_tol", 1e-3, float, "relative duality gap of the rounds before the "
-              "separation finds nothing new (then one more round at gap_tol decides)",
-              low=0.0, low_open=True),
-        Param("max_iter", 200000, int, "at most this many extragradient iterations per round",
-              low=1),
+        Param(
+            "gap_tol",
+            1e-6,
+            float,
+            "relative duality gap (feasible primal and dual bounds) at which an LP round stops",
+            low=0.0,
+            low_open=True,
+        ),
+        Param(
+            "early_gap_tol",
+            1e-3,
+            float,
+            "relative duality gap of the rounds before the "
+            "separation finds nothing new (then one more round at gap_tol decides)",
+            low=0.0,
+            low_open=True,
+        ),
+        Param(
+            "max_iter", 200000, int, "at most this many extragradient iterations per round", low=1
+        ),
         Param("check_every", 50, int, "iterations between duality-gap checks", low=1),
-        Param("precondition", True, bool, "diagonal step sizes from the row and column sums "
-              "of |[H M]| (Pock & Chambolle); off = one scalar step as in the paper"),
-        Param("restart", True, bool, "restart from the averaged iterate when its duality gap "
-              "has shrunk five-fold (adaptive restarts); off = plain extragradient"),
-        Param("step_scale", 0.9, float, "step a = step_scale / ||[H M]||_2 (must stay below 1)",
-              low=0.0, high=0.999, low_open=True),
+        Param(
+            "precondition",
+            True,
+            bool,
+            "diagonal step sizes from the row and column sums "
+            "of |[H M]| (Pock & Chambolle); off = one scalar step as in the paper",
+        ),
+        Param(
+            "restart",
+            True,
+            bool,
+            "restart from the averaged iterate when its duality gap "
+            "has shrunk five-fold (adaptive restarts); off = plain extragradient",
+        ),
+        Param(
+            "step_scale",
+            0.9,
+            float,
+            "step a = step_scale / ||[H M]||_2 (must stay below 1)",
+            low=0.0,
+            high=0.999,
+            low_open=True,
+        ),
     )
 
     def lp_solver(self, ws, settings):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from tagger.learners.solvers.highs_solver import HighsSolver
 from tagger.learners.solvers.working_set_learner import LP_PARAMS, TIME_LIMIT, WorkingSetLearner
 
+
 class LPSimplex(WorkingSetLearner):
     """Large-margin LP with column generation, solved by HiGHS simplex (Wang, Shawe-Taylor &
     Szedmak, AISTATS 2009).

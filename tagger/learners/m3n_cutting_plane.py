@@ -9,6 +9,7 @@ from tagger.learners.solvers.highs_solver import HighsSolver
 from tagger.learners.solvers.working_set_learner import COMMON_PARAMS, TIME_LIMIT, WorkingSetLearner
 from tagger.learners.solvers.working_sets import LOSS_AUGMENTED
 
+
 class M3NCuttingPlane(WorkingSetLearner):
     """L1-M3N by the cutting-plane method with an LP (Zhu, Xing & Zhang, KDD 2009, Algorithm 1).
 
@@ -22,8 +23,14 @@ class M3NCuttingPlane(WorkingSetLearner):
     mode = LOSS_AUGMENTED
     signed = True
     params = COMMON_PARAMS + (
-        Param("resolve_every", 0, int, "re-solve the LP after this many added constraints "
-              "(1 = the paper's Algorithm 1; 0 = once per pass over the sentences)", low=0),
+        Param(
+            "resolve_every",
+            0,
+            int,
+            "re-solve the LP after this many added constraints "
+            "(1 = the paper's Algorithm 1; 0 = once per pass over the sentences)",
+            low=0,
+        ),
         TIME_LIMIT,
     )
 

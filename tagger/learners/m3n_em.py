@@ -3,7 +3,7 @@
 
 The L1-M3N equals an adaptive M3N (the paper's Theorem 2)::
 
-    min_{w, tau}  sum_k w_k^2 / tau_k + C sum_i R_i(w)   s.t.  (1/K) sum_k tau_k = 1/lambda, tau >= 0
+    min_{w, tau}  sum_k w_k^2 / tau_k + C sum_i R_i(w)  s.t. (1/K) sum_k tau_k = 1/lambda, tau >= 0
 
 whose minimum over tau is ``(lambda/K) ||w||_1^2``, so the learner minimises
 
@@ -15,8 +15,8 @@ it alternates
 
 1. M-step (beta fixed): the L2 M3N ``min_gamma lambda ||gamma||^2 + C sum_i R_i(beta * gamma)``,
    i.e. ``(1/2)||gamma||^2 + (C / 2 lambda) sum_i R_i`` on features scaled by beta, solved by the
-   Sequential Dual Method (:class:`tagger.learners.solvers.sdm_solver.SDMSolver`) warm-started from the
-   previous M-step's duals (which stay feasible when beta changes);
+   Sequential Dual Method (:class:`tagger.learners.solvers.sdm_solver.SDMSolver`) warm-started
+   from the previous M-step's duals (which stay feasible when beta changes);
 2. beta-step (w fixed), closed form: ``beta_k = sqrt(K |w_k| / sum_j |w_j|)`` (the paper prints
    it in gamma, garbled in extraction; this is the minimiser of sum_k w_k^2 / tau_k under the
    constraint, re-derived);
@@ -59,20 +59,39 @@ class M3NEM(Learner):
     name = "m3n-em"
     strength = ("lambda", 1)  # the regularization parameter, +1: larger is stronger
     params = (
-        Param("lambda", 20.0, float, "strength lambda of the adaptive penalty "
-              "(lambda/K)||w||_1^2; larger = sparser (the setting to tune: C stays fixed)",
-              low=0.0, low_open=True),
+        Param(
+            "lambda",
+            20.0,
+            float,
+            "strength lambda of the adaptive penalty "
+            "(lambda/K)||w||_1^2; larger = sparser (the setting to tune: C stays fixed)",
+            low=0.0,
+            low_open=True,
+        ),
         # lambda is the strength to tune; C stays fixed at 1
         replace(HINGE_C, default=1.0),
         Param("epochs", 40, int, "EM iterations (M-step + beta-step)", low=1),
-        Param("inner_epochs", 2, int, "maximum SDM passes per M-step (warm-started, so a few "
-              "passes follow the moving scales)", low=1),
+        Param(
+            "inner_epochs",
+            2,
+            int,
+            "maximum SDM passes per M-step (warm-started, so a few "
+            "passes follow the moving scales)",
+            low=1,
+        ),
         # an M-step is one of many, warm-started: a looser gap than m3n-l2's whole solve
         replace(SDM_TOL, default=0.01),
-        Param("drop", 0.3, float, "weights whose scale beta falls below this are removed "
-              "(beta_k < d means |w_k| < d^2 times the mean |w|); the paper's 1e-4 is exact "
-              "but needs far more iterations on large feature sets", low=0.0),
-        MAX_WORKING_SET, MAX_INNER,
+        Param(
+            "drop",
+            0.3,
+            float,
+            "weights whose scale beta falls below this are removed "
+            "(beta_k < d means |w_k| < d^2 times the mean |w|); the paper's 1e-4 is exact "
+            "but needs far more iterations on large feature sets",
+            low=0.0,
+        ),
+        MAX_WORKING_SET,
+        MAX_INNER,
     )
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
@@ -85,9 +104,15 @@ class M3NEM(Learner):
             solver, index, beta = state
             solver.set_example_weights(C / (2.0 * lam))
         else:
-            solver = SDMSolver(model, problem.X, problem.y, C=C / (2.0 * lam),
-                               max_working_set=settings["max_working_set"],
-                               max_inner=settings["max_inner"], seed=seed)
+            solver = SDMSolver(
+                model,
+                problem.X,
+                problem.y,
+                C=C / (2.0 * lam),
+                max_working_set=settings["max_working_set"],
+                max_inner=settings["max_inner"],
+                seed=seed,
+            )
             index = np.arange(K, dtype=np.int64)  # solver's weights -> this model's weights
             beta = np.ones(K)
         clock = Stopwatch()
@@ -107,9 +132,16 @@ class M3NEM(Learner):
                 index = index[solver.restrict(keep)]
             solver.set_scale(beta[index])
             self.state_ = (problem, (solver, index, beta))
-            row = {"epoch": it, "objective": lam / K * l1 * l1 + C * hinge,
-                   "hinge": hinge, "l1": l1, "nonzero": int(np.count_nonzero(W)),
-                   "active": int(len(index)), "m_epochs": res.epochs, "m_gap": res.gap}
+            row = {
+                "epoch": it,
+                "objective": lam / K * l1 * l1 + C * hinge,
+                "hinge": hinge,
+                "l1": l1,
+                "nonzero": int(np.count_nonzero(W)),
+                "active": int(len(index)),
+                "m_epochs": res.epochs,
+                "m_gap": res.gap,
+            }
             if problem.dev_score is not None:
                 row.update(problem.dev_score(W))
             row["time"] = round(clock(), 2)

@@ -30,7 +30,9 @@ class M3NL2(Learner):
     params = (
         HINGE_C,
         replace(EPOCHS, default=30),  # a bound: the duality gap (tol) stops it
-        SDM_TOL, MAX_WORKING_SET, MAX_INNER,
+        SDM_TOL,
+        MAX_WORKING_SET,
+        MAX_INNER,
     )
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
@@ -39,17 +41,28 @@ class M3NL2(Learner):
             solver = state
             solver.set_example_weights(settings["C"])
         else:
-            solver = SDMSolver(problem.model, problem.X, problem.y, C=settings["C"],
-                               max_working_set=settings["max_working_set"],
-                               max_inner=settings["max_inner"], seed=seed)
+            solver = SDMSolver(
+                problem.model,
+                problem.X,
+                problem.y,
+                C=settings["C"],
+                max_working_set=settings["max_working_set"],
+                max_inner=settings["max_inner"],
+                seed=seed,
+            )
         self.state_ = (problem, solver)
         clock = Stopwatch()
 
         def report(epoch, primal, dual, gap):
             w = solver.w
-            row = {"epoch": epoch, "objective": primal, "dual": dual, "gap": gap,
-                   "nonzero": int(np.count_nonzero(w)),
-                   "working_set": int(solver.ws_n.sum())}
+            row = {
+                "epoch": epoch,
+                "objective": primal,
+                "dual": dual,
+                "gap": gap,
+                "nonzero": int(np.count_nonzero(w)),
+                "working_set": int(solver.ws_n.sum()),
+            }
             if problem.dev_score is not None:
                 row.update(problem.dev_score(w))
             row["time"] = round(clock(), 2)

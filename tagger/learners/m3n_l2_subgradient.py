@@ -40,13 +40,15 @@ class M3NL2Subgradient(M3NSubgradient):
     strength = ("lambda", 1)  # the regularization parameter, +1: larger is stronger
     penalty = "l2"
     params = (
-        Param("lambda", 1e-4, float, "L2 regularization strength lambda",
-              low=0.0, low_open=True),
+        Param("lambda", 1e-4, float, "L2 regularization strength lambda", low=0.0, low_open=True),
         replace(EPOCHS, default=30),  # each online learner sets its own number of passes
         # the first step of a 1/t schedule (eta0 / (1 + t / t0)): half the L1 learner's, which
         # decays as 1/sqrt(t)
         replace(ETA0, default=20.0),
-        BATCH_SIZE, BATCH_GROWTH, MOMENTUM, SHUFFLE,
+        BATCH_SIZE,
+        BATCH_GROWTH,
+        MOMENTUM,
+        SHUFFLE,
     )
 
     def _penalty(self, settings, n_weights):

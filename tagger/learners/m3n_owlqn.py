@@ -52,7 +52,7 @@ import numpy as np
 
 from tagger.chain import loss_augmented_viterbi_batch_into
 from tagger.learners.base import Param, Stopwatch, TrainingProblem, main_score
-from tagger.learners.params import C1, C2, MEMORY, DELTA, PERIOD, QN_EPOCHS, SELECT, START_END
+from tagger.learners.params import C1, C2, DELTA, MEMORY, PERIOD, QN_EPOCHS, SELECT, START_END
 from tagger.learners.solvers.crf_base import CRFLearner, with_l2
 from tagger.learners.solvers.owlqn import OWLQN, Convergence
 
@@ -67,14 +67,13 @@ def hinge(problem: TrainingProblem, w: np.ndarray, cost: float) -> float:
     best = np.empty(len(offsets) - 1)
     loss_augmented_viterbi_batch_into(state, offsets, trans, gold, cost, out, best)
     inner = np.ones(len(gold), dtype=bool)
-    inner[offsets[:-1][offsets[:-1] < len(gold)]] = False   # first token of each sentence
+    inner[offsets[:-1][offsets[:-1] < len(gold)]] = False  # first token of each sentence
     idx = np.flatnonzero(inner)
     gold_score = state[np.arange(len(gold)), gold].sum() + trans[gold[idx - 1], gold[idx]].sum()
     return float(best.sum() - gold_score)
 
 
-def dual_bound(g: np.ndarray, expected_misses: float, cost: float, c1: float,
-               c2: float) -> float:
+def dual_bound(g: np.ndarray, expected_misses: float, cost: float, c1: float, c2: float) -> float:
     """D: the weak-duality lower bound on min P from the smoothed model's distributions at w
     (``g`` = grad H_tau(w), ``expected_misses`` = sum_i E_p[hamming(y_i, y)])."""
     if c2 > 0.0:
@@ -107,20 +106,55 @@ class M3NOWLQN(CRFLearner):
     #: the scores are max-margin scores, not log-probabilities
     probabilistic = False
     params = (
-        C1, C2,
-        Param("cost", 1.0, float, "Hamming cost of each wrong label in the margin", low=0.0,
-              low_open=True),
-        Param("tau", 1.0, float, "temperature of the first stage (1: the softmax-margin)",
-              low=0.0, low_open=True),
-        Param("tau_factor", 0.25, float, "the temperature is multiplied by this after each "
-              "stage", low=0.0, high=1.0, low_open=True),
-        Param("stages", 4, int, "most smoothing stages (the iterations of 'epochs' are shared "
-              "by the stages; a stage ends early when OWL-QN converges)", low=1),
-        Param("gap", 0.01, float, "stop once the certified gap P(w) - D is at most this "
-              "fraction of P(w)", low=0.0),
+        C1,
+        C2,
+        Param(
+            "cost",
+            1.0,
+            float,
+            "Hamming cost of each wrong label in the margin",
+            low=0.0,
+            low_open=True,
+        ),
+        Param(
+            "tau",
+            1.0,
+            float,
+            "temperature of the first stage (1: the softmax-margin)",
+            low=0.0,
+            low_open=True,
+        ),
+        Param(
+            "tau_factor",
+            0.25,
+            float,
+            "the temperature is multiplied by this after each stage",
+            low=0.0,
+            high=1.0,
+            low_open=True,
+        ),
+        Param(
+            "stages",
+            4,
+            int,
+            "most smoothing stages (the iterations of 'epochs' are shared "
+            "by the stages; a stage ends early when OWL-QN converges)",
+            low=1,
+        ),
+        Param(
+            "gap",
+            0.01,
+            float,
+            "stop once the certified gap P(w) - D is at most this fraction of P(w)",
+            low=0.0,
+        ),
         SELECT,
         # a budget the stages share, each ending when OWL-QN converges at its temperature
-        replace(QN_EPOCHS, default=400), MEMORY, DELTA, PERIOD, START_END,
+        replace(QN_EPOCHS, default=400),
+        MEMORY,
+        DELTA,
+        PERIOD,
+        START_END,
     )
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
@@ -132,8 +166,7 @@ class M3NOWLQN(CRFLearner):
         n_stages, budget = settings["stages"], settings["epochs"]
         tau, it, best_dual = settings["tau"], 0, -np.inf
         # the stage scoring best on dev so far: (score, weights, its row)
-        selecting = (settings["select"] == "dev" and problem.dev_score is not None
-                     and n_stages > 1)
+        selecting = settings["select"] == "dev" and problem.dev_score is not None and n_stages > 1
         best = (-np.inf, None, None)
         for stage in range(1, n_stages + 1):
             fun.temperature = tau
@@ -151,12 +184,22 @@ class M3NOWLQN(CRFLearner):
                 cert = self._certificate(problem, fun, w, settings, best_dual)
                 best_dual = cert["dual"]
                 done = cert["rel_gap"] <= settings["gap"]
-                row = self._row(problem, it, stage, tau, opt.objective, w, fun.n_evals, clock,
-                                **cert, converged=done)
+                row = self._row(
+                    problem,
+                    it,
+                    stage,
+                    tau,
+                    opt.objective,
+                    w,
+                    fun.n_evals,
+                    clock,
+                    **cert,
+                    converged=done,
+                )
                 break
             if selecting:
                 if main_score(row) <= best[0]:
-                    break   # colder and no better on dev: the stages after it would fit closer
+                    break  # colder and no better on dev: the stages after it would fit closer
                 best = (main_score(row), w.copy(), row)
                 self.chosen_ = {"stages": stage, "epochs": it}
             if done or it >= budget:
@@ -171,21 +214,31 @@ class M3NOWLQN(CRFLearner):
     def _certificate(problem, fun, w, settings, best_dual) -> dict:
         """The hinge objective P(w), the best dual bound so far and their gap."""
         c1, c2, cost = settings["c1"], settings["c2"], settings["cost"]
-        _, g = fun(w)   # the distributions at w itself (the last call was a trial point)
+        _, g = fun(w)  # the distributions at w itself (the last call was a trial point)
         primal = hinge(problem, w, cost) + c1 * float(np.abs(w).sum()) + c2 * float(w @ w)
         # every stage's bound is valid: keep the best
         dual = max(best_dual, dual_bound(g, fun.expected_misses, cost, c1, c2))
         gap = primal - dual
-        return {"primal": primal, "dual": dual, "gap": gap,
-                "rel_gap": gap / max(abs(primal), 1e-300)}
+        return {
+            "primal": primal,
+            "dual": dual,
+            "gap": gap,
+            "rel_gap": gap / max(abs(primal), 1e-300),
+        }
 
     def _row(self, problem, iteration, stage, tau, smoothed, w, evals, clock, **certificate):
         """One progress row per iteration (the smoothed objective); a stage's last row also
         has the hinge objective P(w), the best dual bound so far, their gap and whether the
         gap rule stopped training."""
-        row = {"epoch": iteration, "stage": stage, "tau": tau, "objective": float(smoothed),
-               **{k: (v if isinstance(v, bool) else float(v)) for k, v in certificate.items()},
-               "nonzero": int(np.count_nonzero(w)), "grad_evals": int(evals)}
+        row = {
+            "epoch": iteration,
+            "stage": stage,
+            "tau": tau,
+            "objective": float(smoothed),
+            **{k: (v if isinstance(v, bool) else float(v)) for k, v in certificate.items()},
+            "nonzero": int(np.count_nonzero(w)),
+            "grad_evals": int(evals),
+        }
         if problem.dev_score is not None:
             row.update(problem.dev_score(w))
         row["time"] = round(clock(), 2)

@@ -8,7 +8,7 @@ Markov Networks* (KDD 2009), Algorithm 2 (docs/algorithms.md section 1a)::
     min_w  (1/N) sum_i R_i(w)   s.t.  ||w||_1 <= lambda   (``radius``)
     R_i(w) = max_y [Delta(y_i, y) + F(x_i, y; w)] - F(x_i, y_i; w)     (structured hinge)
 
-    w <- Proj_{||w||_1 <= lambda}( w - eta_t g ),  g = (1/|B|) sum_{i in B} f(x_i, y*_i) - f(x_i, y_i)
+    w <- Proj_{||w||_1 <= lambda}(w - eta_t g),  g = (1/|B|) sum_{i in B} f(x_i, y*_i) - f(x_i, y_i)
 
 with y*_i the loss-augmented Viterbi labeling and B a mini-batch (``batch_size``; a size of
 at least N is the batch form of the algorithm). The projection is Duchi et al. (ICML 2008)
@@ -59,12 +59,18 @@ from dataclasses import replace
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.chain import (FeatureBatch, SparseAccumulator, add_difference, labeling_score,
-                          loss_augmented_viterbi_into, sentence_state_scores, transitions_of)
+from tagger.chain import (
+    FeatureBatch,
+    SparseAccumulator,
+    add_difference,
+    labeling_score,
+    loss_augmented_viterbi_into,
+    sentence_state_scores,
+    transitions_of,
+)
 from tagger.jit import njit, prange
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.learners.params import (BATCH_GROWTH, BATCH_SIZE, EPOCHS, ETA0, MOMENTUM,
-                                    SHUFFLE)
+from tagger.learners.params import BATCH_GROWTH, BATCH_SIZE, EPOCHS, ETA0, MOMENTUM, SHUFFLE
 from tagger.learners.solvers.l1_ball import project_l1_ball_into
 
 
@@ -118,8 +124,18 @@ def _momentum_step(w, velocity, beta, grad, n, scale, step):
         w[k] -= step * velocity[k]
 
 
-def _epoch(problem, w, order, batch_size, step_of, apply_penalty, scratch, average=None,
-           momentum=0.0, velocity=None):
+def _epoch(
+    problem,
+    w,
+    order,
+    batch_size,
+    step_of,
+    apply_penalty,
+    scratch,
+    average=None,
+    momentum=0.0,
+    velocity=None,
+):
     """One pass over the data in the given order; returns the mean hinge seen during the pass.
 
     With ``average`` (a pair [sum array, count]), every iterate is added to the running sum.
@@ -137,8 +153,7 @@ def _epoch(problem, w, order, batch_size, step_of, apply_penalty, scratch, avera
         eta = step_of(hi - lo)
         apply_penalty(w, eta)
         if momentum > 0.0:
-            _momentum_step(w, velocity, momentum, grad, m,
-                           (1.0 - momentum) / (hi - lo), eta)
+            _momentum_step(w, velocity, momentum, grad, m, (1.0 - momentum) / (hi - lo), eta)
         else:
             _apply_step(w, grad, m, eta / (hi - lo))
         apply_penalty.project(w)
@@ -171,20 +186,51 @@ class M3NSubgradient(Learner):
     strength = ("radius", -1)  # the regularization parameter, +1: larger is stronger
     penalty = "l1"
     params = (
-        Param("radius", 3000.0, float, "radius lambda of the L1 ball ||w||_1 <= lambda",
-              low=0.0, low_open=True),
+        Param(
+            "radius",
+            3000.0,
+            float,
+            "radius lambda of the L1 ball ||w||_1 <= lambda",
+            low=0.0,
+            low_open=True,
+        ),
         replace(EPOCHS, default=40),  # each online learner sets its own number of passes
-        BATCH_SIZE, ETA0,
-        Param("decay", "sqrt", str, "step size schedule over epochs t: eta0/sqrt(1+t), "
-              "eta0/(1+t) or constant", choices=("sqrt", "inverse", "constant")),
-        SHUFFLE, BATCH_GROWTH, MOMENTUM,
-        Param("average_from", 0, int, "average the iterates of the epochs from this one on "
-              "(Polyak averaging; the average stays inside the ball); 0 = no averaging", low=0),
-        Param("max_nonzero", 0, int, "after the epochs, keep only this many state weights (the "
-              "largest in magnitude) and refit them for refit_epochs more epochs inside the "
-              "same ball; 0 = keep every non-zero", low=0),
-        Param("refit_epochs", 0, int, "epochs of the refit on the kept weights "
-              "(with max_nonzero)", low=0),
+        BATCH_SIZE,
+        ETA0,
+        Param(
+            "decay",
+            "sqrt",
+            str,
+            "step size schedule over epochs t: eta0/sqrt(1+t), eta0/(1+t) or constant",
+            choices=("sqrt", "inverse", "constant"),
+        ),
+        SHUFFLE,
+        BATCH_GROWTH,
+        MOMENTUM,
+        Param(
+            "average_from",
+            0,
+            int,
+            "average the iterates of the epochs from this one on "
+            "(Polyak averaging; the average stays inside the ball); 0 = no averaging",
+            low=0,
+        ),
+        Param(
+            "max_nonzero",
+            0,
+            int,
+            "after the epochs, keep only this many state weights (the "
+            "largest in magnitude) and refit them for refit_epochs more epochs inside the "
+            "same ball; 0 = keep every non-zero",
+            low=0,
+        ),
+        Param(
+            "refit_epochs",
+            0,
+            int,
+            "epochs of the refit on the kept weights (with max_nonzero)",
+            low=0,
+        ),
     )
 
     def _penalty(self, settings, n_weights):
@@ -237,12 +283,25 @@ class M3NSubgradient(Learner):
             return full
 
         dev = problem.dev_score
-        sub = TrainingProblem(support, problem.X, problem.y,
-                              dev_score=None if dev is None else (lambda ws: dev(widen(ws))),
-                              progress=problem.progress)
+        sub = TrainingProblem(
+            support,
+            problem.X,
+            problem.y,
+            dev_score=None if dev is None else (lambda ws: dev(widen(ws))),
+            progress=problem.progress,
+        )
         w_support = w[index]
-        w_support = self._epochs(sub, w_support, settings, rng, step_of, clock, last + 1,
-                                 last + settings["refit_epochs"], keep)
+        w_support = self._epochs(
+            sub,
+            w_support,
+            settings,
+            rng,
+            step_of,
+            clock,
+            last + 1,
+            last + settings["refit_epochs"],
+            keep,
+        )
         return widen(w_support)
 
     def _epochs(self, problem, w, settings, rng, step_of, clock, first, last, support):
@@ -263,13 +322,28 @@ class M3NSubgradient(Learner):
                 average = [np.zeros(n_w), 0]
             batch = settings["batch_size"] or -(-n // 256)
             batch = min(n, int(round(batch * settings["batch_growth"] ** (epoch - 1))))
-            hinge = _epoch(problem, w, order, batch, step_of, penalty, scratch, average,
-                           settings.get("momentum", 0.0), velocity)
+            hinge = _epoch(
+                problem,
+                w,
+                order,
+                batch,
+                step_of,
+                penalty,
+                scratch,
+                average,
+                settings.get("momentum", 0.0),
+                velocity,
+            )
             current = w if average is None else average[0] / average[1]
-            row = {"epoch": epoch, "batch": batch, "objective": self._objective(hinge, current, settings),
-                   "hinge": hinge, "nonzero": int(np.count_nonzero(current)),
-                   "below_1e-4": int(np.count_nonzero((current != 0) & (np.abs(current) < 1e-4))),
-                   "l1": float(np.abs(current).sum())}
+            row = {
+                "epoch": epoch,
+                "batch": batch,
+                "objective": self._objective(hinge, current, settings),
+                "hinge": hinge,
+                "nonzero": int(np.count_nonzero(current)),
+                "below_1e-4": int(np.count_nonzero((current != 0) & (np.abs(current) < 1e-4))),
+                "l1": float(np.abs(current).sum()),
+            }
             if support is not None:
                 row["support"] = support
             if problem.dev_score is not None:

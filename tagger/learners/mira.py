@@ -29,8 +29,14 @@ class MIRA(Perceptron):
     name = "mira"
     strength = ("C", -1)  # the cap on each step: larger fits the training data harder
     params = Perceptron.params + (
-        Param("C", 1.0, float, "cap on each update's step size (the passive-aggressive C)",
-              low=0.0, low_open=True),
+        Param(
+            "C",
+            1.0,
+            float,
+            "cap on each update's step size (the passive-aggressive C)",
+            low=0.0,
+            low_open=True,
+        ),
     )
 
     def _clip(self, settings: dict) -> float:

@@ -22,8 +22,15 @@ from __future__ import annotations
 import numpy as np
 
 from tagger._config import NUMBA_OPTS
-from tagger.chain import (FeatureBatch, SparseAccumulator, add_difference, labeling_score,
-                          sentence_state_scores, transitions_of, viterbi_into)
+from tagger.chain import (
+    FeatureBatch,
+    SparseAccumulator,
+    add_difference,
+    labeling_score,
+    sentence_state_scores,
+    transitions_of,
+    viterbi_into,
+)
 from tagger.jit import njit
 from tagger.learners.base import Learner, Stopwatch, TrainingProblem
 from tagger.learners.params import EPOCHS, SHUFFLE
@@ -90,7 +97,7 @@ class Perceptron(Learner):
     params = (EPOCHS, SHUFFLE)
 
     def _clip(self, settings: dict) -> float:
-        return 0.0       # the perceptron's unit step
+        return 0.0  # the perceptron's unit step
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
         model, X = problem.model, problem.X
@@ -106,12 +113,17 @@ class Perceptron(Learner):
         for epoch in range(1, settings["epochs"] + 1):
             if settings["shuffle"]:
                 order = rng.permutation(X.n_sentences).astype(np.int64)
-            mistakes, loss, c = online_epoch(layout, batch, problem.y, order, w, u, c, acc,
-                                             pred, self._clip(settings))
+            mistakes, loss, c = online_epoch(
+                layout, batch, problem.y, order, w, u, c, acc, pred, self._clip(settings)
+            )
             average = w - u / c
-            row = {"epoch": epoch, "objective": loss / max(X.n_sentences, 1),
-                   "mistakes": int(mistakes), "nonzero": int(np.count_nonzero(average)),
-                   "converged": mistakes == 0}
+            row = {
+                "epoch": epoch,
+                "objective": loss / max(X.n_sentences, 1),
+                "mistakes": int(mistakes),
+                "nonzero": int(np.count_nonzero(average)),
+                "converged": mistakes == 0,
+            }
             if problem.dev_score is not None:
                 row.update(problem.dev_score(average))
             row["time"] = round(clock(), 2)

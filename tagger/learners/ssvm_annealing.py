@@ -56,23 +56,30 @@ import numpy as np
 from tagger.chain import Featurized
 from tagger.constraints import ViolationState
 from tagger.errors import ParameterError, TaggerWarning, bad_value
+from tagger.io.scratch import ScratchSpace, available_memory
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.learners.params import HINGE_C, MAX_INNER, MAX_WORKING_SET, SDM_TOL, SELECT
-from tagger.learners.solvers.label_switching import (SwitchLattice, SwitchPlan, all_max_marginals,
-                                             label_switching, no_constraints, path_scores)
+from tagger.learners.solvers.label_switching import (
+    SwitchLattice,
+    SwitchPlan,
+    all_max_marginals,
+    label_switching,
+    no_constraints,
+    path_scores,
+)
 from tagger.learners.solvers.sdm_solver import SDMSolver
 from tagger.learners.solvers.unlabeled_decoding import unlabeled_decoding
-from tagger.io.scratch import ScratchSpace, available_memory
 
 
 def _concat(X1: Featurized, X2: Featurized, scratch: ScratchSpace) -> Featurized:
     """The labeled and the unlabeled sentences as one batch (in ``scratch``)."""
+
     def joined(name, a, b, shift=0):
         out = scratch.zeros(name, len(a) + len(b), a.dtype)
-        out[:len(a)] = a
-        out[len(a):] = b
+        out[: len(a)] = a
+        out[len(a) :] = b
         if shift:
-            out[len(a):] += shift
+            out[len(a) :] += shift
         return out
 
     indptr = joined("indptr", X1.indptr, X2.indptr[1:], X1.indptr[-1])
@@ -100,69 +107,138 @@ class SSVMAnnealing(Learner):
 
     name = "ssvm-annealing"
     needs_unlabeled = True
-    progress_counter = ("step", "steps")   # one row per annealing step and round
+    progress_counter = ("step", "steps")  # one row per annealing step and round
     params = (
         HINGE_C,  # C_l, the labeled sentences' weight; C_u is a fraction of it
-        Param("cu_start", 0.01, float, "first C_u of the schedule, as a fraction of C",
-              low=0.0, low_open=True),
-        Param("cu_end", 1.0, float, "last C_u of the schedule, as a fraction of C", low=0.0,
-              low_open=True),
+        Param(
+            "cu_start",
+            0.01,
+            float,
+            "first C_u of the schedule, as a fraction of C",
+            low=0.0,
+            low_open=True,
+        ),
+        Param(
+            "cu_end",
+            1.0,
+            float,
+            "last C_u of the schedule, as a fraction of C",
+            low=0.0,
+            low_open=True,
+        ),
         Param("steps", 6, int, "C_u values on the geometric schedule (annealing steps)", low=1),
         Param("rounds", 2, int, "constraint matching + supervised step rounds per C_u", low=1),
-        Param("switches", 5.0, float, "label-switch proposals per unlabeled token and round "
-              "(the switch budget)", low=0.0),
-        Param("run_moves", True, bool, "half of the proposals move a whole run of equal "
-              "labels to a neighbouring run's label (single switches cannot merge two "
-              "segments of one field without passing through worse labelings)"),
-        Param("switch_tol", 1e-4, float, "stop switching when one proposal per unlabeled token "
-              "lowered the objective by less than this fraction of it", low=0.0),
-        Param("penalty_scale", 1.0, float, "multiply every soft constraint weight by this",
-              low=0.0),
-        Param("hard_weight", 100.0, float, "penalty weight rho of hard constraints", low=0.0,
-              low_open=True),
-        Param("epochs", 15, int, "SDM passes per supervised step (at most; warm-started)",
-              low=1),
+        Param(
+            "switches",
+            5.0,
+            float,
+            "label-switch proposals per unlabeled token and round (the switch budget)",
+            low=0.0,
+        ),
+        Param(
+            "run_moves",
+            True,
+            bool,
+            "half of the proposals move a whole run of equal "
+            "labels to a neighbouring run's label (single switches cannot merge two "
+            "segments of one field without passing through worse labelings)",
+        ),
+        Param(
+            "switch_tol",
+            1e-4,
+            float,
+            "stop switching when one proposal per unlabeled token "
+            "lowered the objective by less than this fraction of it",
+            low=0.0,
+        ),
+        Param(
+            "penalty_scale", 1.0, float, "multiply every soft constraint weight by this", low=0.0
+        ),
+        Param(
+            "hard_weight",
+            100.0,
+            float,
+            "penalty weight rho of hard constraints",
+            low=0.0,
+            low_open=True,
+        ),
+        Param("epochs", 15, int, "SDM passes per supervised step (at most; warm-started)", low=1),
         Param("start_epochs", 50, int, "SDM passes of the supervised start (at most)", low=1),
         # the supervised steps rerun SDM at every C_u, warm-started: shorter visits, a looser
         # gap and more competitors per sentence than m3n-l2 (the citation study's settings)
         replace(MAX_INNER, default=3),
         replace(SDM_TOL, default=1e-2),
-        Param("gap_every", 5, int, "SDM passes between two duality-gap checks (each check "
-              "decodes every weighted sentence once more)", low=1),
+        Param(
+            "gap_every",
+            5,
+            int,
+            "SDM passes between two duality-gap checks (each check "
+            "decodes every weighted sentence once more)",
+            low=1,
+        ),
         replace(MAX_WORKING_SET, default=64),
-        Param("restarts", 1, int, "independent annealing runs (different seeds for the "
-              "SDM visiting order and the label switching); the weights with the best dev "
-              "score over all of them are kept", low=1),
+        Param(
+            "restarts",
+            1,
+            int,
+            "independent annealing runs (different seeds for the "
+            "SDM visiting order and the label switching); the weights with the best dev "
+            "score over all of them are kept",
+            low=1,
+        ),
         SELECT,
-        Param("scheduler", "", str, "address of a Dask scheduler (tcp://host:8786): each "
-              "round decodes the unlabeled sentences on its workers, the same labels as here "
-              "(empty: in this process)"),
-        Param("partitions", 0, int, "with a scheduler, parts of whole unlabeled sentences "
-              "decoded as separate tasks (0: two per worker)", low=0),
-        Param("scratch_dir", "", str, "a directory on a disk with room: the unlabeled "
-              "sentences' features, working sets and lattices are memory-mapped files there "
-              "(removed at the end), for unlabeled text that does not fit in memory (empty: "
-              "in memory)"),
+        Param(
+            "scheduler",
+            "",
+            str,
+            "address of a Dask scheduler (tcp://host:8786): each "
+            "round decodes the unlabeled sentences on its workers, the same labels as here "
+            "(empty: in this process)",
+        ),
+        Param(
+            "partitions",
+            0,
+            int,
+            "with a scheduler, parts of whole unlabeled sentences "
+            "decoded as separate tasks (0: two per worker)",
+            low=0,
+        ),
+        Param(
+            "scratch_dir",
+            "",
+            str,
+            "a directory on a disk with room: the unlabeled "
+            "sentences' features, working sets and lattices are memory-mapped files there "
+            "(removed at the end), for unlabeled text that does not fit in memory (empty: "
+            "in memory)",
+        ),
     )
 
     def validated(self) -> dict:
         settings = super().validated()
         where = settings["scratch_dir"]
-        if where and not os.path.isdir(where):   # before any data is read
-            raise bad_value("scratch_dir", "an existing directory on a disk with room (it "
-                            "holds memory-mapped arrays while training)", where,
-                            type(self).__name__)
+        if where and not os.path.isdir(where):  # before any data is read
+            raise bad_value(
+                "scratch_dir",
+                "an existing directory on a disk with room (it "
+                "holds memory-mapped arrays while training)",
+                where,
+                type(self).__name__,
+            )
         return settings
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
         U = getattr(problem, "unlabeled", None)
         if U is None or U.n_sentences == 0:
-            raise ParameterError("ssvm-annealing learns from unlabeled sentences: give some "
-                                 "(--unlabeled FILE, or Tagger.fit(..., unlabeled=...))")
-        if settings["restarts"] > 1 and (problem.dev_score is None
-                                         or settings["select"] == "last"):
-            raise ParameterError("restarts > 1 chooses among the runs by their dev score: "
-                                 "give a dev set (--dev FILE) and keep select = dev")
+            raise ParameterError(
+                "ssvm-annealing learns from unlabeled sentences: give some "
+                "(--unlabeled FILE, or Tagger.fit(..., unlabeled=...))"
+            )
+        if settings["restarts"] > 1 and (problem.dev_score is None or settings["select"] == "last"):
+            raise ParameterError(
+                "restarts > 1 chooses among the runs by their dev score: "
+                "give a dev set (--dev FILE) and keep select = dev"
+            )
         # the objective is not convex: independent runs end in different local minima, and
         # the dev score (never the training objective, which every run lowers) picks among them
         L = problem.model.n_labels
@@ -171,25 +247,54 @@ class SSVMAnnealing(Learner):
         scratch = getattr(problem, "scratch", None) or ScratchSpace()
         if not scratch.on_disk:
             _warn_if_short_of_memory(U, problem.model.n_labels, settings["max_working_set"])
-        decoding = unlabeled_decoding(problem.model, U, getattr(problem, "constraints", None),
-                                      settings["scheduler"], settings["partitions"], scratch)
+        decoding = unlabeled_decoding(
+            problem.model,
+            U,
+            getattr(problem, "constraints", None),
+            settings["scheduler"],
+            settings["partitions"],
+            scratch,
+        )
         try:
             for r in range(settings["restarts"]):
-                run_seed = seed if r == 0 else int(
-                    np.random.SeedSequence([seed, r]).generate_state(1)[0] % (2**31 - 1))
-                self._anneal(problem, U, settings, run_seed, best, clock,
-                             r if settings["restarts"] > 1 else None, decoding, scratch)
+                run_seed = (
+                    seed
+                    if r == 0
+                    else int(np.random.SeedSequence([seed, r]).generate_state(1)[0] % (2**31 - 1))
+                )
+                self._anneal(
+                    problem,
+                    U,
+                    settings,
+                    run_seed,
+                    best,
+                    clock,
+                    r if settings["restarts"] > 1 else None,
+                    decoding,
+                    scratch,
+                )
         finally:
             decoding.close()
         # where each label was learned from: tokens of the labeled sentences, and tokens of the
         # unlabeled ones the kept model was trained on with that imputed label
-        self.evidence_ = {"labeled": np.bincount(np.asarray(problem.y), minlength=L).tolist(),
-                          "imputed": best["imputed"].tolist()}
+        self.evidence_ = {
+            "labeled": np.bincount(np.asarray(problem.y), minlength=L).tolist(),
+            "imputed": best["imputed"].tolist(),
+        }
         return best["w"]
 
-    def _anneal(self, problem: TrainingProblem, U: Featurized, settings: dict, seed: int,
-                best: dict, clock: Stopwatch, restart: int | None, decoding,
-                scratch: ScratchSpace) -> None:
+    def _anneal(
+        self,
+        problem: TrainingProblem,
+        U: Featurized,
+        settings: dict,
+        seed: int,
+        best: dict,
+        clock: Stopwatch,
+        restart: int | None,
+        decoding,
+        scratch: ScratchSpace,
+    ) -> None:
         """One annealing run from the supervised start; ``best`` keeps the weights with the
         best dev score over every run so far."""
         model, XL = problem.model, problem.X
@@ -199,8 +304,16 @@ class SSVMAnnealing(Learner):
         y = np.concatenate([np.asarray(problem.y, np.int32), np.zeros(U.n_tokens, np.int32)])
         Cl = settings["C"]
         Cvec = np.concatenate([np.full(nL, Cl), np.zeros(nU)])
-        solver = SDMSolver(model, X, y, C=Cvec, max_working_set=settings["max_working_set"],
-                           max_inner=settings["max_inner"], seed=seed, scratch=scratch)
+        solver = SDMSolver(
+            model,
+            X,
+            y,
+            C=Cvec,
+            max_working_set=settings["max_working_set"],
+            max_inner=settings["max_inner"],
+            seed=seed,
+            scratch=scratch,
+        )
         cons = getattr(problem, "constraints", None)
         rng = np.random.default_rng(seed)
         uo = U.offsets
@@ -219,23 +332,39 @@ class SSVMAnnealing(Learner):
                 row.update(problem.dev_score(w))
             report = getattr(problem, "report_score", None)
             if report is not None:
-                row.update({("test_" + k[4:] if k.startswith("dev_") else "test_" + k): v
-                            for k, v in report(w).items()})
+                row.update(
+                    {
+                        ("test_" + k[4:] if k.startswith("dev_") else "test_" + k): v
+                        for k, v in report(w).items()
+                    }
+                )
             score = _selection_score(row)
             if settings["select"] == "last" or score > best["score"]:
                 best["score"], best["w"] = score, w.copy()
                 # the supervised start (step 0) was trained on no imputed label
-                best["imputed"] = (np.bincount(yU, minlength=L) if row.get("step", 0) > 0
-                                   else np.zeros(L, np.int64))
+                best["imputed"] = (
+                    np.bincount(yU, minlength=L)
+                    if row.get("step", 0) > 0
+                    else np.zeros(L, np.int64)
+                )
                 row["selected"] = True
             row["time"] = round(clock(), 2)
             self.report(problem, row)
 
-        res = solver.solve(settings["start_epochs"], settings["tol"],
-                           check_every=settings["gap_every"])
+        res = solver.solve(
+            settings["start_epochs"], settings["tol"], check_every=settings["gap_every"]
+        )
         w = solver.weights()
-        evaluate({"step": 0, "C_u": 0.0, "objective": res.primal, "gap": res.gap,
-                  "nonzero": int(np.count_nonzero(w))}, w)
+        evaluate(
+            {
+                "step": 0,
+                "C_u": 0.0,
+                "objective": res.primal,
+                "gap": res.gap,
+                "nonzero": int(np.count_nonzero(w)),
+            },
+            w,
+        )
         steps = settings["steps"]
         lo, hi = settings["cu_start"] * Cl, settings["cu_end"] * Cl
         schedule = [lo] if steps == 1 else list(np.geomspace(lo, hi, steps))
@@ -253,9 +382,13 @@ class SSVMAnnealing(Learner):
                 F = path_scores(state, trans, yU, uo)
                 hinge = float(np.maximum(top - F, 0.0).sum())
                 if cons is not None:
-                    vs = ViolationState(cons.compiled, cons.indicators, yU,
-                                        hard_weight=settings["hard_weight"],
-                                        scale=settings["penalty_scale"])
+                    vs = ViolationState(
+                        cons.compiled,
+                        cons.indicators,
+                        yU,
+                        hard_weight=settings["hard_weight"],
+                        scale=settings["penalty_scale"],
+                    )
                     # hard weights must not be scaled by penalty_scale
                     vs.rho = np.where(cons.compiled.hard, settings["hard_weight"], vs.rho)
                     vs.crho = np.where(cons.compiled.chard, settings["hard_weight"], vs.crho)
@@ -265,30 +398,55 @@ class SSVMAnnealing(Learner):
                 else:
                     pen0 = 0.0
                     rules, counts = no_constraints(NU, uo, L)
-                plan = SwitchPlan(int(settings["switches"] * NU), max(NU, 1),
-                                  settings["switch_tol"], int(rng.integers(2**31 - 1)),
-                                  settings["run_moves"])
-                label_switching(SwitchLattice(state, trans, M, fwd, bwd, top), yU, uo, seq_of,
-                                cu, rules, counts, cu * hinge + pen0, plan, stats)
+                plan = SwitchPlan(
+                    int(settings["switches"] * NU),
+                    max(NU, 1),
+                    settings["switch_tol"],
+                    int(rng.integers(2**31 - 1)),
+                    settings["run_moves"],
+                )
+                label_switching(
+                    SwitchLattice(state, trans, M, fwd, bwd, top),
+                    yU,
+                    uo,
+                    seq_of,
+                    cu,
+                    rules,
+                    counts,
+                    cu * hinge + pen0,
+                    plan,
+                    stats,
+                )
                 pen1 = vs.penalty() if cons is not None else 0.0
                 y_new = y.copy()
-                y_new[XL.n_tokens:] = yU
+                y_new[XL.n_tokens :] = yU
                 Cvec[nL:] = cu
                 changed = solver.set_labels(y_new)
                 y = y_new
                 t_solve = clock()
-                res = solver.solve(settings["epochs"], settings["tol"], C=Cvec,
-                                   check_every=settings["gap_every"])
+                res = solver.solve(
+                    settings["epochs"], settings["tol"], C=Cvec, check_every=settings["gap_every"]
+                )
                 t_solve = clock() - t_solve
                 t_match = clock() - t_match - t_solve
                 w = solver.weights()
-                row = {"step": step, "round": rnd, "C_u": float(cu), "objective": res.primal,
-                       "gap": res.gap, "switches": int(stats[0]), "proposals": int(stats[1]),
-                       "penalty_viterbi": pen0, "penalty": pen1,
-                       "violations_viterbi": n_viterbi_violations,
-                       "violations": float(_violations(vs)) if cons is not None else 0.0,
-                       "changed": int(changed), "nonzero": int(np.count_nonzero(w)),
-                       "match_time": round(t_match, 2), "solve_time": round(t_solve, 2)}
+                row = {
+                    "step": step,
+                    "round": rnd,
+                    "C_u": float(cu),
+                    "objective": res.primal,
+                    "gap": res.gap,
+                    "switches": int(stats[0]),
+                    "proposals": int(stats[1]),
+                    "penalty_viterbi": pen0,
+                    "penalty": pen1,
+                    "violations_viterbi": n_viterbi_violations,
+                    "violations": float(_violations(vs)) if cons is not None else 0.0,
+                    "changed": int(changed),
+                    "nonzero": int(np.count_nonzero(w)),
+                    "match_time": round(t_match, 2),
+                    "solve_time": round(t_solve, 2),
+                }
                 evaluate(row, w)
                 if changed == 0 and rnd > 1:
                     break
@@ -301,15 +459,23 @@ def _warn_if_short_of_memory(U: Featurized, n_labels: int, max_working_set: int)
     """A warning, before the run starts, when the arrays that grow with the unlabeled text
     (working sets, lattices, state scores, the joined features) will not fit in the memory
     left: ``scratch_dir`` keeps them in files."""
-    need = (U.n_tokens * (4 * max_working_set + 5 * 8 * n_labels + 16)
-            + U.n_sentences * 16 * max_working_set + 4 * int(U.indptr[-1]))
+    need = (
+        U.n_tokens * (4 * max_working_set + 5 * 8 * n_labels + 16)
+        + U.n_sentences * 16 * max_working_set
+        + 4 * int(U.indptr[-1])
+    )
     free = available_memory()
     if free is not None and need > free:
-        warnings.warn(TaggerWarning(
-            f"training on {U.n_sentences:,} unlabeled sentences needs about {need / 2**20:,.0f} "
-            f"MB more for their working sets and lattices, and about {free / 2**20:,.0f} MB "
-            f"are left: give --set scratch_dir=DIR (a directory on a disk with room) to keep "
-            f"them in memory-mapped files there"), stacklevel=2)
+        warnings.warn(
+            TaggerWarning(
+                f"training on {U.n_sentences:,} unlabeled sentences needs about "
+                f"{need / 2**20:,.0f} "
+                f"MB more for their working sets and lattices, and about {free / 2**20:,.0f} MB "
+                f"are left: give --set scratch_dir=DIR (a directory on a disk with room) to keep "
+                f"them in memory-mapped files there"
+            ),
+            stacklevel=2,
+        )
 
 
 def _selection_score(row: dict) -> float:

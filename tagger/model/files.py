@@ -12,7 +12,7 @@ Layout of a model file (format version 1)::
       "format": "tagger-model",           # identifies the file
       "format_version": 1,                # FORMAT_VERSION of the writer; readers accept only theirs
       "tagger_version": "0.1.0",          # tagger.__version__ of the writer (informational)
-      "meta": {...},                      # the caller's JSON metadata (labels, featurizer, learner...)
+      "meta": {...},                      # the caller's JSON metadata (labels, featurizer, ...)
       "arrays": {                         # manifest, in the order the members were written
         "<name>": {
           "member": "arrays/<name>.npy",
@@ -102,7 +102,8 @@ _HASH_CHUNK = 1 << 24  # bytes hashed per step for arrays that are not C-contigu
 
 
 def save_model_file(path: str | os.PathLike, meta: dict, arrays: Mapping[str, np.ndarray]) -> int:
-    """Write ``meta`` and ``arrays`` to the model file ``path`` atomically; return its size in bytes.
+    """Write ``meta`` and ``arrays`` to the model file ``path`` atomically; return its size in
+    bytes.
 
     ``meta`` must be JSON data: dicts with ``str`` keys, lists (tuples are stored as lists),
     ``str``, ``int``, ``float``, ``bool`` and ``None``. Array names are made of letters, digits,
@@ -223,9 +224,7 @@ def _prepare_arrays(arrays: Any) -> dict[str, np.ndarray]:
 
 
 def _check_array_name(name: Any) -> None:
-    if not isinstance(name, str) or not all(
-        _NAME_SEGMENT.fullmatch(s) for s in name.split("/")
-    ):
+    if not isinstance(name, str) or not all(_NAME_SEGMENT.fullmatch(s) for s in name.split("/")):
         raise ValueError(
             f"array name {name!r} is not allowed: use letters, digits, '_', '.' and '-', "
             f"optionally grouped with '/' (for example 'features/vocab_data'); a part may not "
@@ -241,8 +240,11 @@ def _zipinfo(name: str) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(name, date_time=_DATE_TIME)
     info.compress_type = _COMPRESSION
     # Python >= 3.13 names the attribute compress_level; older versions _compresslevel.
-    setattr(info, "compress_level" if hasattr(info, "compress_level") else "_compresslevel",
-            _COMPRESSLEVEL)
+    setattr(
+        info,
+        "compress_level" if hasattr(info, "compress_level") else "_compresslevel",
+        _COMPRESSLEVEL,
+    )
     info.external_attr = 0o644 << 16
     return info
 
@@ -359,7 +361,7 @@ def _read_header(zf: zipfile.ZipFile, path: str) -> dict:
         raise _not_a_model(path, f'its {HEADER_NAME} has no "format" key')
     if header["format"] != FORMAT_NAME:
         raise _not_a_model(
-            path, f'its {HEADER_NAME} says format {header["format"]!r}, not {FORMAT_NAME!r}'
+            path, f"its {HEADER_NAME} says format {header['format']!r}, not {FORMAT_NAME!r}"
         )
     version = header.get("format_version")
     if not _is_int(version):
@@ -507,9 +509,7 @@ def pack_strings(strings: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
             raise TypeError(f"pack_strings needs str items; item {i} is {type(s).__name__}: {s!r}")
         encoded.append(s.encode("utf-8", "surrogatepass"))
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum(
-        np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:]
-    )
+    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
     data = np.frombuffer(bytearray().join(encoded), dtype=np.uint8)
     return data, offsets
 
@@ -521,7 +521,9 @@ def unpack_strings(data: np.ndarray, offsets: np.ndarray) -> list[str]:
     if offsets.ndim == 1 and np.issubdtype(offsets.dtype, np.integer):
         offsets = offsets.astype(np.int64, copy=False)
     if data.dtype != np.uint8 or data.ndim != 1:
-        raise ValueError(f"data must be a 1-D uint8 array. Got {data.dtype} with shape {data.shape}.")
+        raise ValueError(
+            f"data must be a 1-D uint8 array. Got {data.dtype} with shape {data.shape}."
+        )
     if offsets.ndim != 1 or offsets.size == 0 or not np.issubdtype(offsets.dtype, np.integer):
         raise ValueError(
             f"offsets must be a non-empty 1-D integer array. Got {offsets.dtype} with shape "

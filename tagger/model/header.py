@@ -19,15 +19,34 @@ _NUMBER = (int, float)
 
 #: fields of ``meta.info`` the package reads, and the JSON types each may have
 INFO_FIELDS: dict[str, tuple] = {
-    "learner": (str,), "params": (dict,), "seed": _INT, "n_params": _INT, "n_nonzero": _INT,
-    "n_train_sentences": _INT, "n_train_tokens": _INT, "n_unlabeled_sentences": _INT,
-    "constraints": (str, type(None)), "featurize_seconds": _NUMBER,
-    "train_seconds": _NUMBER, "final": (dict,), "path": (list,), "conllu_label": (str,),
-    "selection": (dict,), "evidence": (dict,), "config": (dict,),
+    "learner": (str,),
+    "params": (dict,),
+    "seed": _INT,
+    "n_params": _INT,
+    "n_nonzero": _INT,
+    "n_train_sentences": _INT,
+    "n_train_tokens": _INT,
+    "n_unlabeled_sentences": _INT,
+    "constraints": (str, type(None)),
+    "featurize_seconds": _NUMBER,
+    "train_seconds": _NUMBER,
+    "final": (dict,),
+    "path": (list,),
+    "conllu_label": (str,),
+    "selection": (dict,),
+    "evidence": (dict,),
+    "config": (dict,),
 }
 
-_NAMES = {str: "text", int: "a whole number", float: "a number", dict: "a table (JSON object)",
-          list: "a list", type(None): "null", bool: "true or false"}
+_NAMES = {
+    str: "text",
+    int: "a whole number",
+    float: "a number",
+    dict: "a table (JSON object)",
+    list: "a list",
+    type(None): "null",
+    bool: "true or false",
+}
 
 
 def _kind(value: Any) -> str:
@@ -45,10 +64,12 @@ def _is(value: Any, types: tuple) -> bool:
 def check_header(meta: Any, path: str) -> None:
     """Raise :class:`ModelFileError` naming the first field of ``meta`` (the header's ``meta``
     object) that is missing or of the wrong type."""
+
     def bad(key: str, expected: str, found: Any) -> ModelFileError:
         return ModelFileError(
             f"{path}: the model header's {key} must be {expected}, found {_kind(found)}; the file "
-            f"was edited or damaged: restore it or train the model again")
+            f"was edited or damaged: restore it or train the model again"
+        )
 
     if not isinstance(meta, dict):
         raise bad("meta", _NAMES[dict], meta)
@@ -81,8 +102,7 @@ def check_header(meta: Any, path: str) -> None:
 # ---------------------------------------------------------------------- writing
 
 #: wall-clock times, left out of the file: same data, options and seed give the same bytes
-CLOCK_KEYS = ("time", "featurize_seconds", "train_seconds", "match_time", "solve_time",
-              "seconds")
+CLOCK_KEYS = ("time", "featurize_seconds", "train_seconds", "match_time", "solve_time", "seconds")
 
 
 def header_meta(labels: list[str], features: dict, info: dict, trace: list[dict]) -> dict:
@@ -93,12 +113,17 @@ def header_meta(labels: list[str], features: dict, info: dict, trace: list[dict]
     if isinstance(info.get("final"), dict):
         info["final"] = _without_clock(info["final"])
     if isinstance(info.get("selection"), dict):
-        info["selection"] = dict(info["selection"], rows=[
-            _without_clock(r) for r in info["selection"]["rows"]])
+        info["selection"] = dict(
+            info["selection"], rows=[_without_clock(r) for r in info["selection"]["rows"]]
+        )
     if isinstance(info.get("path"), list):
         info["path"] = [_without_clock(r) for r in info["path"]]
-    return {"labels": labels, "features": features, "info": info,
-            "trace": [_without_clock(_scalars(r)) for r in trace]}
+    return {
+        "labels": labels,
+        "features": features,
+        "info": info,
+        "trace": [_without_clock(_scalars(r)) for r in trace],
+    }
 
 
 def _without_clock(row: dict) -> dict:
@@ -107,5 +132,8 @@ def _without_clock(row: dict) -> dict:
 
 def _scalars(row: dict) -> dict:
     """The row's numbers, strings and None, as JSON takes them (lists and tables left out)."""
-    return {k: v for k, v in jsonable(row).items()
-            if isinstance(v, (int, float, str, bool)) or v is None}
+    return {
+        k: v
+        for k, v in jsonable(row).items()
+        if isinstance(v, (int, float, str, bool)) or v is None
+    }

@@ -38,8 +38,9 @@ def inspect_report(tagger, top: int = 10) -> dict:
     for li, lab in enumerate(names):
         idx = np.flatnonzero((model.param_label == li) & (ws != 0))
         order = idx[np.argsort(-np.abs(ws[idx]), kind="stable")[:top]]
-        per_label[lab] = [(tagger.featurizer_.attribute_name(int(pattr[p])), float(ws[p]))
-                          for p in order]
+        per_label[lab] = [
+            (tagger.featurizer_.attribute_name(int(pattr[p])), float(ws[p])) for p in order
+        ]
     trans = model.transitions(w)
     start, end = model.start_end(w)
     return {
@@ -54,8 +55,9 @@ def inspect_report(tagger, top: int = 10) -> dict:
         "config": info.get("config"),
         "evidence": info.get("evidence"),
         "top_features": per_label,
-        "transitions": {a: {b: float(trans[i, j]) for j, b in enumerate(names)}
-                        for i, a in enumerate(names)},
+        "transitions": {
+            a: {b: float(trans[i, j]) for j, b in enumerate(names)} for i, a in enumerate(names)
+        },
         "start": {a: float(start[i]) for i, a in enumerate(names)},
         "end": {a: float(end[i]) for i, a in enumerate(names)},
     }

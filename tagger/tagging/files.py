@@ -1,6 +1,7 @@
 """Tagging a file: a model applied to an input file or standard input and written in the input's
 own format (or as marginals), in this process or, for inputs that can be cut into blocks, in
-worker processes (:mod:`tagger.tagging.parallel`). This is ``tagger tag`` without the command line."""
+worker processes (:mod:`tagger.tagging.parallel`). This is ``tagger tag`` without the command
+line."""
 
 from __future__ import annotations
 
@@ -14,9 +15,15 @@ from tagger.io import gc_paused, read_corpus, sniff_format, write_corpus
 from tagger.io.atomic import atomic_text_output
 from tagger.io.jsonl import write_jsonl
 from tagger.io.marginals import write_marginals
-from tagger.io.sources import (HEAD_BYTES, conll_separator, display_name, is_record_source,
-                               open_unlabeled, peek, without_gold)
-
+from tagger.io.sources import (
+    HEAD_BYTES,
+    conll_separator,
+    display_name,
+    is_record_source,
+    open_unlabeled,
+    peek,
+    without_gold,
+)
 
 #: with --jobs N, inputs shorter than this are tagged in this process: they fit in the bytes
 #: peeked at, one block, and worker processes would only add their start (and numba's)
@@ -29,10 +36,19 @@ def use_threads(jobs: int) -> None:
     jit.set_threads(jobs)
 
 
-def tag_file(model_path, input_path: str = "-", output_path: str = "-",
-             format: str = "auto", label_column: int | None = None, jobs: int = 1,
-             marginals: bool = False, constraints=None, conllu_label: str | None = None,
-             fields=None, output_format: str = "auto") -> None:
+def tag_file(
+    model_path,
+    input_path: str = "-",
+    output_path: str = "-",
+    format: str = "auto",
+    label_column: int | None = None,
+    jobs: int = 1,
+    marginals: bool = False,
+    constraints=None,
+    conllu_label: str | None = None,
+    fields=None,
+    output_format: str = "auto",
+) -> None:
     """Tag ``input_path`` (``-``: standard input) with the model file ``model_path`` (or a
     loaded :class:`~tagger.api.Tagger`) into ``output_path`` (``-``: standard output; a file is
     replaced atomically).
@@ -57,16 +73,19 @@ def tag_file(model_path, input_path: str = "-", output_path: str = "-",
     if constraints is not None:
         constraints = tagger.compile_constraints(constraints)  # labels checked before input is read
     if marginals and not tagger.probabilistic_:
-        raise TaggerError(f"--marginals needs a CRF model; {model_path} was trained by "
-                          f"{tagger.info_.get('learner', 'an unknown learner')}, a max-margin "
-                          "learner whose scores are not probabilities")
+        raise TaggerError(
+            f"--marginals needs a CRF model; {model_path} was trained by "
+            f"{tagger.info_.get('learner', 'an unknown learner')}, a max-margin "
+            "learner whose scores are not probabilities"
+        )
     spec = tagger.featurizer_.spec
     write = {"format": output_format, "names": _names(fields, spec)}
     if is_record_source(input_path):
-        write["names"] = _names(fields, None)   # else the fields the source was read with
+        write["names"] = _names(fields, None)  # else the fields the source was read with
         use_threads(jobs)
-        sentences = _first_columns(open_unlabeled(input_path, fields=fields), spec,
-                                   display_name(input_path))
+        sentences = _first_columns(
+            open_unlabeled(input_path, fields=fields), spec, display_name(input_path)
+        )
         write["format"] = "jsonl" if output_format == "auto" else output_format
         _write_predictions(tagger, sentences, output_path, constraints, marginals, write, " ")
         return
@@ -80,20 +99,42 @@ def tag_file(model_path, input_path: str = "-", output_path: str = "-",
         format = "conll" if found in ("text", "raw") else found
     use_threads(jobs)
     small = len(head) < PARALLEL_MIN_BYTES
-    if jobs > 1 and not small and not marginals and constraints is None and _tag_in_parallel(
-            tagger, model_path, input_path, source, head, output_path, format, label_column,
-            jobs, sep, read, write):
+    if (
+        jobs > 1
+        and not small
+        and not marginals
+        and constraints is None
+        and _tag_in_parallel(
+            tagger,
+            model_path,
+            input_path,
+            source,
+            head,
+            output_path,
+            format,
+            label_column,
+            jobs,
+            sep,
+            read,
+            write,
+        )
+    ):
         return
     if label_column is None:
-        sentences = without_gold(read_corpus(source, format, labeled=False, **read),
-                                 spec.n_columns, ", ".join(spec.columns), display_name(input_path))
+        sentences = without_gold(
+            read_corpus(source, format, labeled=False, **read),
+            spec.n_columns,
+            ", ".join(spec.columns),
+            display_name(input_path),
+        )
     else:
         sentences = read_corpus(source, format, label_column=label_column, **read)
     _write_predictions(tagger, sentences, output_path, constraints, marginals, write, sep)
 
 
-def _write_predictions(tagger, sentences, output_path, constraints, marginals, write: dict,
-                       sep: str) -> None:
+def _write_predictions(
+    tagger, sentences, output_path, constraints, marginals, write: dict, sep: str
+) -> None:
     """Decode ``sentences`` in batches into ``output_path``: in ``write["format"]``
     (``auto``: the format they were read from), marginals as their own layout or in JSON.
     An input whose tokens times squared labels stay within
@@ -102,7 +143,7 @@ def _write_predictions(tagger, sentences, output_path, constraints, marginals, w
     tagging."""
     it = iter(sentences)
     names = tagger.labels_.labels
-    most = jit.INTERPRETED_WORK // max(1, len(names)) ** 2   # tokens
+    most = jit.INTERPRETED_WORK // max(1, len(names)) ** 2  # tokens
     head, n_tokens = [], 0
     for s in it:
         head.append(s)
@@ -137,15 +178,30 @@ def _first_columns(sentences, spec, name: str):
     need = spec.n_columns
     for s in sentences:
         if len(s.columns) < need:
-            raise CorpusFormatError(f"the model reads {need} column(s) ({', '.join(spec.columns)})"
-                                    f" but the input gives {len(s.columns)}; name them with "
-                                    f"--fields", name)
+            raise CorpusFormatError(
+                f"the model reads {need} column(s) ({', '.join(spec.columns)})"
+                f" but the input gives {len(s.columns)}; name them with "
+                f"--fields",
+                name,
+            )
         del s.columns[need:]
         yield s
 
 
-def _tag_in_parallel(tagger, model_path, input_path, source, head, output_path, fmt,
-                     label_column, jobs, sep, read, write) -> bool:
+def _tag_in_parallel(
+    tagger,
+    model_path,
+    input_path,
+    source,
+    head,
+    output_path,
+    fmt,
+    label_column,
+    jobs,
+    sep,
+    read,
+    write,
+) -> bool:
     """Tag with worker processes; False for a format that cannot be cut into blocks."""
     from tagger.tagging.parallel import PARALLEL_FORMATS, tag_parallel
 
@@ -156,7 +212,17 @@ def _tag_in_parallel(tagger, model_path, input_path, source, head, output_path, 
         return False
     with atomic_text_output(output_path) as out, contextlib.ExitStack() as stack:
         stream = source if input_path == "-" else stack.enter_context(open(input_path, "rb"))
-        tag_parallel(model_path, stream, out, fmt, jobs, name, label_column, dict(write, sep=sep),
-                     tagger=tagger, read_options=read)
+        tag_parallel(
+            model_path,
+            stream,
+            out,
+            fmt,
+            jobs,
+            name,
+            label_column,
+            dict(write, sep=sep),
+            tagger=tagger,
+            read_options=read,
+        )
         out.flush()
     return True

@@ -14,11 +14,11 @@ import os
 import signal
 import time
 from collections import deque
-from typing import Iterator
+from collections.abc import Iterator
 
+from tagger.errors import CorpusFormatError
 from tagger.io import gc_paused, read_corpus, write_corpus
 from tagger.io.sources import without_gold
-from tagger.errors import CorpusFormatError
 
 #: bytes of input per block: about 800 CoNLL-2000 sentences, small enough that the last
 #: blocks of an input keep every worker busy, large enough that decoding dominates each one
@@ -100,7 +100,7 @@ def _tag_block(block: bytes, first_line: int):
     except CorpusFormatError as exc:
         msg = str(exc)
         if exc.path is not None and exc.line is not None:
-            msg = msg[len(f"{exc.path}:{exc.line}: "):]
+            msg = msg[len(f"{exc.path}:{exc.line}: ") :]
             return "error", f"{o['name']}:{exc.line + first_line - 1}: {msg}"
         return "error", msg
     except Exception as exc:  # anything else is reported by the main process, not lost
@@ -125,10 +125,19 @@ def _tag_sentences(tagger, spec, fh, o):
 # main side
 
 
-def tag_parallel(model_path: str, stream, out, fmt: str, jobs: int, name: str,
-                 label_column: int | None = None, write_options: dict | None = None,
-                 block_bytes: int | None = None, tagger=None,
-                 read_options: dict | None = None) -> None:
+def tag_parallel(
+    model_path: str,
+    stream,
+    out,
+    fmt: str,
+    jobs: int,
+    name: str,
+    label_column: int | None = None,
+    write_options: dict | None = None,
+    block_bytes: int | None = None,
+    tagger=None,
+    read_options: dict | None = None,
+) -> None:
     """Tag the binary ``stream`` (format ``fmt``, already detected) into the text file ``out``
     with ``jobs`` worker processes. ``tagger``, the model already loaded, is handed to forked
     workers as it is."""
@@ -136,9 +145,13 @@ def tag_parallel(model_path: str, stream, out, fmt: str, jobs: int, name: str,
 
     if fmt not in PARALLEL_FORMATS:
         raise ValueError(f"parallel tagging reads {', '.join(PARALLEL_FORMATS)}; got {fmt}")
-    options = {"format": fmt, "label_column": label_column, "name": name,
-               "write_options": dict(write_options or {}),
-               "read_options": dict(read_options or {})}
+    options = {
+        "format": fmt,
+        "label_column": label_column,
+        "name": name,
+        "write_options": dict(write_options or {}),
+        "read_options": dict(read_options or {}),
+    }
     fork = "fork" in mp.get_all_start_methods()
     ctx = mp.get_context("fork") if fork else mp.get_context()
     if fork:
@@ -155,8 +168,7 @@ def tag_parallel(model_path: str, stream, out, fmt: str, jobs: int, name: str,
     # initializer), the main process keeps its own handler
     handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        pool = ctx.Pool(jobs, initializer=_init_worker,
-                        initargs=(os.fspath(model_path), options))
+        pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(os.fspath(model_path), options))
     finally:
         signal.signal(signal.SIGINT, handler)
     pending: deque = deque()
@@ -173,9 +185,12 @@ def tag_parallel(model_path: str, stream, out, fmt: str, jobs: int, name: str,
             if n_fields is None:
                 n_fields = nf
             elif nf != n_fields:
-                raise CorpusFormatError(f"the token lines from here on have {nf} fields, those "
-                                        f"above {n_fields}; every line needs the same fields",
-                                        name, line)
+                raise CorpusFormatError(
+                    f"the token lines from here on have {nf} fields, those "
+                    f"above {n_fields}; every line needs the same fields",
+                    name,
+                    line,
+                )
         out.write(text)
 
     try:

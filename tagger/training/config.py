@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 import numbers
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from tagger.errors import ConfigError, ParameterError
 from tagger.io import toml_file
@@ -58,45 +59,86 @@ class Key:
 FORMATS = ("auto", *READ_FORMATS)
 SCHEMA: dict[str, dict[str, Key]] = {
     "data": {
-        "train": Key(list, [], "labeled training files (also hf:NAME, *.parquet, *.jsonl, "
-                     "*.spacy), concatenated", is_path=True),
-        "dev": Key(str, "", "labeled dev file that scores the strength's path; \"\": a "
-                   "held-out tenth of train does", is_path=True),
-        "test": Key(str, "", "labeled file scored along training for the trace only",
-                    is_path=True),
-        "unlabeled": Key(str, "", "unlabeled sentences for semi-supervised training "
-                         "(learner ssvm-annealing)", is_path=True),
-        "constraints": Key(str, "", "constraint file the labels imputed to the unlabeled "
-                           "sentences should meet (constraints/README.md)", is_path=True),
-        "format": Key(str, "auto", "corpus format; auto guesses it from each file's first "
-                      "lines", choices=FORMATS),
-        "label_column": Key(int, None, "label column of CoNLL files, negative from the end "
-                            "(default -1)"),
-        "conllu_label": Key(str, None, "CoNLL-U field holding the labels (default upos)",
-                            choices=("upos", "xpos")),
-        "fields": Key(str, "", "for datasets and DocBin input: the columns the features read, "
-                      "then the label column, e.g. \"tokens,pos_tags,chunk_tags\""),
+        "train": Key(
+            list,
+            [],
+            "labeled training files (also hf:NAME, *.parquet, *.jsonl, *.spacy), concatenated",
+            is_path=True,
+        ),
+        "dev": Key(
+            str,
+            "",
+            'labeled dev file that scores the strength\'s path; "": a held-out tenth of train does',
+            is_path=True,
+        ),
+        "test": Key(str, "", "labeled file scored along training for the trace only", is_path=True),
+        "unlabeled": Key(
+            str,
+            "",
+            "unlabeled sentences for semi-supervised training (learner ssvm-annealing)",
+            is_path=True,
+        ),
+        "constraints": Key(
+            str,
+            "",
+            "constraint file the labels imputed to the unlabeled "
+            "sentences should meet (constraints/README.md)",
+            is_path=True,
+        ),
+        "format": Key(
+            str,
+            "auto",
+            "corpus format; auto guesses it from each file's first lines",
+            choices=FORMATS,
+        ),
+        "label_column": Key(
+            int, None, "label column of CoNLL files, negative from the end (default -1)"
+        ),
+        "conllu_label": Key(
+            str, None, "CoNLL-U field holding the labels (default upos)", choices=("upos", "xpos")
+        ),
+        "fields": Key(
+            str,
+            "",
+            "for datasets and DocBin input: the columns the features read, "
+            'then the label column, e.g. "tokens,pos_tags,chunk_tags"',
+        ),
     },
     "model": {
         "output": Key(str, "", "model file to write (atomically)", is_path=True),
-        "features": Key(str, "", "feature preset (chunk, pos, citation) or a TOML template "
-                        "file; \"\": chosen from the training data"),
+        "features": Key(
+            str,
+            "",
+            "feature preset (chunk, pos, citation) or a TOML template "
+            'file; "": chosen from the training data',
+        ),
         "learner": Key(str, "", "learner ('tagger learners'), or auto; \"\": the default"),
         "seed": Key(int, 0, "random seed"),
-        "select": Key(bool, True, "choose the regularization strength on a path scored on "
-                      "dev (false: the learner's default, or params' value)"),
+        "select": Key(
+            bool,
+            True,
+            "choose the regularization strength on a path scored on "
+            "dev (false: the learner's default, or params' value)",
+        ),
         "max_seconds": Key(float, 0.0, "time budget of that choice in seconds (0: no limit)"),
     },
 }
 #: the setting a command-line option stands for: (section, key)
 OPTION_KEYS = {
-    "train_files": ("data", "train"), "dev_file": ("data", "dev"),
-    "test_file": ("data", "test"), "unlabeled_file": ("data", "unlabeled"),
-    "constraints_file": ("data", "constraints"), "fmt": ("data", "format"),
-    "label_column": ("data", "label_column"), "conllu_label": ("data", "conllu_label"),
-    "fields": ("data", "fields"), "model_path": ("model", "output"),
-    "features": ("model", "features"), "learner": ("model", "learner"),
-    "seed": ("model", "seed"), "max_seconds": ("model", "max_seconds"),
+    "train_files": ("data", "train"),
+    "dev_file": ("data", "dev"),
+    "test_file": ("data", "test"),
+    "unlabeled_file": ("data", "unlabeled"),
+    "constraints_file": ("data", "constraints"),
+    "fmt": ("data", "format"),
+    "label_column": ("data", "label_column"),
+    "conllu_label": ("data", "conllu_label"),
+    "fields": ("data", "fields"),
+    "model_path": ("model", "output"),
+    "features": ("model", "features"),
+    "learner": ("model", "learner"),
+    "seed": ("model", "seed"),
+    "max_seconds": ("model", "max_seconds"),
 }
 
 
@@ -106,8 +148,13 @@ SECTION_OF = {name: section for section, keys in SCHEMA.items() for name in keys
 
 def defaults() -> dict:
     """Every setting at its default (``params`` empty: the learner's own)."""
-    cfg = {section: {k: (list(key.default) if isinstance(key.default, list) else key.default)
-                     for k, key in keys.items()} for section, keys in SCHEMA.items()}
+    cfg = {
+        section: {
+            k: (list(key.default) if isinstance(key.default, list) else key.default)
+            for k, key in keys.items()
+        }
+        for section, keys in SCHEMA.items()
+    }
     cfg["params"] = {}
     return cfg
 
@@ -130,22 +177,37 @@ def check(data: dict, source: str, base: Path | None = None) -> dict:
     for section, table in data.items():
         if section == "params":
             if not isinstance(table, dict):
-                raise _error(source, "params", "a table of the learner's parameters", table,
-                             "write [params] and one 'name = value' line per parameter")
+                raise _error(
+                    source,
+                    "params",
+                    "a table of the learner's parameters",
+                    table,
+                    "write [params] and one 'name = value' line per parameter",
+                )
             cfg["params"] = dict(table)
             continue
         if section not in SCHEMA:
-            raise _error(source, section, f"one of the tables {_names(list(SCHEMA) + ['params'])}",
-                         f"[{section}]", "remove it or correct its name")
+            raise _error(
+                source,
+                section,
+                f"one of the tables {_names(list(SCHEMA) + ['params'])}",
+                f"[{section}]",
+                "remove it or correct its name",
+            )
         if not isinstance(table, dict):
             raise _error(source, section, "a table", table, f"write it as [{section}]")
         for name, value in table.items():
             key = SCHEMA[section].get(name)
             if key is None:
-                raise _error(source, f"{section}.{name}", f"one of {_names(SCHEMA[section])}",
-                             f"'{name}'", "remove the line or correct the key")
+                raise _error(
+                    source,
+                    f"{section}.{name}",
+                    f"one of {_names(SCHEMA[section])}",
+                    f"'{name}'",
+                    "remove the line or correct the key",
+                )
             if value is None and key.default is None:
-                continue     # decided from the data, as the default is
+                continue  # decided from the data, as the default is
             cfg[section][name] = _value(key, value, source, f"{section}.{name}", base)
     return cfg
 
@@ -155,8 +217,13 @@ def _value(key: Key, value: Any, source: str, where: str, base: Path | None) -> 
         if isinstance(value, str):
             value = [value]
         if not (isinstance(value, list) and all(isinstance(v, str) and v for v in value)):
-            raise _error(source, where, "a list of file names", value,
-                         f'e.g. {where.split(".")[-1]} = ["train.txt"]')
+            raise _error(
+                source,
+                where,
+                "a list of file names",
+                value,
+                f'e.g. {where.split(".")[-1]} = ["train.txt"]',
+            )
         return [_path(v, base) for v in value]
     # numpy's numbers too (a grid search hands them out), as Python's
     if key.kind is int and isinstance(value, numbers.Integral) and not isinstance(value, bool):
@@ -215,17 +282,21 @@ def learner_params(cfg: dict, learner: str, source: str) -> dict:
     params = cfg["params"]
     if learner == AUTO:
         if params:
-            raise ConfigError(f"{source}: params: learner auto chooses each candidate's "
-                              f"parameters itself; name a learner in model.learner or remove "
-                              f"the [params] table")
+            raise ConfigError(
+                f"{source}: params: learner auto chooses each candidate's "
+                f"parameters itself; name a learner in model.learner or remove "
+                f"the [params] table"
+            )
         return {}
     cls = get_learner(learner)
     table = {p.name: p for p in cls.params}
     out = {}
     for name, value in params.items():
         if name not in table:
-            raise ConfigError(f"{source}: params.{name}: expected a parameter of {learner} "
-                              f"({_names(table)}), found '{name}'; correct or remove it")
+            raise ConfigError(
+                f"{source}: params.{name}: expected a parameter of {learner} "
+                f"({_names(table)}), found '{name}'; correct or remove it"
+            )
         try:
             out[name] = table[name].validate(value, learner)
         except ParameterError as exc:
@@ -249,10 +320,11 @@ def for_model(cfg: dict, learner: str, params: dict, select: bool) -> dict:
         for name, key in keys.items():
             if key.is_path and name in out[section]:
                 value = out[section][name]
-                out[section][name] = ([_path(v, cwd) for v in value]
-                                      if isinstance(value, list) else _path(value, cwd))
+                out[section][name] = (
+                    [_path(v, cwd) for v in value] if isinstance(value, list) else _path(value, cwd)
+                )
             if out[section].get(name, 0) is None:
-                del out[section][name]     # decided from the data: TOML has no null
+                del out[section][name]  # decided from the data: TOML has no null
     out["model"]["learner"] = learner
     full = {}
     if learner != AUTO:
@@ -264,8 +336,11 @@ def for_model(cfg: dict, learner: str, params: dict, select: bool) -> dict:
         if select and strength is not None and strength[0] not in params:
             mix = getattr(cls, "mix", None)
             chosen = {strength[0]} | ({mix} if mix else set())
-        full = {p.name: params.get(p.name, p.default) for p in cls.params
-                if p.name in params or p.name not in chosen}
+        full = {
+            p.name: params.get(p.name, p.default)
+            for p in cls.params
+            if p.name in params or p.name not in chosen
+        }
     out["params"] = full
     return out
 
@@ -277,9 +352,11 @@ def from_model(path: str | os.PathLike) -> dict:
     check_header(meta, str(path))
     stored = meta.get("info", {}).get("config")
     if not isinstance(stored, dict):
-        raise ConfigError(f"{path}: the model keeps no training configuration (it was trained "
-                          f"on sentences in memory or by an earlier version); write one with "
-                          f"'tagger init-config' and train with --config")
+        raise ConfigError(
+            f"{path}: the model keeps no training configuration (it was trained "
+            f"on sentences in memory or by an earlier version); write one with "
+            f"'tagger init-config' and train with --config"
+        )
     return check(stored, f"{path} (its stored configuration)")
 
 
@@ -305,38 +382,42 @@ class TrainingConfig:
     source: str = "the configuration"
 
     def __post_init__(self) -> None:
-        checked = check({"data": self.data, "model": self.model, "params": self.params},
-                        self.source)
+        checked = check(
+            {"data": self.data, "model": self.model, "params": self.params}, self.source
+        )
         self.data, self.model, self.params = checked["data"], checked["model"], checked["params"]
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike) -> "TrainingConfig":
+    def from_file(cls, path: str | os.PathLike) -> TrainingConfig:
         """A TOML file (``tagger init-config`` writes one); its paths are relative to it."""
         return cls(**read(path), source=str(path))
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any],
-                  source: str = "the configuration") -> "TrainingConfig":
+    def from_dict(
+        cls, data: Mapping[str, Any], source: str = "the configuration"
+    ) -> TrainingConfig:
         """The dict form (``{"data": {...}, "model": {...}, "params": {...}}``, any section
         left out); a section or key the file does not have is an error."""
         return cls(**check(dict(data), source), source=source)
 
     @classmethod
-    def from_model(cls, path: str | os.PathLike) -> "TrainingConfig":
+    def from_model(cls, path: str | os.PathLike) -> TrainingConfig:
         """The configuration a model file keeps (see :func:`from_model`)."""
         return cls(**from_model(path), source=str(path))
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """The dict form: a copy of the three sections."""
-        return {"data": {k: list(v) if isinstance(v, list) else v for k, v in self.data.items()},
-                "model": dict(self.model), "params": dict(self.params)}
+        return {
+            "data": {k: list(v) if isinstance(v, list) else v for k, v in self.data.items()},
+            "model": dict(self.model),
+            "params": dict(self.params),
+        }
 
     def to_toml(self) -> str:
         """The settings as a commented TOML file (what ``tagger init-config`` writes)."""
         return to_toml(self.to_dict(), self.model["learner"])
 
-    def merged(self, settings: Mapping[str, Any], source: str = "tagger.train()"
-               ) -> "TrainingConfig":
+    def merged(self, settings: Mapping[str, Any], source: str = "tagger.train()") -> TrainingConfig:
         """A copy with ``settings`` over it, each named by its key alone (``seed=3``,
         ``train=["a.txt"]``, ``dev="d.txt"``; a key given as None is left as it is), and
         ``params`` merged over the learner's parameters, as ``tagger train``'s options and
@@ -345,20 +426,31 @@ class TrainingConfig:
         for name, value in settings.items():
             if name == "params":
                 if not isinstance(value, Mapping):
-                    raise _error(source, "params", "a dict of the learner's parameters", value,
-                                 "give params={'name': value, ...}")
+                    raise _error(
+                        source,
+                        "params",
+                        "a dict of the learner's parameters",
+                        value,
+                        "give params={'name': value, ...}",
+                    )
                 out["params"].update(value)
             elif name not in SECTION_OF:
-                raise _error(source, name, f"one of the settings {_names(SECTION_OF)} or "
-                             f"params", f"'{name}'", "correct its name")
+                raise _error(
+                    source,
+                    name,
+                    f"one of the settings {_names(SECTION_OF)} or params",
+                    f"'{name}'",
+                    "correct its name",
+                )
             elif value is not None:
                 section = SECTION_OF[name]
                 if isinstance(value, os.PathLike):
                     value = os.fspath(value)
                 elif isinstance(value, (list, tuple)):
                     value = [os.fspath(v) if isinstance(v, os.PathLike) else v for v in value]
-                out[section][name] = _value(SCHEMA[section][name], value, source,
-                                            f"{section}.{name}", None)
+                out[section][name] = _value(
+                    SCHEMA[section][name], value, source, f"{section}.{name}", None
+                )
         return TrainingConfig(**out, source=self.source)
 
 
@@ -371,9 +463,12 @@ def to_toml(cfg: dict, learner: str) -> str:
     its default; the strength is commented out so that training chooses it)."""
     from tagger.learners import AUTO, DEFAULT_LEARNER, get_learner
 
-    lines = ["# Training configuration: tagger train --config THIS_FILE [options that override it]",
-             "# Paths are relative to this file's directory. A line left as a comment keeps the",
-             "# default it shows.", ""]
+    lines = [
+        "# Training configuration: tagger train --config THIS_FILE [options that override it]",
+        "# Paths are relative to this file's directory. A line left as a comment keeps the",
+        "# default it shows.",
+        "",
+    ]
     for section, keys in SCHEMA.items():
         lines.append(f"[{section}]")
         for name, key in keys.items():
@@ -416,12 +511,24 @@ def _toml(value) -> str:
 
 #: what ``tagger init-config --task`` fills in: the samples shipped in corpora/
 TASKS: dict[str, dict[str, Any]] = {
-    "chunk": {"train": ["corpora/sample_chunk.txt"], "dev": "corpora/sample_chunk_dev.txt",
-              "features": "chunk", "output": "chunker.tgm"},
-    "pos": {"train": ["corpora/sample_pos.conllu"], "dev": "", "features": "pos",
-            "output": "pos.tgm"},
-    "citation": {"train": ["corpora/sample_citations.txt"], "dev": "", "features": "citation",
-                 "output": "citations.tgm"},
+    "chunk": {
+        "train": ["corpora/sample_chunk.txt"],
+        "dev": "corpora/sample_chunk_dev.txt",
+        "features": "chunk",
+        "output": "chunker.tgm",
+    },
+    "pos": {
+        "train": ["corpora/sample_pos.conllu"],
+        "dev": "",
+        "features": "pos",
+        "output": "pos.tgm",
+    },
+    "citation": {
+        "train": ["corpora/sample_citations.txt"],
+        "dev": "",
+        "features": "citation",
+        "output": "citations.tgm",
+    },
 }
 
 

@@ -8,18 +8,18 @@ from __future__ import annotations
 import itertools
 import logging
 import warnings
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from tagger.chain.layout import ChainModel
 from tagger.errors import CorpusFormatError, TaggerWarning
-from tagger.features import Featurized, FeatureSpec, Featurizer
-from tagger.inference.max_product import viterbi_batch_into
 from tagger.evaluation.labels import LabelIndex
 from tagger.evaluation.metrics import evaluate as evaluate_labels
-from tagger.learners import TrainingProblem
-from tagger.chain.layout import ChainModel
+from tagger.features import FeatureSpec, Featurized, Featurizer
+from tagger.inference.max_product import viterbi_batch_into
 from tagger.io.scratch import ScratchSpace
+from tagger.learners import TrainingProblem
 from tagger.sentence import Sentence
 from tagger.training.unlabeled import UnlabeledBatches
 
@@ -37,8 +37,10 @@ def labeled_list(sentences: Iterable[Sentence], what: str) -> list[Sentence]:
         raise CorpusFormatError(f"the {what} contains no sentences")
     for i, s in enumerate(out):
         if s.labels is None:
-            raise CorpusFormatError(f"the {what} has no labels (sentence {i + 1}); give the "
-                                    f"label column or a labeled format")
+            raise CorpusFormatError(
+                f"the {what} has no labels (sentence {i + 1}); give the "
+                f"label column or a labeled format"
+            )
     return out
 
 
@@ -57,19 +59,28 @@ def warn_about_scoring_data(data: list[Sentence], labels: LabelIndex, what: str)
             if lab not in labels:
                 unseen[lab] = unseen.get(lab, 0) + 1
     if unseen:
-        shown = ", ".join(f"{lab} ({n} token{'s' if n > 1 else ''})"
-                          for lab, n in sorted(unseen.items(), key=lambda kv: -kv[1])[:5])
+        shown = ", ".join(
+            f"{lab} ({n} token{'s' if n > 1 else ''})"
+            for lab, n in sorted(unseen.items(), key=lambda kv: -kv[1])[:5]
+        )
         more = f" and {len(unseen) - 5} more" if len(unseen) > 5 else ""
-        warnings.warn(f"the {what} {verb} labels the training data lack: {shown}{more}; no model "
-                      f"can predict them, so they count as errors in every score (check the "
-                      f"files' label spelling and columns)", TaggerWarning, stacklevel=4)
+        warnings.warn(
+            f"the {what} {verb} labels the training data lack: {shown}{more}; no model "
+            f"can predict them, so they count as errors in every score (check the "
+            f"files' label spelling and columns)",
+            TaggerWarning,
+            stacklevel=4,
+        )
     if what != "test data" and len(data) < FEW_DEV_SENTENCES:
         n_tok = sum(len(s) for s in data)
         fix = "give a larger --dev file" if what == "dev data" else "give --dev FILE"
-        warnings.warn(f"the {what} {verb} {len(data)} sentence{'s' if len(data) > 1 else ''} "
-                      f"({n_tok} tokens): what is chosen on them (the regularization, the "
-                      f"epoch kept) is little better than a guess; {fix}",
-                      TaggerWarning, stacklevel=4)
+        warnings.warn(
+            f"the {what} {verb} {len(data)} sentence{'s' if len(data) > 1 else ''} "
+            f"({n_tok} tokens): what is chosen on them (the regularization, the "
+            f"epoch kept) is little better than a guess; {fix}",
+            TaggerWarning,
+            stacklevel=4,
+        )
 
 
 def constraint_set(constraints):
@@ -90,7 +101,8 @@ def check_columns(sentences: Sequence[Sentence], spec: FeatureSpec, what: str) -
             raise CorpusFormatError(
                 f"the {what} has {len(s.columns)} input column(s) in sentence {i + 1} but the "
                 f"features '{spec.name}' read {need} ({', '.join(spec.columns)}); check --format "
-                f"and the label column")
+                f"and the label column"
+            )
 
 
 def dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: list[list[str]]):
@@ -100,8 +112,13 @@ def dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: list
     def score(w: np.ndarray) -> dict:
         state = model.state_scores(Xd, w)
         out = np.empty(Xd.n_tokens, dtype=np.int32)
-        viterbi_batch_into(state, Xd.offsets, np.ascontiguousarray(model.transitions(w)), out,
-                           np.empty(Xd.n_sentences))
+        viterbi_batch_into(
+            state,
+            Xd.offsets,
+            np.ascontiguousarray(model.transitions(w)),
+            out,
+            np.empty(Xd.n_sentences),
+        )
         flat = [names[i] for i in out.tolist()]
         pred = [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
         m = evaluate_labels(gold, pred)
@@ -134,10 +151,20 @@ class FeaturizeProgress:
     def step(self, phase: str, part, extra: int = 0) -> None:
         n = _tokens(part) + extra
         self.done += n
-        self.log.info("featurize: %s, %d tokens (%d of %d)", phase, n, self.done,
-                      max(self.total, self.done),
-                      extra={"featurize": {"phase": phase, "done": self.done,
-                                           "total": max(self.total, self.done)}})
+        self.log.info(
+            "featurize: %s, %d tokens (%d of %d)",
+            phase,
+            n,
+            self.done,
+            max(self.total, self.done),
+            extra={
+                "featurize": {
+                    "phase": phase,
+                    "done": self.done,
+                    "total": max(self.total, self.done),
+                }
+            },
+        )
 
 
 def _tokens(part) -> int:
@@ -147,8 +174,17 @@ def _tokens(part) -> int:
     return 0
 
 
-def build_problem(spec: FeatureSpec, sentences, dev, progress, unlabeled=None, constraints=None,
-                  test=None, dev_what: str = "dev data", scratch: ScratchSpace | None = None):
+def build_problem(
+    spec: FeatureSpec,
+    sentences,
+    dev,
+    progress,
+    unlabeled=None,
+    constraints=None,
+    test=None,
+    dev_what: str = "dev data",
+    scratch: ScratchSpace | None = None,
+):
     """The learners' view of a training run: the training (and dev, test, unlabeled) data
     checked and featurized with ``spec``, the label index (the data's labels and the
     constraint file's), the model layout and the dev / test scorers. The unlabeled text is
@@ -164,7 +200,7 @@ def build_problem(spec: FeatureSpec, sentences, dev, progress, unlabeled=None, c
     if cset is not None:  # a label no labeled sentence shows may still be imputed
         from tagger.constraints.check import check_training_labels
 
-        check_training_labels(cset, sorted(label_names))   # before reading unlabeled text
+        check_training_labels(cset, sorted(label_names))  # before reading unlabeled text
         label_names |= set(cset.labels)
     labels = LabelIndex(sorted(label_names))
     work = FeaturizeProgress(train, train, dev, test)
@@ -174,9 +210,16 @@ def build_problem(spec: FeatureSpec, sentences, dev, progress, unlabeled=None, c
     if unlabeled is not None:
         if cset is not None:
             compiled = cset.compile(labels.labels)
-        unl = UnlabeledBatches(unlabeled, spec, featurizer, scratch, compiled,
-                               check=lambda batch: check_columns(batch, spec, "unlabeled data"),
-                               progress=progress, on_batch=work.add_tokens)
+        unl = UnlabeledBatches(
+            unlabeled,
+            spec,
+            featurizer,
+            scratch,
+            compiled,
+            check=lambda batch: check_columns(batch, spec, "unlabeled data"),
+            progress=progress,
+            on_batch=work.add_tokens,
+        )
         parts = itertools.chain(parts, unl.batches())
     featurizer.end_fit(parts)
     work.step("vocabulary", train, 0 if unl is None else unl.n_tokens)
@@ -184,15 +227,16 @@ def build_problem(spec: FeatureSpec, sentences, dev, progress, unlabeled=None, c
     work.step("training data", train)
     y = labels.encode([lab for s in train for lab in s.labels])
     # with unlabeled data every (attribute, label) pair may be learned from imputed labels
-    model = ChainModel.from_data(X, y, len(labels), featurizer.n_attributes,
-                                 spec.all_pairs or unl is not None)
+    model = ChainModel.from_data(
+        X, y, len(labels), featurizer.n_attributes, spec.all_pairs or unl is not None
+    )
 
     def scorer(data, what):
         if data is None:
             return None
         read_now = not isinstance(data, (list, tuple))
         data = labeled_list(data, what)
-        if read_now:   # its tokens join the featurization's total only now
+        if read_now:  # its tokens join the featurization's total only now
             work.add(data)
         data = spec.relabel(data)
         check_columns(data, spec, what)
@@ -212,7 +256,15 @@ def build_problem(spec: FeatureSpec, sentences, dev, progress, unlabeled=None, c
 
             cdata = ConstraintData(compiled, unl.indicators())
         del unl
-    problem = TrainingProblem(model, X, y, dev_score=dev_score, progress=progress,
-                              unlabeled=XU, constraints=cdata, report_score=report_score,
-                              scratch=scratch)
+    problem = TrainingProblem(
+        model,
+        X,
+        y,
+        dev_score=dev_score,
+        progress=progress,
+        unlabeled=XU,
+        constraints=cdata,
+        report_score=report_score,
+        scratch=scratch,
+    )
     return train, featurizer, labels, problem

@@ -54,11 +54,11 @@ class ProgressHandler(logging.Handler):
         self.clock = compile_clock or CompileClock()
         self.bar = None
         self.feature_bar = None
-        self.run = None              # (learner, counter) of the current training run
-        self._k = 0                  # its last iteration
-        self.last_time = 0.0         # the row's cumulative time at the previous row
-        self.last_compile = 0.0      # compile seconds at the previous row
-        self.run_compile = 0.0       # compile seconds when the current run started
+        self.run = None  # (learner, counter) of the current training run
+        self._k = 0  # its last iteration
+        self.last_time = 0.0  # the row's cumulative time at the previous row
+        self.last_compile = 0.0  # compile seconds at the previous row
+        self.run_compile = 0.0  # compile seconds when the current run started
         self.compile_reported = False
 
     # ---- records
@@ -67,11 +67,16 @@ class ProgressHandler(logging.Handler):
             if hasattr(record, "featurize"):
                 self._featurize(record.featurize, record.getMessage())
             elif hasattr(record, "row"):
-                self._row(record.row, record.learner, record.counter, record.total,
-                          getattr(record, "first", False))
+                self._row(
+                    record.row,
+                    record.learner,
+                    record.counter,
+                    record.total,
+                    getattr(record, "first", False),
+                )
             else:
                 self._line(record.getMessage())
-        except Exception:   # a display problem must never stop training
+        except Exception:  # a display problem must never stop training
             self.handleError(record)
 
     def _featurize(self, f: dict, message: str) -> None:
@@ -79,8 +84,9 @@ class ProgressHandler(logging.Handler):
             self._line(message)
             return
         if self.feature_bar is None:
-            self.feature_bar = self._tqdm(total=f["total"], desc="featurize", unit="tok",
-                                          unit_scale=True)
+            self.feature_bar = self._tqdm(
+                total=f["total"], desc="featurize", unit="tok", unit_scale=True
+            )
         bar = self.feature_bar
         bar.total = f["total"]
         bar.update(f["done"] - bar.n)
@@ -102,13 +108,16 @@ class ProgressHandler(logging.Handler):
         self.last_time, self.last_compile = spent, self.clock.seconds
         if compiled > 0.05 and not self.compile_reported:
             self.compile_reported = True
-            self._line(f"compiled the numba kernels in {compiled:.1f} s (once: later runs "
-                       f"load them from the cache); not counted in the iteration times")
+            self._line(
+                f"compiled the numba kernels in {compiled:.1f} s (once: later runs "
+                f"load them from the cache); not counted in the iteration times"
+            )
         shown = " ".join(f"{key}={_fmt(row[key])}" for key in SHOWN if key in row)
         if self.bars:
             if self.bar is None:
-                self.bar = self._tqdm(total=total if isinstance(total, int) else None,
-                                      desc=learner, unit=counter)
+                self.bar = self._tqdm(
+                    total=total if isinstance(total, int) else None, desc=learner, unit=counter
+                )
             self.bar.update(max(self._k - self.bar.n, 0))
             self.bar.set_postfix_str(shown, refresh=True)
             return
@@ -202,4 +211,3 @@ def _is_terminal(stream) -> bool:
 
 def _fmt(v) -> str:
     return f"{v:.6g}" if isinstance(v, float) else str(v)
-

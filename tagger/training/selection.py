@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -76,11 +76,11 @@ class Path:
     """A regularization path and its choice."""
 
     param: str
-    scored_on: str                       # "dev" or "held-out tenth of the training data"
+    scored_on: str  # "dev" or "held-out tenth of the training data"
     rows: list[dict] = field(default_factory=list)
     best: int = -1
-    weights: np.ndarray | None = None    # of the best point
-    trace: list[dict] = field(default_factory=list)   # the best point's training trace
+    weights: np.ndarray | None = None  # of the best point
+    trace: list[dict] = field(default_factory=list)  # the best point's training trace
     notes: list[str] = field(default_factory=list)
     #: the learner settings, beside the strength and mix, that trained the kept weights (a
     #: path's cheaper ones, or what the refit chose on dev): they train the model on all the
@@ -97,8 +97,12 @@ class Path:
         return dict(self.rows[self.best].get("mix", {}))
 
     def as_info(self) -> dict:
-        info = {"param": self.param, "value": self.value, "scored_on": self.scored_on,
-                "rows": self.rows}
+        info = {
+            "param": self.param,
+            "value": self.value,
+            "scored_on": self.scored_on,
+            "rows": self.rows,
+        }
         if self.mix:
             info["mix"] = self.mix
         if self.notes:
@@ -108,9 +112,18 @@ class Path:
         return info
 
 
-def run_path(learner, problem, default: float, direction: int, seed: int, scored_on: str,
-             report: Callable[[dict], None] | None = None, max_seconds: float = 0.0,
-             started: float | None = None, mix: bool = True) -> Path:
+def run_path(
+    learner,
+    problem,
+    default: float,
+    direction: int,
+    seed: int,
+    scored_on: str,
+    report: Callable[[dict], None] | None = None,
+    max_seconds: float = 0.0,
+    started: float | None = None,
+    mix: bool = True,
+) -> Path:
     """Train ``learner`` along the path on ``problem`` (whose ``dev_score`` scores a point).
 
     ``started`` is the ``time.perf_counter()`` that ``max_seconds`` counts from (default:
@@ -126,24 +139,36 @@ def run_path(learner, problem, default: float, direction: int, seed: int, scored
     cheap = getattr(learner, "path_settings", {})
     full = {k: learner.settings[k] for k in cheap}
     learner.settings.update(cheap)
-    learner.warm_start = True   # learners with a dual state keep it from point to point
+    learner.warm_start = True  # learners with a dual state keep it from point to point
     w, since_best, i = None, 0, 0
     while i < len(values):
         learner.settings[param] = values[i]
         t0 = time.perf_counter()
         w = learner.fit(problem, seed=seed, w0=w)
-        row = {"param": param, "value": values[i], **problem.dev_score(w),
-               "nonzero": int(np.count_nonzero(w)),
-               "seconds": round(time.perf_counter() - t0, 3)}
+        row = {
+            "param": param,
+            "value": values[i],
+            **problem.dev_score(w),
+            "nonzero": int(np.count_nonzero(w)),
+            "seconds": round(time.perf_counter() - t0, 3),
+        }
         path.rows.append(row)
         if path.best < 0 or _rank(row) > _rank(path.rows[path.best]):
             path.best, path.weights, path.trace = i, w.copy(), list(learner.trace_)
             since_best = 0
         elif row["nonzero"]:
             since_best += 1
-        log.info("selection: %s=%.6g %s nonzero=%d (point %d of at most %d, best %s=%.6g)",
-                 param, values[i], _scores(row), row["nonzero"], i + 1, len(values),
-                 param, path.value)
+        log.info(
+            "selection: %s=%.6g %s nonzero=%d (point %d of at most %d, best %s=%.6g)",
+            param,
+            values[i],
+            _scores(row),
+            row["nonzero"],
+            i + 1,
+            len(values),
+            param,
+            path.value,
+        )
         if report is not None:
             report(dict(row, selection=True))
         if since_best >= PATIENCE:
@@ -151,13 +176,14 @@ def run_path(learner, problem, default: float, direction: int, seed: int, scored
         i += 1
         improving = path.best == i - 1 or not path.rows[path.best]["nonzero"]
         if i == len(values) and improving and len(values) < MAX_POINTS:
-            values.append(values[-1] / GRID_FACTOR ** direction)   # still improving: weaker
+            values.append(values[-1] / GRID_FACTOR**direction)  # still improving: weaker
         elapsed = time.perf_counter() - started
         if max_seconds and elapsed >= max_seconds and i < len(values):
             path.notes.append(
                 f"the path stopped after {i} point{'s' if i > 1 else ''} because "
                 f"--max-seconds {max_seconds:g} was reached ({elapsed:.1f} s); the best of "
-                f"those is kept, {param}={path.value:g}")
+                f"those is kept, {param}={path.value:g}"
+            )
             break
     mix_param = getattr(learner, "mix", None)
     if mix and mix_param and not _spent(max_seconds, started):
@@ -166,17 +192,20 @@ def run_path(learner, problem, default: float, direction: int, seed: int, scored
         path.notes.append(
             f"every point of the path scored the same on the {scored_on} "
             f"({main_score(path.rows[0]):g}), so it cannot tell the values apart; kept the "
-            f"strongest penalty, the sparsest model, {param}={path.value:g}")
+            f"strongest penalty, the sparsest model, {param}={path.value:g}"
+        )
     learner.warm_start = False
     learner.settings.update(full)
     learner.settings[param] = path.value
     learner.settings.update(path.mix)
-    path.recipe = dict(cheap)   # unless the refit below does better
+    path.recipe = dict(cheap)  # unless the refit below does better
     if full:
         if max_seconds and time.perf_counter() - started >= max_seconds:
-            path.notes.append(f"--max-seconds {max_seconds:g} was spent before the chosen "
-                              f"point could be trained to the learner's own settings; the "
-                              f"path's weights are kept")
+            path.notes.append(
+                f"--max-seconds {max_seconds:g} was spent before the chosen "
+                f"point could be trained to the learner's own settings; the "
+                f"path's weights are kept"
+            )
         else:
             _refit(learner, problem, path, seed)
     path.rows[path.best]["selected"] = True
@@ -194,8 +223,16 @@ def _spent(max_seconds: float, started: float) -> bool:
     return bool(max_seconds) and time.perf_counter() - started >= max_seconds
 
 
-def _mix_path(learner, problem, path: Path, mix_param: str, seed: int, report,
-              max_seconds: float, started: float) -> None:
+def _mix_path(
+    learner,
+    problem,
+    path: Path,
+    mix_param: str,
+    seed: int,
+    report,
+    max_seconds: float,
+    started: float,
+) -> None:
     """At the chosen strength, the L2 coefficient on :data:`MIX_VALUES`, warm-started from the
     best weights; a mix is kept only where it scores better (see the module docstring)."""
     param, value = path.param, path.value
@@ -205,18 +242,30 @@ def _mix_path(learner, problem, path: Path, mix_param: str, seed: int, report,
         learner.settings[mix_param] = v
         t0 = time.perf_counter()
         w = learner.fit(problem, seed=seed, w0=w)
-        row = {"param": param, "value": value, "mix": {mix_param: v}, **problem.dev_score(w),
-               "nonzero": int(np.count_nonzero(w)),
-               "seconds": round(time.perf_counter() - t0, 3)}
+        row = {
+            "param": param,
+            "value": value,
+            "mix": {mix_param: v},
+            **problem.dev_score(w),
+            "nonzero": int(np.count_nonzero(w)),
+            "seconds": round(time.perf_counter() - t0, 3),
+        }
         path.rows.append(row)
         if main_score(row) > main_score(path.rows[path.best]):
             path.best, path.weights, path.trace = len(path.rows) - 1, w.copy(), list(learner.trace_)
             since_best = 0
         else:
             since_best += 1
-        log.info("selection: %s=%.6g %s=%.6g %s nonzero=%d (L2 mix, best %s)", param, value,
-                 mix_param, v, _scores(row), row["nonzero"],
-                 " ".join(f"{k}={x:g}" for k, x in {param: value, **path.mix}.items()))
+        log.info(
+            "selection: %s=%.6g %s=%.6g %s nonzero=%d (L2 mix, best %s)",
+            param,
+            value,
+            mix_param,
+            v,
+            _scores(row),
+            row["nonzero"],
+            " ".join(f"{k}={x:g}" for k, x in {param: value, **path.mix}.items()),
+        )
         if report is not None:
             report(dict(row, selection=True))
         if since_best >= PATIENCE or _spent(max_seconds, started):
@@ -224,19 +273,24 @@ def _mix_path(learner, problem, path: Path, mix_param: str, seed: int, report,
     learner.settings[mix_param] = path.mix.get(mix_param, 0.0)
 
 
-def _refit(learner, problem, path: "Path", seed: int) -> None:
+def _refit(learner, problem, path: Path, seed: int) -> None:
     """Train the chosen point again with the learner's own settings, from the path's weights,
     and keep it unless it scores lower on the dev data than the path's point (whose row then
     records that score as ``refit_score``)."""
     t0 = time.perf_counter()
     w = learner.fit(problem, seed=seed, w0=path.weights)
-    row = dict(path.rows[path.best], **problem.dev_score(w), nonzero=int(np.count_nonzero(w)),
-               seconds=round(time.perf_counter() - t0, 3), refit=True)
+    row = dict(
+        path.rows[path.best],
+        **problem.dev_score(w),
+        nonzero=int(np.count_nonzero(w)),
+        seconds=round(time.perf_counter() - t0, 3),
+        refit=True,
+    )
     if main_score(row) >= main_score(path.rows[path.best]):
         path.weights, path.trace = w, list(learner.trace_)
         path.rows[path.best] = row
         path.recipe = dict(learner.chosen_)
-    else:   # not a warning: the path's cheaper weights simply scored better
+    else:  # not a warning: the path's cheaper weights simply scored better
         path.rows[path.best]["refit_score"] = main_score(row)
 
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tagger.features import Featurized
 from tagger.chain.layout import ChainModel
+from tagger.features import Featurized
 
 
 @dataclass
@@ -44,12 +44,12 @@ class SyntheticSet:
     """
 
     X: Featurized
-    y: np.ndarray              # int32[N]
+    y: np.ndarray  # int32[N]
     model: ChainModel
-    true_weights: np.ndarray   # float64[model.n_weights]
-    relevant: np.ndarray       # bool[d]: input features the labels depend on
-    groups: np.ndarray         # int64[d]: group of each relevant feature, -1 if irrelevant
-    inputs: np.ndarray         # float64[n_sequences, length, d]: the raw input features
+    true_weights: np.ndarray  # float64[model.n_weights]
+    relevant: np.ndarray  # bool[d]: input features the labels depend on
+    groups: np.ndarray  # int64[d]: group of each relevant feature, -1 if irrelevant
+    inputs: np.ndarray  # float64[n_sequences, length, d]: the raw input features
 
     @property
     def n_sequences(self) -> int:
@@ -63,8 +63,9 @@ class SyntheticSet:
     def subset(self, sequences) -> tuple[Featurized, np.ndarray]:
         """(X, y) of the given sequences (indices into this set), in that order."""
         idx = np.asarray(sequences, dtype=np.int64)
-        return featurize(self.inputs[idx]), np.ascontiguousarray(self.y.reshape(
-            self.inputs.shape[0], -1)[idx].ravel())
+        return featurize(self.inputs[idx]), np.ascontiguousarray(
+            self.y.reshape(self.inputs.shape[0], -1)[idx].ravel()
+        )
 
 
 def featurize(inputs: np.ndarray) -> Featurized:
@@ -78,10 +79,18 @@ def featurize(inputs: np.ndarray) -> Featurized:
     return Featurized(indptr, attrs, offsets, values)
 
 
-def generate(n_sequences: int = 1000, length: int = 8, n_features: int = 100,
-             n_relevant: int = 30, group_size: int = 3, noise_sd: float = 0.05,
-             n_labels: int = 2, weight_range: tuple[float, float] = (0.0, 1.0),
-             gibbs_sweeps: int = 100, seed: int | np.random.Generator = 0) -> SyntheticSet:
+def generate(
+    n_sequences: int = 1000,
+    length: int = 8,
+    n_features: int = 100,
+    n_relevant: int = 30,
+    group_size: int = 3,
+    noise_sd: float = 0.05,
+    n_labels: int = 2,
+    weight_range: tuple[float, float] = (0.0, 1.0),
+    gibbs_sweeps: int = 100,
+    seed: int | np.random.Generator = 0,
+) -> SyntheticSet:
     """Generate one data set of the KDD'09 synthetic study (see the module docstring).
 
     ``n_features`` is d; the first ``n_relevant`` features are the relevant ones, in
@@ -91,11 +100,14 @@ def generate(n_sequences: int = 1000, length: int = 8, n_features: int = 100,
     The same ``seed`` gives the same set.
     """
     if n_relevant > n_features or n_relevant % group_size:
-        raise ValueError(f"n_relevant ({n_relevant}) must be a multiple of group_size "
-                         f"({group_size}) and at most n_features ({n_features})")
+        raise ValueError(
+            f"n_relevant ({n_relevant}) must be a multiple of group_size "
+            f"({group_size}) and at most n_features ({n_features})"
+        )
     if min(n_sequences, length, group_size, n_labels, gibbs_sweeps) < 1 or n_labels < 2:
-        raise ValueError("n_sequences, length, group_size, gibbs_sweeps must be >= 1 and "
-                         "n_labels >= 2")
+        raise ValueError(
+            "n_sequences, length, group_size, gibbs_sweeps must be >= 1 and n_labels >= 2"
+        )
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     n, T, d, L = n_sequences, length, n_features, n_labels
     lo, hi = weight_range
@@ -109,11 +121,12 @@ def generate(n_sequences: int = 1000, length: int = 8, n_features: int = 100,
     inputs = rng.standard_normal((n, T, d))
     n_groups = n_relevant // group_size
     z = rng.standard_normal((n, T, n_groups))
-    inputs[:, :, :n_relevant] = (np.repeat(z, group_size, axis=2)
-                                 + noise_sd * rng.standard_normal((n, T, n_relevant)))
+    inputs[:, :, :n_relevant] = np.repeat(z, group_size, axis=2) + noise_sd * rng.standard_normal(
+        (n, T, n_relevant)
+    )
 
     # --- labels by Gibbs sampling from p(y | x)
-    state = inputs @ state_w                      # (n, T, L)
+    state = inputs @ state_w  # (n, T, L)
     y = rng.integers(0, L, size=(n, T))
     for _ in range(gibbs_sweeps):
         for t in range(T):
@@ -132,8 +145,8 @@ def generate(n_sequences: int = 1000, length: int = 8, n_features: int = 100,
     y_flat = np.ascontiguousarray(y.reshape(-1), dtype=np.int32)
     model = ChainModel.from_data(X, y_flat, L, d, all_pairs=True)
     w = np.zeros(model.n_weights)
-    w[:model.n_state] = state_w.reshape(-1)      # all_pairs layout: attribute-major, label-minor
-    w[model.n_state:model.n_state + L * L] = trans_w.reshape(-1)
+    w[: model.n_state] = state_w.reshape(-1)  # all_pairs layout: attribute-major, label-minor
+    w[model.n_state : model.n_state + L * L] = trans_w.reshape(-1)
     groups = np.full(d, -1, dtype=np.int64)
     groups[:n_relevant] = np.arange(n_relevant) // group_size
     relevant = groups >= 0
@@ -161,7 +174,7 @@ def true_error(data: SyntheticSet) -> float:
 
     L = data.model.n_labels
     d = data.inputs.shape[2]
-    W = data.true_weights[:data.model.n_state].reshape(d, L)
+    W = data.true_weights[: data.model.n_state].reshape(d, L)
     trans = data.model.transitions(data.true_weights)
     state = (data.inputs @ W).reshape(-1, L)
     pred, _ = viterbi_batch(state, data.X.offsets, trans)

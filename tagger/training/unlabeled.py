@@ -12,12 +12,12 @@ featurizing the sentences all at once, to the bit (tested).
 from __future__ import annotations
 
 import itertools
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
 from tagger.errors import CorpusFormatError
-from tagger.features import Featurized, FeatureSpec, Featurizer
+from tagger.features import FeatureSpec, Featurized, Featurizer
 from tagger.io.scratch import ScratchSpace
 
 #: unlabeled sentences read (and reported) per batch
@@ -32,16 +32,27 @@ class UnlabeledBatches:
     ``progress`` is called with ``{"unlabeled_read": n}`` after each batch, ``on_batch(n)``
     with the batch's token count."""
 
-    def __init__(self, sentences: Iterable, spec: FeatureSpec, featurizer: Featurizer,
-                 scratch: ScratchSpace, compiled=None, check=None, progress=None,
-                 on_batch=None):
+    def __init__(
+        self,
+        sentences: Iterable,
+        spec: FeatureSpec,
+        featurizer: Featurizer,
+        scratch: ScratchSpace,
+        compiled=None,
+        check=None,
+        progress=None,
+        on_batch=None,
+    ):
         self.scratch, self.featurizer, self.compiled = scratch, featurizer, compiled
         n_views = len(spec.views)
         views = scratch.appender("view-ids", np.int64, (n_views,))
         lengths = scratch.appender("lengths", np.int64)
-        ind = (scratch.appender("indicators", np.uint8, (compiled.n_rows,))
-               if compiled is not None else None)
-        self.cuts = [0]           # token offset of each batch
+        ind = (
+            scratch.appender("indicators", np.uint8, (compiled.n_rows,))
+            if compiled is not None
+            else None
+        )
+        self.cuts = [0]  # token offset of each batch
         self.sentence_cuts = [0]  # sentence offset of each batch
         it = iter(sentences)
         while True:
@@ -63,10 +74,10 @@ class UnlabeledBatches:
                 on_batch(int(offsets[-1]))
         if self.sentence_cuts[-1] == 0:
             raise CorpusFormatError("the unlabeled data contains no sentences")
-        self.views = views.finish()           # (N, n_views)
+        self.views = views.finish()  # (N, n_views)
         self.offsets = scratch.zeros("unlabeled-offsets", self.sentence_cuts[-1] + 1, np.int64)
         np.cumsum(lengths.finish(), out=self.offsets[1:])
-        self._ind = None if ind is None else ind.finish()   # (N, n_rows)
+        self._ind = None if ind is None else ind.finish()  # (N, n_rows)
 
     @property
     def n_tokens(self) -> int:
@@ -76,7 +87,7 @@ class UnlabeledBatches:
         """Each batch's (view ids (n_views, n) contiguous, offsets)."""
         for k in range(len(self.cuts) - 1):
             a, b = self.cuts[k], self.cuts[k + 1]
-            offsets = self.offsets[self.sentence_cuts[k]:self.sentence_cuts[k + 1] + 1] - a
+            offsets = self.offsets[self.sentence_cuts[k] : self.sentence_cuts[k + 1] + 1] - a
             yield np.ascontiguousarray(self.views[a:b].T), offsets
 
     def featurize(self) -> Featurized:
@@ -87,10 +98,10 @@ class UnlabeledBatches:
         for k, (ids, offs) in enumerate(self.batches()):
             part = self.featurizer.transform_views(ids, offs)
             a, b = self.cuts[k], self.cuts[k + 1]
-            indptr[a + 1:b + 1] = part.indptr[1:] + done
+            indptr[a + 1 : b + 1] = part.indptr[1:] + done
             done += int(part.indptr[-1])
             attrs.append(part.attrs)
-        self.views = None   # the view ids are spent
+        self.views = None  # the view ids are spent
         return Featurized(indptr, attrs.finish(), self.offsets)
 
     def indicators(self):

@@ -17,21 +17,25 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tagger.io import read_corpus
-from tagger.features import FeatureSpec, Featurized, Featurizer
-from tagger.evaluation.labels import LabelIndex
 from tagger.chain.layout import ChainModel
+from tagger.evaluation.labels import LabelIndex
+from tagger.features import FeatureSpec, Featurized, Featurizer
+from tagger.io import read_corpus
 from tagger.sentence import Sentence
 
 from _brute import labelings
 
 SAMPLES = Path(__file__).resolve().parents[2] / "corpora"
 
-_SPEC = FeatureSpec.from_dict({
-    "featurizer": {"columns": ["word"],
-                   "templates": ["bias", "word[0]", "word[-1]", "suf[0]", "word[-1]|word[0]"]},
-    "views": {"suf": {"function": "suffix", "length": 1}},
-})
+_SPEC = FeatureSpec.from_dict(
+    {
+        "featurizer": {
+            "columns": ["word"],
+            "templates": ["bias", "word[0]", "word[-1]", "suf[0]", "word[-1]|word[0]"],
+        },
+        "views": {"suf": {"function": "suffix", "length": 1}},
+    }
+)
 
 
 def _weight_table(model: ChainModel, w: np.ndarray) -> dict[tuple[int, int], float]:
@@ -48,12 +52,12 @@ def _weight_table(model: ChainModel, w: np.ndarray) -> dict[tuple[int, int], flo
 def _reference_score(model: ChainModel, X, s: int, y, w: np.ndarray) -> float:
     L, n = model.n_labels, model.n_state
     table = _weight_table(model, w)
-    trans = w[n:n + L * L].reshape(L, L)
-    start, end = w[n + L * L:n + L * L + L], w[n + L * L + L:]
+    trans = w[n : n + L * L].reshape(L, L)
+    start, end = w[n + L * L : n + L * L + L], w[n + L * L + L :]
     a, b = int(X.offsets[s]), int(X.offsets[s + 1])
     total = 0.0
     for t in range(b - a):
-        for attr in X.attrs[X.indptr[a + t]:X.indptr[a + t + 1]]:
+        for attr in X.attrs[X.indptr[a + t] : X.indptr[a + t + 1]]:
             total += table.get((int(attr), int(y[t])), 0.0)
         if t > 0:
             total += trans[y[t - 1], y[t]]
@@ -71,8 +75,11 @@ def _featurized(sentences, labels):
 
 
 _words = st.sampled_from(["a", "b", "ab", "ba", "c", "cab"])
-_corpus = st.lists(st.lists(st.tuples(_words, st.sampled_from("XYZ")), min_size=1, max_size=5),
-                   min_size=1, max_size=6)
+_corpus = st.lists(
+    st.lists(st.tuples(_words, st.sampled_from("XYZ")), min_size=1, max_size=5),
+    min_size=1,
+    max_size=6,
+)
 
 
 # ------------------------------------------------------------------------------ scores
@@ -91,7 +98,7 @@ def test_state_scores_and_joint_features_give_the_definition(corpus, all_pairs, 
     S = model.state_scores(X, w)
     assert S.shape == (X.n_tokens, L)
     trans = model.transitions(w)
-    np.testing.assert_array_equal(trans, w[model.n_state:model.n_state + L * L].reshape(L, L))
+    np.testing.assert_array_equal(trans, w[model.n_state : model.n_state + L * L].reshape(L, L))
     for s in range(X.n_sentences):
         a, b = int(X.offsets[s]), int(X.offsets[s + 1])
         for _ in range(4):
@@ -121,10 +128,10 @@ def test_joint_features_count_the_parts():
     # value), all seen with the gold label: 3 tokens x 5 = 15 state features
     assert f[:n].sum() == 15
     assert np.all(f[:n] >= 0)
-    trans = f[n:n + L * L].reshape(L, L)
-    np.testing.assert_array_equal(trans, [[0, 1], [1, 0]])   # X->Y, Y->X
-    np.testing.assert_array_equal(f[n + L * L:n + L * L + L], [1, 0])  # starts with X
-    np.testing.assert_array_equal(f[n + L * L + L:], [1, 0])          # ends with X
+    trans = f[n : n + L * L].reshape(L, L)
+    np.testing.assert_array_equal(trans, [[0, 1], [1, 0]])  # X->Y, Y->X
+    np.testing.assert_array_equal(f[n + L * L : n + L * L + L], [1, 0])  # starts with X
+    np.testing.assert_array_equal(f[n + L * L + L :], [1, 0])  # ends with X
 
 
 def test_start_and_end_fold_into_a_one_token_sentence():
@@ -160,18 +167,24 @@ def test_from_data_creates_exactly_the_seen_pairs():
     y = index.encode([lab for s in sentences for lab in s.labels])
     model = ChainModel.from_data(X, y, len(index), fz.n_attributes)
     # independently: (attribute string, gold label) over every training token
-    seen = {(f, lab) for s in sentences
-            for feats, lab in zip(fz.string_attributes(s), s.labels) for f in feats}
+    seen = {
+        (f, lab)
+        for s in sentences
+        for feats, lab in zip(fz.string_attributes(s), s.labels)
+        for f in feats
+    }
     pattr = model.state_param_attr()
-    made = [(fz.attribute_name(int(pattr[p])), index.labels[model.param_label[p]])
-            for p in range(model.n_state)]
+    made = [
+        (fz.attribute_name(int(pattr[p])), index.labels[model.param_label[p]])
+        for p in range(model.n_state)
+    ]
     assert len(made) == len(set(made))
     assert set(made) == seen
     assert model.n_attrs == fz.n_attributes
     assert model.attr_ptr[0] == 0 and model.attr_ptr[-1] == model.n_state
     assert np.all(np.diff(model.attr_ptr) >= 1)  # every attribute was seen with some label
     for a in range(model.n_attrs):  # labels sorted within an attribute
-        labs = model.param_label[model.attr_ptr[a]:model.attr_ptr[a + 1]]
+        labs = model.param_label[model.attr_ptr[a] : model.attr_ptr[a + 1]]
         assert np.all(np.diff(labs) > 0)
 
 
@@ -201,22 +214,26 @@ def test_compact_keeps_every_score_and_drops_only_zero_state_weights(corpus, see
     model = ChainModel.from_data(X, y, L, fz.n_attributes)
     rng = np.random.default_rng(seed)
     w = rng.standard_normal(model.n_weights)
-    w[:model.n_state][rng.random(model.n_state) >= density] = 0.0
+    w[: model.n_state][rng.random(model.n_state) >= density] = 0.0
     old_names = [fz.attribute_name(i) for i in range(fz.n_attributes)]
     old_pattr = model.state_param_attr()
-    nonzero_pairs = {(old_names[old_pattr[p]], int(model.param_label[p]), float(w[p]))
-                     for p in np.flatnonzero(w[:model.n_state])}
+    nonzero_pairs = {
+        (old_names[old_pattr[p]], int(model.param_label[p]), float(w[p]))
+        for p in np.flatnonzero(w[: model.n_state])
+    }
 
     new_model, new_w, keep_attr = model.compact(w)
-    assert new_model.n_state == np.count_nonzero(w[:model.n_state])
-    assert np.all(new_w[:new_model.n_state] != 0)
-    np.testing.assert_array_equal(new_w[new_model.n_state:], w[model.n_state:])
+    assert new_model.n_state == np.count_nonzero(w[: model.n_state])
+    assert np.all(new_w[: new_model.n_state] != 0)
+    np.testing.assert_array_equal(new_w[new_model.n_state :], w[model.n_state :])
     assert keep_attr.shape == (fz.n_attributes,)
     fz.prune(keep_attr)
     assert new_model.n_attrs == fz.n_attributes == int(keep_attr.sum())
     new_pattr = new_model.state_param_attr()
-    kept = {(fz.attribute_name(int(new_pattr[p])), int(new_model.param_label[p]), float(new_w[p]))
-            for p in range(new_model.n_state)}
+    kept = {
+        (fz.attribute_name(int(new_pattr[p])), int(new_model.param_label[p]), float(new_w[p]))
+        for p in range(new_model.n_state)
+    }
     assert kept == nonzero_pairs
 
     X_new = fz.transform(sentences)
@@ -224,7 +241,8 @@ def test_compact_keeps_every_score_and_drops_only_zero_state_weights(corpus, see
         T = int(X.offsets[s + 1] - X.offsets[s])
         for lab in labelings(T, L):
             assert new_model.score(X_new, s, lab, new_w) == pytest.approx(
-                model.score(X, s, lab, w), abs=1e-9)
+                model.score(X, s, lab, w), abs=1e-9
+            )
 
 
 @settings(deadline=None, max_examples=30, suppress_health_check=[HealthCheck.too_slow])
@@ -244,8 +262,7 @@ def test_restrict_scores_as_the_full_model_with_dropped_weights_at_zero(corpus, 
     for s in range(X.n_sentences):
         T = int(X.offsets[s + 1] - X.offsets[s])
         for lab in labelings(T, L):
-            assert sub.score(X, s, lab, w_sub) == pytest.approx(model.score(X, s, lab, w),
-                                                                abs=1e-9)
+            assert sub.score(X, s, lab, w_sub) == pytest.approx(model.score(X, s, lab, w), abs=1e-9)
 
 
 def test_compact_of_all_zero_state_weights():
@@ -253,7 +270,7 @@ def test_compact_of_all_zero_state_weights():
     fz, X, index, y = _featurized(sentences, [s.labels for s in sentences])
     model = ChainModel.from_data(X, y, 2, fz.n_attributes)
     w = np.zeros(model.n_weights)
-    w[model.n_state:] = np.arange(1.0, 9.0)
+    w[model.n_state :] = np.arange(1.0, 9.0)
     new_model, new_w, keep_attr = model.compact(w)
     assert new_model.n_state == 0 and new_model.n_attrs == 0 and not keep_attr.any()
     np.testing.assert_array_equal(new_w, np.arange(1.0, 9.0))
@@ -261,7 +278,8 @@ def test_compact_of_all_zero_state_weights():
     X_new = fz.transform(sentences)
     assert X_new.attrs.size == 0
     assert new_model.score(X_new, 0, np.array([0, 1]), new_w) == model.score(
-        X, 0, np.array([0, 1]), w)
+        X, 0, np.array([0, 1]), w
+    )
 
 
 def test_array_round_trip():
@@ -310,8 +328,9 @@ def test_real_valued_attributes_scale_their_weights(seed, n_labels, all_pairs):
         values.extend(dense_x[i, nz])
         indptr[i + 1] = len(attrs)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    X = Featurized(indptr, np.asarray(attrs, dtype=np.int32), offsets,
-                   np.asarray(values, dtype=np.float64))
+    X = Featurized(
+        indptr, np.asarray(attrs, dtype=np.int32), offsets, np.asarray(values, dtype=np.float64)
+    )
     y = rng.integers(0, n_labels, size=n_tok).astype(np.int32)
     model = ChainModel.from_data(X, y, n_labels, n_attrs, all_pairs=all_pairs)
     w = rng.normal(size=model.n_weights)
@@ -319,8 +338,8 @@ def test_real_valued_attributes_scale_their_weights(seed, n_labels, all_pairs):
     for (a, lab), v in _weight_table(model, w).items():
         W[a, lab] = v
     L, n = n_labels, model.n_state
-    trans = w[n:n + L * L].reshape(L, L)
-    start, end = w[n + L * L:n + L * L + L], w[n + L * L + L:]
+    trans = w[n : n + L * L].reshape(L, L)
+    start, end = w[n + L * L : n + L * L + L], w[n + L * L + L :]
     state = model.state_scores(X, w)
     for s in range(len(lengths)):
         a, b = offsets[s], offsets[s + 1]

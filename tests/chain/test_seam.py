@@ -15,12 +15,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tagger.chain import (ChainModel, FeatureBatch, Featurized, SparseAccumulator,
-                          add_difference, fb_buffers, fb_sentence, fb_tables, labeling_score,
-                          loss_augmented_viterbi_into, sentence_state_scores, viterbi_into)
+from tagger.chain import (
+    ChainModel,
+    FeatureBatch,
+    Featurized,
+    SparseAccumulator,
+    add_difference,
+    fb_buffers,
+    fb_sentence,
+    fb_tables,
+    labeling_score,
+    loss_augmented_viterbi_into,
+    sentence_state_scores,
+    viterbi_into,
+)
 from tagger.learners.base import Learner, Param, TrainingProblem
 
-from _brute import labelings, marginals, path_score, sentence_features
+from _brute import marginals, path_score, sentence_features
 
 ROOT = Path(__file__).resolve().parents[2]
 L = 3
@@ -136,7 +147,7 @@ def test_the_weight_blocks_hold_the_joint_features_where_the_definition_puts_the
         a, b = int(X.offsets[s]), int(X.offsets[s + 1])
         f = model.joint_features(X, s, y[a:b])
         expected_trans = np.zeros((L, L))
-        np.add.at(expected_trans, (y[a:b - 1], y[a + 1:b]), 1.0)
+        np.add.at(expected_trans, (y[a : b - 1], y[a + 1 : b]), 1.0)
         np.testing.assert_array_equal(model.transitions(f), expected_trans)
         np.testing.assert_array_equal(model.start_weights(f), np.eye(L)[y[a]])
         np.testing.assert_array_equal(model.end_weights(f), np.eye(L)[y[b - 1]])
@@ -175,7 +186,7 @@ def _imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
@@ -186,8 +197,9 @@ def _imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
 def _allowed(module: str) -> bool:
     if any(module == f or module.startswith(f + ".") for f in FORBIDDEN):
         return False
-    return module in ALLOWED or any(module == p or module.startswith(p + ".")
-                                    for p in ALLOWED_PACKAGES)
+    return module in ALLOWED or any(
+        module == p or module.startswith(p + ".") for p in ALLOWED_PACKAGES
+    )
 
 
 LEARNER_MODULES = sorted((ROOT / "tagger" / "learners").rglob("*.py"))
@@ -195,22 +207,25 @@ LEARNER_MODULES = sorted((ROOT / "tagger" / "learners").rglob("*.py"))
 
 @pytest.mark.parametrize("path", LEARNER_MODULES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_learners_import_the_model_only_through_the_seam(path):
-    bad = [f"{path.relative_to(ROOT)}:{line}: {m}" for line, m in _imports(path)
-           if not _allowed(m)]
+    bad = [f"{path.relative_to(ROOT)}:{line}: {m}" for line, m in _imports(path) if not _allowed(m)]
     assert bad == []
 
 
 def test_the_import_rule_catches_a_learner_reaching_past_the_seam(tmp_path):
     fake = tmp_path / "tagger" / "learners" / "example.py"
     fake.parent.mkdir(parents=True)
-    fake.write_text("from tagger.inference.max_product import viterbi_into\n"
-                    "from tagger.constraints.decoding import constrained_decode\n"
-                    "from tagger.chain.layout import ChainModel\n"
-                    "from tagger.chain import viterbi_into\n"
-                    "from tagger.constraints import ViolationState\n"
-                    "from .solvers.owlqn import OWLQN\n")
+    fake.write_text(
+        "from tagger.inference.max_product import viterbi_into\n"
+        "from tagger.constraints.decoding import constrained_decode\n"
+        "from tagger.chain.layout import ChainModel\n"
+        "from tagger.chain import viterbi_into\n"
+        "from tagger.constraints import ViolationState\n"
+        "from .solvers.owlqn import OWLQN\n"
+    )
     imported = [m for _, m in _imports(fake, tmp_path)]
     assert [m for m in imported if not _allowed(m)] == [
-        "tagger.inference.max_product", "tagger.constraints.decoding", "tagger.chain.layout"]
+        "tagger.inference.max_product",
+        "tagger.constraints.decoding",
+        "tagger.chain.layout",
+    ]
     assert "tagger.learners.solvers.owlqn" in imported
-

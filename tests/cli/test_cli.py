@@ -20,7 +20,6 @@ from _helpers import ROOT, SAMPLE, SAMPLE_DEV, run_cli
 EPOCHS = ["--set", "epochs=3"]
 
 
-
 def _assert_data_error(result, *fragments):
     """Exit status 1, exactly one line ``error: ...`` on stderr, no traceback."""
     assert result.exit_code == 1, (result.exit_code, result.output)
@@ -56,8 +55,10 @@ def test_train_reports_progress_and_summary(sample, tmp_path):
     err = result.stderr
     epoch_lines = [ln for ln in err.splitlines() if "epoch=" in ln]
     assert len(epoch_lines) == 3
-    assert all("objective=" in ln and "nonzero=" in ln and "dev_" in ln and "epoch_s=" in ln
-               for ln in epoch_lines)
+    assert all(
+        "objective=" in ln and "nonzero=" in ln and "dev_" in ln and "epoch_s=" in ln
+        for ln in epoch_lines
+    )
     assert [ln.split("epoch=")[1].split()[0] for ln in epoch_lines] == ["1/3", "2/3", "3/3"]
     assert "sentences" in err and "tokens" in err and "non-zero weights" in err
     assert "saved" in err and result.stdout == ""
@@ -81,8 +82,12 @@ def test_several_training_files_are_concatenated(sample, tmp_path):
     out = tmp_path / "m.tgm"
     result = run_cli("train", sample, SAMPLE_DEV, "-o", out, "--set", "epochs=1")
     assert result.exit_code == 0, result.output
-    n_sent = sum(1 for f in (sample, SAMPLE_DEV)
-                 for block in f.read_text("utf-8").split("\n\n") if block.strip())
+    n_sent = sum(
+        1
+        for f in (sample, SAMPLE_DEV)
+        for block in f.read_text("utf-8").split("\n\n")
+        if block.strip()
+    )
     assert f"{n_sent} sentences" in result.stderr
 
 
@@ -111,17 +116,21 @@ def test_unknown_learner_is_a_usage_error(sample, tmp_path):
     assert "nope" in result.stderr and "m3n-subgradient" in result.stderr
 
 
-@pytest.mark.parametrize("setting, fragment", [
-    ("nope=1", "nope"),          # unknown key
-    ("epochs=abc", "epochs"),    # not an integer
-    ("epochs=0", "epochs"),      # out of range
-    ("radius=-1", "radius"),     # out of range
-    ("decay=fast", "decay"),     # not one of the choices
-    ("epochs", "key=value"),     # no '='
-])
+@pytest.mark.parametrize(
+    "setting, fragment",
+    [
+        ("nope=1", "nope"),  # unknown key
+        ("epochs=abc", "epochs"),  # not an integer
+        ("epochs=0", "epochs"),  # out of range
+        ("radius=-1", "radius"),  # out of range
+        ("decay=fast", "decay"),  # not one of the choices
+        ("epochs", "key=value"),  # no '='
+    ],
+)
 def test_bad_set_is_a_usage_error_listing_the_parameters(sample, tmp_path, setting, fragment):
-    result = run_cli("train", sample, "-o", tmp_path / "m.tgm", "--learner", "m3n-subgradient",
-                  "--set", setting)
+    result = run_cli(
+        "train", sample, "-o", tmp_path / "m.tgm", "--learner", "m3n-subgradient", "--set", setting
+    )
     assert result.exit_code == 2, result.output
     assert fragment in result.stderr
     for name in ("radius", "epochs", "batch_size", "eta0"):
@@ -134,8 +143,18 @@ def test_set_uses_the_chosen_learners_table(sample, tmp_path):
     # 'lambda' belongs to the L2 learner, not to the default L1 one
     result = run_cli("train", sample, "-o", tmp_path / "m.tgm", "--set", "lambda=0.01")
     assert result.exit_code == 2
-    result = run_cli("train", sample, "-o", tmp_path / "m.tgm", "--learner", "m3n-l2-subgradient",
-                  "--set", "lambda=0.01", "--quiet", *EPOCHS)
+    result = run_cli(
+        "train",
+        sample,
+        "-o",
+        tmp_path / "m.tgm",
+        "--learner",
+        "m3n-l2-subgradient",
+        "--set",
+        "lambda=0.01",
+        "--quiet",
+        *EPOCHS,
+    )
     assert result.exit_code == 0, result.output
 
 
@@ -172,7 +191,7 @@ def test_tag_reproduces_the_layout_with_known_labels(model, labels, tmp_path):
             assert not b.strip()
             continue
         fa, fb = a.split(), b.split()
-        assert len(fb) == len(fa)          # the gold label column is replaced, not added
+        assert len(fb) == len(fa)  # the gold label column is replaced, not added
         assert fb[:-1] == fa[:-1]
         assert fb[-1] in labels
 
@@ -258,8 +277,9 @@ def test_eval_vocabulary_splits_accuracy_by_words_seen_in_training(model):
     assert parts["seen"]["tokens"] == n_seen > 0
     assert parts["unseen"]["tokens"] == m["n_tokens"] - n_seen > 0
     # the two parts make up the whole accuracy
-    whole = (parts["seen"]["accuracy"] * n_seen
-             + parts["unseen"]["accuracy"] * parts["unseen"]["tokens"]) / m["n_tokens"]
+    whole = (
+        parts["seen"]["accuracy"] * n_seen + parts["unseen"]["accuracy"] * parts["unseen"]["tokens"]
+    ) / m["n_tokens"]
     assert whole == pytest.approx(m["accuracy"])
     text = run_cli("eval", model, SAMPLE_DEV, "--vocabulary", SAMPLE)
     assert f"words seen in training: seen {n_seen} tokens" in text.stdout
@@ -288,7 +308,7 @@ def test_inspect_text(model, labels):
     assert all(lab in out for lab in labels)
 
 
-# ------------------------------------------------------------------------------ the installed script
+# ------------------------------------------------------------------------- the installed script
 
 
 def test_console_script_tags_through_a_pipe(model):
@@ -304,8 +324,12 @@ def test_console_script_tags_through_a_pipe(model):
     assert full.stdout.rstrip(b"\n").count(b"\n") == text.rstrip(b"\n").count(b"\n")
 
     big = text * 200  # larger than any pipe buffer
-    proc = subprocess.Popen([exe, "tag", str(model)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [exe, "tag", str(model)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     import threading
 
     feeder = threading.Thread(target=_feed, args=(proc.stdin, big))
@@ -337,8 +361,19 @@ def test_pos_model_on_three_column_conll_with_label_column(tmp_path):
     when --label-column names the label column: the prediction replaces that column."""
     sample = SAMPLE
     model = tmp_path / "pos.tgm"
-    result = run_cli("train", sample, "--label-column", "1", "--features", "pos",
-                  "--set", "epochs=3", "-o", model, "-q")
+    result = run_cli(
+        "train",
+        sample,
+        "--label-column",
+        "1",
+        "--features",
+        "pos",
+        "--set",
+        "epochs=3",
+        "-o",
+        model,
+        "-q",
+    )
     assert result.exit_code == 0, result.output
     tagged = run_cli("tag", model, sample, "--label-column", "1")
     assert tagged.exit_code == 0, tagged.output
@@ -351,8 +386,8 @@ def test_pos_model_on_three_column_conll_with_label_column(tmp_path):
             assert not b.strip()
             continue
         fa, fb = a.split(), b.split()
-        assert (fb[0], fb[2]) == (fa[0], fa[2])      # word and chunk columns untouched
-        assert fb[1] in tags                         # the POS column holds a prediction
+        assert (fb[0], fb[2]) == (fa[0], fa[2])  # word and chunk columns untouched
+        assert fb[1] in tags  # the POS column holds a prediction
     scored = run_cli("eval", model, sample, "--label-column", "1", "--json")
     assert scored.exit_code == 0, scored.output
     assert json.loads(scored.output)["n_tokens"] == sum(1 for line in lines_in if line.strip())
@@ -368,7 +403,7 @@ def test_one_odd_gold_label_does_not_switch_eval_from_chunk_f1(model, tmp_path):
     result = run_cli("eval", model, odd, "--json")
     assert result.exit_code == 0, result.output
     metrics = json.loads(result.stdout)
-    assert metrics["chunk_level"] is True          # the model's labels decide, as without it
+    assert metrics["chunk_level"] is True  # the model's labels decide, as without it
     assert metrics["unknown_labels"] == ["X-WEIRD"]
     plain = json.loads(run_cli("eval", model, SAMPLE_DEV, "--json").stdout)
     assert plain["chunk_level"] is True
@@ -385,9 +420,14 @@ def test_set_errors_stay_short(sample, tmp_path):
 
 
 def _conllu_field(text: str, index: int) -> list[str]:
-    return [ln.split("\t")[index] for ln in text.splitlines()
-            if ln and not ln.startswith("#") and ln.split("\t")[0].isascii()
-            and ln.split("\t")[0].isdigit()]
+    return [
+        ln.split("\t")[index]
+        for ln in text.splitlines()
+        if ln
+        and not ln.startswith("#")
+        and ln.split("\t")[0].isascii()
+        and ln.split("\t")[0].isdigit()
+    ]
 
 
 def test_conllu_label_xpos_trains_tags_and_evaluates_the_xpos_field(tmp_path):
@@ -411,5 +451,7 @@ def test_conllu_label_xpos_trains_tags_and_evaluates_the_xpos_field(tmp_path):
     expected = sum(a == b for a, b in zip(tagged, gold)) / len(gold)
     report = json.loads(run_cli("eval", model, sample, "--json").stdout)
     assert report["accuracy"] == pytest.approx(expected)
-    _assert_data_error(run_cli("eval", model, sample, "--conllu-label", "upos"),
-                       "none of the evaluation data's labels")
+    _assert_data_error(
+        run_cli("eval", model, sample, "--conllu-label", "upos"),
+        "none of the evaluation data's labels",
+    )

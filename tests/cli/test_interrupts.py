@@ -14,16 +14,30 @@ import time
 from pathlib import Path
 
 import pytest
-from _helpers import ROOT, SAMPLE
 
+from _helpers import ROOT, SAMPLE
 
 
 @pytest.fixture(scope="module")
 def setup(corpora, tmp_path_factory):
     work = tmp_path_factory.mktemp("interrupts")
     model = work / "m.tgm"
-    subprocess.run([sys.executable, "-c", "import cli; cli.main()", "train", str(SAMPLE), "-o",
-                    str(model), "--set", "epochs=2", "-q"], cwd=ROOT, check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import cli; cli.main()",
+            "train",
+            str(SAMPLE),
+            "-o",
+            str(model),
+            "--set",
+            "epochs=2",
+            "-q",
+        ],
+        cwd=ROOT,
+        check=True,
+    )
     big = work / "big.txt"
     big.write_text((corpora / "conll2000" / "test.txt").read_text() * 60)
     return model, big
@@ -39,11 +53,27 @@ def _deliverable_sigint() -> None:
 def _interrupt(model: Path, big: Path, out_dir: Path, delay: float) -> tuple[int, float, str]:
     out = out_dir / "tagged.txt"
     env = dict(os.environ, PYTHONFAULTHANDLER="1")  # a hang below dumps every thread
-    proc = subprocess.Popen([sys.executable, "-c", "import cli; cli.main()", "tag", str(model),
-                             str(big), "--jobs", "2", "-o", str(out)], cwd=ROOT,
-                            start_new_session=True, stdout=subprocess.DEVNULL,
-                            preexec_fn=_deliverable_sigint,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import cli; cli.main()",
+            "tag",
+            str(model),
+            str(big),
+            "--jobs",
+            "2",
+            "-o",
+            str(out),
+        ],
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        preexec_fn=_deliverable_sigint,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     time.sleep(delay)
     sent = time.monotonic()
     try:
@@ -56,12 +86,15 @@ def _interrupt(model: Path, big: Path, out_dir: Path, delay: float) -> tuple[int
         alive = proc.poll() is None
         if alive:
             os.kill(proc.pid, signal.SIGABRT)
-        group = subprocess.run(["ps", "-o", "pid,stat,cmd", "-g", str(proc.pid)],
-                               capture_output=True, text=True).stdout
+        group = subprocess.run(
+            ["ps", "-o", "pid,stat,cmd", "-g", str(proc.pid)], capture_output=True, text=True
+        ).stdout
         os.killpg(proc.pid, signal.SIGKILL)
         _, err = proc.communicate()
-        pytest.fail(f"tagger tag --jobs 2 hung after SIGINT at {delay:.2f} s (main process "
-                    f"{'alive' if alive else f'exited {proc.returncode}'}):\n{group}\n{err}")
+        pytest.fail(
+            f"tagger tag --jobs 2 hung after SIGINT at {delay:.2f} s (main process "
+            f"{'alive' if alive else f'exited {proc.returncode}'}):\n{group}\n{err}"
+        )
     return proc.returncode, time.monotonic() - sent, err
 
 

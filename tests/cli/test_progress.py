@@ -13,18 +13,36 @@ log = logging.getLogger("tagger.train")
 
 def _emit(handler, rows, learner="m3n-subgradient", total=4):
     for i, row in enumerate(rows):
-        record = log.makeRecord(log.name, logging.INFO, __file__, 0, "row", (), None,
-                                extra={"row": row, "learner": learner, "counter": "epoch",
-                                       "total": total, "first": i == 0})
+        record = log.makeRecord(
+            log.name,
+            logging.INFO,
+            __file__,
+            0,
+            "row",
+            (),
+            None,
+            extra={
+                "row": row,
+                "learner": learner,
+                "counter": "epoch",
+                "total": total,
+                "first": i == 0,
+            },
+        )
         handler.emit(record)
 
 
 def test_plain_lines_give_each_iterations_own_time_without_compilation():
     out, clock = io.StringIO(), CompileClock()
     handler = ProgressHandler(out, bars=False, compile_clock=clock)
-    clock.seconds = 3.0       # compiled during the first iteration
-    _emit(handler, [{"epoch": 1, "objective": 2.0, "nonzero": 10, "time": 3.5},
-                    {"epoch": 2, "objective": 1.0, "nonzero": 12, "dev_f1": 80.5, "time": 4.0}])
+    clock.seconds = 3.0  # compiled during the first iteration
+    _emit(
+        handler,
+        [
+            {"epoch": 1, "objective": 2.0, "nonzero": 10, "time": 3.5},
+            {"epoch": 2, "objective": 1.0, "nonzero": 12, "dev_f1": 80.5, "time": 4.0},
+        ],
+    )
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("compiled the numba kernels in 3.0 s")
     assert "epoch=1/4" in lines[1] and "epoch_s=0.50" in lines[1]
@@ -39,7 +57,7 @@ def test_compilation_is_reported_once():
     handler = ProgressHandler(out, bars=False, compile_clock=clock)
     clock.seconds = 2.0
     _emit(handler, [{"epoch": 1, "time": 2.1}])
-    clock.seconds = 4.0      # a second run that compiles more
+    clock.seconds = 4.0  # a second run that compiles more
     _emit(handler, [{"epoch": 1, "time": 2.2}])
     assert out.getvalue().count("compiled the numba kernels") == 1
 
@@ -47,11 +65,23 @@ def test_compilation_is_reported_once():
 def test_bars_on_a_terminal():
     out = io.StringIO()
     handler = ProgressHandler(out, bars=True)
-    handler.emit(log.makeRecord(log.name, logging.INFO, __file__, 0, "featurize", (), None,
-                                extra={"featurize": {"phase": "training data", "done": 50,
-                                                     "total": 100}}))
-    _emit(handler, [{"epoch": k, "objective": 1.0 / k, "nonzero": 7, "time": 0.1 * k}
-                    for k in (1, 2, 3)], total=3)
+    handler.emit(
+        log.makeRecord(
+            log.name,
+            logging.INFO,
+            __file__,
+            0,
+            "featurize",
+            (),
+            None,
+            extra={"featurize": {"phase": "training data", "done": 50, "total": 100}},
+        )
+    )
+    _emit(
+        handler,
+        [{"epoch": k, "objective": 1.0 / k, "nonzero": 7, "time": 0.1 * k} for k in (1, 2, 3)],
+        total=3,
+    )
     handler.emit(log.makeRecord(log.name, logging.INFO, __file__, 0, "selection: x", (), None))
     handler.close()
     text = out.getvalue()
@@ -61,9 +91,10 @@ def test_bars_on_a_terminal():
 
 
 def test_train_progress_attaches_and_detaches(tmp_path):
+    from pathlib import Path
+
     from tagger.api import Tagger
     from tagger.io import load_corpus
-    from pathlib import Path
 
     sample = Path(__file__).resolve().parents[2] / "corpora" / "sample_chunk.txt"
     out = io.StringIO()
@@ -74,7 +105,7 @@ def test_train_progress_attaches_and_detaches(tmp_path):
     assert "epoch=1/2" in text and "epoch=2/2" in text
     before = text
     Tagger(features="chunk", params={"epochs": 1}, select=False).fit(load_corpus(sample))
-    assert out.getvalue() == before      # nothing once the block is left
+    assert out.getvalue() == before  # nothing once the block is left
     quiet = io.StringIO()
     with TrainProgress(quiet=True, stream=quiet):
         Tagger(features="chunk", params={"epochs": 1}, select=False).fit(load_corpus(sample))

@@ -28,7 +28,6 @@ wieght = 2
 """
 
 
-
 def _write(path, rng, n, labeled=True):
     lines = []
     for toks, labs in addresses(rng, n):
@@ -49,14 +48,25 @@ def files(tmp_path_factory):
 
 
 def test_bad_constraint_file_lists_every_mistake_and_exits_1(files):
-    r = run_cli("train", files / "train.tsv", "--unlabeled", files / "unl.tsv", "--constraints",
-             files / "bad.toml", "-o", files / "m.tgm")
+    r = run_cli(
+        "train",
+        files / "train.tsv",
+        "--unlabeled",
+        files / "unl.tsv",
+        "--constraints",
+        files / "bad.toml",
+        "-o",
+        files / "m.tgm",
+    )
     assert r.exit_code == 1
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ")
-    for fragment in ("3 mistakes", "instance[0].labels[0]: unknown label 'nmae'; did you mean "
-                     "'name'", "instance[1].pattern: bad regular expression",
-                     "instance[2].wieght: unknown key"):
+    for fragment in (
+        "3 mistakes",
+        "instance[0].labels[0]: unknown label 'nmae'; did you mean 'name'",
+        "instance[1].pattern: bad regular expression",
+        "instance[2].wieght: unknown key",
+    ):
         assert fragment in lines[0]
     assert not (files / "m.tgm").exists()
     r = run_cli("tag", files / "m.tgm", files / "dev.tsv", "--constraints", files / "bad.toml")
@@ -65,9 +75,26 @@ def test_bad_constraint_file_lists_every_mistake_and_exits_1(files):
 
 def test_semisupervised_training_tagging_report_and_trace(files):
     model = files / "semi.tgm"
-    r = run_cli("train", files / "train.tsv", "--unlabeled", files / "unl.tsv", "--constraints",
-             files / "good.toml", "--dev", files / "dev.tsv", "--test", files / "dev.tsv",
-             "--features", "citation", "-o", model, "--set", "steps=2", "--set", "epochs=3")
+    r = run_cli(
+        "train",
+        files / "train.tsv",
+        "--unlabeled",
+        files / "unl.tsv",
+        "--constraints",
+        files / "good.toml",
+        "--dev",
+        files / "dev.tsv",
+        "--test",
+        files / "dev.tsv",
+        "--features",
+        "citation",
+        "-o",
+        model,
+        "--set",
+        "steps=2",
+        "--set",
+        "epochs=3",
+    )
     assert r.exit_code == 0, r.output
     assert "read 40 unlabeled sentences" in r.stderr
     assert "ssvm-annealing: step=2" in r.stderr
@@ -104,8 +131,14 @@ def test_semisupervised_training_tagging_report_and_trace(files):
     rep = json.loads(r.stdout)["constraints"]
     assert len(rep) == 4
     assert rep[0]["gold_rate"] == 0.0 and rep[1]["gold_rate"] == 0.0
-    r = run_cli("eval", model, files / "dev.tsv", "--constraints", files / "good.toml",
-             "--decode-constraints")
+    r = run_cli(
+        "eval",
+        model,
+        files / "dev.tsv",
+        "--constraints",
+        files / "good.toml",
+        "--decode-constraints",
+    )
     assert r.exit_code == 0 and "gold" in r.stdout and "predicted" in r.stdout
 
 
@@ -138,8 +171,11 @@ def test_constraints_check_without_a_model(files):
     report = json.loads(r.stdout)
     firsts = _first_labels(files / "mixed.tsv")
     assert report["n_sentences"] == len(firsts)
-    start = [row for row in report["rules"] if row["level"] == "instance"
-             and row["constraint"].startswith("start")]
+    start = [
+        row
+        for row in report["rules"]
+        if row["level"] == "instance" and row["constraint"].startswith("start")
+    ]
     assert start, [row["constraint"] for row in report["rules"]]
     # RULES' start rule names the labels a sentence may begin with: its rate is the share of
     # sentences that begin otherwise, counted here from the file's text
@@ -160,8 +196,18 @@ def test_case_mismatched_labels_are_named_by_check_and_stop_training(files):
     assert r.exit_code == 0
     assert "label 'NAME' of the file is not used by the data (did you mean 'name'?" in r.stdout
     assert "labels of the data the file never names: " in r.stdout
-    r = run_cli("train", files / "train.tsv", "--unlabeled", files / "unl.tsv", "--constraints",
-             files / "upper.toml", "-o", files / "upper.tgm", "--set", "steps=1")
+    r = run_cli(
+        "train",
+        files / "train.tsv",
+        "--unlabeled",
+        files / "unl.tsv",
+        "--constraints",
+        files / "upper.toml",
+        "-o",
+        files / "upper.tgm",
+        "--set",
+        "steps=1",
+    )
     assert r.exit_code == 1
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and "'NAME' (did you mean 'name'?)" in lines[0]
@@ -172,10 +218,13 @@ def test_a_label_only_the_rules_name_is_allowed():
     from tagger.constraints import ConstraintSet
     from tagger.constraints.check import check_training_labels, label_check
 
-    cset = ConstraintSet.from_text(RULES.replace('labels = ["name", "street", "city"]',
-                                                 'labels = ["name", "street", "city", "zip"]'))
+    cset = ConstraintSet.from_text(
+        RULES.replace(
+            'labels = ["name", "street", "city"]', 'labels = ["name", "street", "city", "zip"]'
+        )
+    )
     assert label_check(cset, ["city", "name", "street"])["unused"] == [("zip", None)]
-    check_training_labels(cset, ["city", "name", "street"])   # no error: not a misspelling
+    check_training_labels(cset, ["city", "name", "street"])  # no error: not a misspelling
 
 
 def test_a_pattern_python_warns_about_prints_nothing_more(tmp_path):
@@ -185,10 +234,14 @@ def test_a_pattern_python_warns_about_prints_nothing_more(tmp_path):
 
     cli_py = Path(__file__).resolve().parents[2] / "cli.py"
     f = tmp_path / "nested.toml"
-    f.write_text('labels = ["a", "b"]\n[[instance]]\nrule = "tokens"\npattern = "[[a]x"\n'
-                 'take = ["a"]\n')
-    r = subprocess.run([sys.executable, "-W", "default", str(cli_py), "constraints", "check",
-                        str(f)], capture_output=True, text=True)
+    f.write_text(
+        'labels = ["a", "b"]\n[[instance]]\nrule = "tokens"\npattern = "[[a]x"\ntake = ["a"]\n'
+    )
+    r = subprocess.run(
+        [sys.executable, "-W", "default", str(cli_py), "constraints", "check", str(f)],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0 and r.stderr == "", r.stderr
 
 
@@ -199,9 +252,19 @@ def test_the_recipe_example_of_the_constraint_docs_runs(tmp_path):
     root = Path(__file__).resolve().parents[2]
     corpora, toml = root / "corpora", root / "constraints" / "recipes.toml"
     model = tmp_path / "recipes.tgm"
-    result = run_cli("train", corpora / "recipes_train.txt", "--unlabeled",
-                  corpora / "recipes_unlabeled.txt", "--constraints", toml, "--dev",
-                  corpora / "recipes_dev.txt", "-o", model, "-q")
+    result = run_cli(
+        "train",
+        corpora / "recipes_train.txt",
+        "--unlabeled",
+        corpora / "recipes_unlabeled.txt",
+        "--constraints",
+        toml,
+        "--dev",
+        corpora / "recipes_dev.txt",
+        "-o",
+        model,
+        "-q",
+    )
     assert result.exit_code == 0, result.output
     result = run_cli("eval", model, corpora / "recipes_test.txt", "--constraints", toml, "--json")
     assert result.exit_code == 0, result.output

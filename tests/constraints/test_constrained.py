@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
-from tagger.constraints.decoding import constrained_decode
 from tagger.constraints import ConstraintSet, ViolationState
+from tagger.constraints.decoding import constrained_decode
 
 from _brute import labelings, path_score, path_scores
 
@@ -120,7 +119,7 @@ def test_hard_constraints_exact_against_brute_force(text):
     cc = ConstraintSet.from_text(text).compile(LABELS)
     rng = np.random.default_rng(3)
     checked = 0
-    for trial in range(60):
+    for _ in range(60):
         T = int(rng.integers(1, 7))
         toks = [WORDS[i] for i in rng.integers(0, len(WORDS), T)]
         state = rng.normal(size=(T, len(LABELS)))
@@ -153,7 +152,7 @@ def test_soft_rules_give_a_local_optimum_of_score_minus_penalty():
         ti = cc.indicators([toks])
         y, _ = constrained_decode(state, np.array([0, T]), trans, cc, ti)
 
-        def objective(lab):
+        def objective(lab, state=state, trans=trans, ti=ti):
             return path_score(state, trans, lab) - ViolationState(cc, ti, lab).penalty()
 
         here = objective(y)
@@ -162,8 +161,15 @@ def test_soft_rules_give_a_local_optimum_of_score_minus_penalty():
                 z = y.copy()
                 z[t] = new
                 assert objective(z) <= here + 1e-9
-        plain, _ = constrained_decode(state, np.array([0, T]), trans,
-                                      ConstraintSet.from_text(HARD.replace("hard = true", "hard = false\nweight = 0.0")).compile(LABELS), ti)
+        plain, _ = constrained_decode(
+            state,
+            np.array([0, T]),
+            trans,
+            ConstraintSet.from_text(
+                HARD.replace("hard = true", "hard = false\nweight = 0.0")
+            ).compile(LABELS),
+            ti,
+        )
         assert here >= objective(plain) - 1e-9
 
 
@@ -177,7 +183,7 @@ def test_infeasible_sequences_get_the_fewest_broken_rules_not_plain_viterbi():
     W = 1e3
     rng = np.random.default_rng(11)
     checked = 0
-    for trial in range(400):
+    for _ in range(400):
         T = int(rng.integers(2, 7))
         toks = [WORDS[i] for i in rng.integers(0, len(WORDS), T)]
         if _brute_best(np.zeros((T, len(LABELS))), np.zeros((4, 4)), cc, toks) > -np.inf:
@@ -195,7 +201,8 @@ def test_infeasible_sequences_get_the_fewest_broken_rules_not_plain_viterbi():
         mine = ViolationState(cc, ti, y)
         dm = np.maximum(mine.phi - cc.hi, 0) + np.maximum(cc.lo - mine.phi, 0)
         assert dm[0, seg].sum() == 0
-        assert path_score(state, trans, y) - W * dm[0, ~seg].sum() == pytest.approx(scores.max(),
-                                                                                abs=1e-6)
+        assert path_score(state, trans, y) - W * dm[0, ~seg].sum() == pytest.approx(
+            scores.max(), abs=1e-6
+        )
         checked += 1
     assert checked >= 10

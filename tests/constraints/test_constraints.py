@@ -8,8 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tagger.constraints import (ConstraintSet, Proposal, ViolationState, apply_switch,
-                                boundary_on_punctuation, normalize_word, switch_penalty_delta)
+from tagger.constraints import (
+    ConstraintSet,
+    Proposal,
+    ViolationState,
+    apply_switch,
+    boundary_on_punctuation,
+    normalize_word,
+    switch_penalty_delta,
+)
 from tagger.errors import ConstraintError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,6 +112,7 @@ def _corpus(rng, n=30):
 
 # ---- a plain-Python definition of every penalty, independent of the kernels
 
+
 def _segments(y):
     segs = {}
     for t, lab in enumerate(y):
@@ -126,18 +134,23 @@ def _direct_penalty(cs: ConstraintSet, sents, ys, hard_weight=1000.0):
             elif r.rule == "tokens" and r.options.get("sequence"):
                 # written out for this file's one sequence: a digit, then pp or v; the second
                 # token is the marked one
-                marked = {t + 1 for t in range(len(toks) - 1)
-                          if any(ch.isdigit() for ch in toks[t])
-                          and normalize_word(toks[t + 1]) in ("pp", "v")}
+                marked = {
+                    t + 1
+                    for t in range(len(toks) - 1)
+                    if any(ch.isdigit() for ch in toks[t])
+                    and normalize_word(toks[t + 1]) in ("pp", "v")
+                }
                 phi = sum(1 for t in marked if y[t] not in ids)
                 lo, hi = 0, 0
             elif r.rule == "one-segment":
                 phi = sum(max(0, v - 1) for k, v in _segments(y).items() if k in ids)
                 lo, hi = 0, 0
             elif r.rule == "tokens":
-                hit = [normalize_word(w) in r.options["words"] or
-                       (r.options.get("pattern") is not None and r.options["pattern"].search(w))
-                       for w in toks]
+                hit = [
+                    normalize_word(w) in r.options["words"]
+                    or (r.options.get("pattern") is not None and r.options["pattern"].search(w))
+                    for w in toks
+                ]
                 if r.options["mode"] == "take":
                     phi = sum(1 for h, lab in zip(hit, y) if h and lab not in ids)
                 else:
@@ -147,16 +160,22 @@ def _direct_penalty(cs: ConstraintSet, sents, ys, hard_weight=1000.0):
                 phi = sum(1 for w, lab in zip(toks, y) if '"' in w and lab not in ids)
                 lo, hi = 0, 0
             elif r.rule == "change-on-punctuation":
-                phi = sum(1 for t in range(1, len(y)) if y[t] != y[t - 1]
-                          and not boundary_on_punctuation(toks[t - 1], toks[t]))
+                phi = sum(
+                    1
+                    for t in range(1, len(y))
+                    if y[t] != y[t - 1] and not boundary_on_punctuation(toks[t - 1], toks[t])
+                )
                 lo, hi = 0, 0
             elif r.rule == "contains":
                 # segments (maximal runs of one label) of the rule's labels with no matching token
                 if "property" in r.options:
                     match = ['"' in w for w in toks]
                 else:
-                    match = [normalize_word(w) in r.options["words"] or
-                             bool(r.options["pattern"].search(w)) for w in toks]
+                    match = [
+                        normalize_word(w) in r.options["words"]
+                        or bool(r.options["pattern"].search(w))
+                        for w in toks
+                    ]
                 runs, t0 = [], 0
                 for t in range(1, len(y) + 1):
                     if t == len(y) or y[t] != y[t0]:
@@ -167,8 +186,13 @@ def _direct_penalty(cs: ConstraintSet, sents, ys, hard_weight=1000.0):
             elif r.rule == "order":
                 before = {lid[x] for x in r.options["before"]}
                 after = {lid[x] for x in r.options["after"]}
-                phi = sum(1 for t in range(len(y)) if (t == 0 or y[t] != y[t - 1])
-                          and y[t] in before and any(lab in after for lab in y[:t]))
+                phi = sum(
+                    1
+                    for t in range(len(y))
+                    if (t == 0 or y[t] != y[t - 1])
+                    and y[t] in before
+                    and any(lab in after for lab in y[:t])
+                )
                 lo, hi = 0, 0
             else:
                 if r.options["unit"] == "tokens":
@@ -233,7 +257,7 @@ def test_switch_delta_matches_recount():
         st.recount()  # the incremental bookkeeping equals a recount from scratch
         for k0, k1 in zip(kept, (st.phi, st.segs, st.num, st.den)):
             np.testing.assert_allclose(k0, k1)
-        ys_now = [st.y[offsets[i]:offsets[i + 1]] for i in range(len(sents))]
+        ys_now = [st.y[offsets[i] : offsets[i + 1]] for i in range(len(sents))]
         after = _direct_penalty(cs, sents, ys_now)
         assert after - before == pytest.approx(delta, abs=1e-9)
 
@@ -241,8 +265,13 @@ def test_switch_delta_matches_recount():
 def test_run_counts_equal_a_recount_of_the_switched_sequence():
     """A whole run of equal labels taking a new label (label switching's run move): the counts
     from the run and its ends equal, exactly, the counts of the changed sequence from scratch."""
-    from tagger.constraints.penalties import (run_corpus, run_phi, segments_of, sequence_corpus,
-                                              sequence_phi)
+    from tagger.constraints.penalties import (
+        run_corpus,
+        run_phi,
+        segments_of,
+        sequence_corpus,
+        sequence_phi,
+    )
 
     cs = ConstraintSet.from_text(FULL)
     cc = cs.compile(LABELS)
@@ -282,7 +311,7 @@ def test_run_counts_equal_a_recount_of_the_switched_sequence():
         sequence_corpus(y, ind, a, b, ckind, cmask, crow, n1, d1)
         assert np.array_equal(phi1, expect)
         assert np.array_equal(n0 + dn, n1) and np.array_equal(d0 + dd, d1)
-    assert tried > 50   # runs longer than one token were switched
+    assert tried > 50  # runs longer than one token were switched
 
 
 def test_all_mistakes_reported_at_once():
@@ -314,12 +343,15 @@ fraction = 1.5
         ConstraintSet.from_text(text, "ads.toml")
     msg = str(info.value)
     assert msg.startswith("ads.toml: 7 mistakes")
-    for fragment in ("colour: unknown key", "instance[0].labels[0]: unknown label 'autor'; did "
-                     "you mean 'author'", "instance[1].pattern: bad regular expression",
-                     "instance[1].take[0]: unknown label 'dat'; did you mean 'date'",
-                     "instance[2].min: min (5) is larger than max (2)",
-                     "instance[3].wieght: unknown key 'wieght'; did you mean 'weight'",
-                     "corpus[0].fraction: must be between 0.0 and 1.0"):
+    for fragment in (
+        "colour: unknown key",
+        "instance[0].labels[0]: unknown label 'autor'; did you mean 'author'",
+        "instance[1].pattern: bad regular expression",
+        "instance[1].take[0]: unknown label 'dat'; did you mean 'date'",
+        "instance[2].min: min (5) is larger than max (2)",
+        "instance[3].wieght: unknown key 'wieght'; did you mean 'weight'",
+        "corpus[0].fraction: must be between 0.0 and 1.0",
+    ):
         assert fragment in msg, (fragment, msg)
 
 
@@ -332,8 +364,15 @@ def test_compile_refuses_labels_the_model_lacks():
 def test_shipped_citation_file_is_valid_and_complete():
     cs = ConstraintSet.load(ROOT / "constraints" / "citations.toml")
     rules = {r.rule for r in cs.rules}
-    assert {"start", "one-segment", "change-on-punctuation", "tokens", "only-inside",
-            "label-fraction", "change-off-punctuation"} <= rules
+    assert {
+        "start",
+        "one-segment",
+        "change-on-punctuation",
+        "tokens",
+        "only-inside",
+        "label-fraction",
+        "change-off-punctuation",
+    } <= rules
     assert len(cs.labels) == 13
 
 
@@ -346,20 +385,32 @@ def test_quote_property_means_double_quotation_marks_not_apostrophes():
         assert not has_property(tok, "quote"), tok
 
 
-@pytest.mark.parametrize("body, fragment", [
-    ('rule = "tokens"\nsequence = ["no", "pets"]\nwords = ["x"]\ntake = ["a"]', "not both"),
-    ('rule = "tokens"\nsequence = ["<nmber>", "br"]\ntake = ["a"]', "did you mean '<number>'"),
-    ('rule = "tokens"\nsequence = ["no", "pets"]\nmark = [2]\ntake = ["a"]', "instance[0].mark"),
-    ('rule = "tokens"\nwords = ["x"]\nmark = [0]\ntake = ["a"]', "picks tokens of a `sequence`"),
-    ('rule = "tokens"\nsequence = []\ntake = ["a"]', "instance[0].sequence"),
-    ('rule = "contains"\nlabels = ["a"]', "needs `words`"),
-    ('rule = "contains"\nlabels = ["a"]\nproperty = "digits"', "did you mean 'digit'"),
-    ('rule = "contains"\nwords = ["x"]', "needs `labels`"),
-    ('rule = "order"\nbefore = ["a"]', "needs `after`"),
-    ('rule = "order"\nbefore = ["a"]\nafter = ["a", "b"]', "instance[0].after: label(s) a"),
-    ('rule = "order"\nbefore = ["A"]\nafter = ["b"]', "instance[0].before[0]: unknown label 'A'"),
-    ('rule = "order"\nlabels = ["a"]\nbefore = ["a"]\nafter = ["b"]', "unknown key 'labels'"),
-])
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        ('rule = "tokens"\nsequence = ["no", "pets"]\nwords = ["x"]\ntake = ["a"]', "not both"),
+        ('rule = "tokens"\nsequence = ["<nmber>", "br"]\ntake = ["a"]', "did you mean '<number>'"),
+        (
+            'rule = "tokens"\nsequence = ["no", "pets"]\nmark = [2]\ntake = ["a"]',
+            "instance[0].mark",
+        ),
+        (
+            'rule = "tokens"\nwords = ["x"]\nmark = [0]\ntake = ["a"]',
+            "picks tokens of a `sequence`",
+        ),
+        ('rule = "tokens"\nsequence = []\ntake = ["a"]', "instance[0].sequence"),
+        ('rule = "contains"\nlabels = ["a"]', "needs `words`"),
+        ('rule = "contains"\nlabels = ["a"]\nproperty = "digits"', "did you mean 'digit'"),
+        ('rule = "contains"\nwords = ["x"]', "needs `labels`"),
+        ('rule = "order"\nbefore = ["a"]', "needs `after`"),
+        ('rule = "order"\nbefore = ["a"]\nafter = ["a", "b"]', "instance[0].after: label(s) a"),
+        (
+            'rule = "order"\nbefore = ["A"]\nafter = ["b"]',
+            "instance[0].before[0]: unknown label 'A'",
+        ),
+        ('rule = "order"\nlabels = ["a"]\nbefore = ["a"]\nafter = ["b"]', "unknown key 'labels'"),
+    ],
+)
 def test_sequence_contains_and_order_mistakes_are_reported_with_their_key(body, fragment):
     text = f'labels = ["a", "b"]\n[[instance]]\n{body}\n'
     with pytest.raises(ConstraintError) as info:
@@ -368,9 +419,11 @@ def test_sequence_contains_and_order_mistakes_are_reported_with_their_key(body, 
 
 
 def test_end_and_sequence_indicator_rows():
-    cs = ConstraintSet.from_text('labels = ["a", "b"]\n[[instance]]\nrule = "end"\n'
-                                 'labels = ["a"]\n[[instance]]\nrule = "tokens"\n'
-                                 'sequence = "no pets|pet"\nmark = 1\ntake = ["b"]\n')
+    cs = ConstraintSet.from_text(
+        'labels = ["a", "b"]\n[[instance]]\nrule = "end"\n'
+        'labels = ["a"]\n[[instance]]\nrule = "tokens"\n'
+        'sequence = "no pets|pet"\nmark = 1\ntake = ["b"]\n'
+    )
     cc = cs.compile(["a", "b"])
     ti = cc.indicators([["no", "pets", ",", "No", "pet"], ["no"], ["pets", "no"]])
     end_row, seq_row = ti.ind[cc.row[0]], ti.ind[cc.row[1]]

@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from seqeval.metrics.sequence_labeling import get_entities
 
 from tagger.errors import UnknownLabelError
-from tagger.evaluation.labels import LabelIndex, bio_spans, chunk_starts_ends, is_bio, label_tag_type, split_label
+from tagger.evaluation.labels import (
+    LabelIndex,
+    bio_spans,
+    chunk_starts_ends,
+    is_bio,
+    label_tag_type,
+    split_label,
+)
 from tagger.sentence import Sentence
 
 
@@ -82,7 +89,12 @@ def test_bio_spans_conlleval_cases():
     assert bio_spans([]) == []
     assert bio_spans(["O", "O"]) == []
     # IOBES
-    assert bio_spans(["S-A", "B-A", "E-A", "E-A", "I-A"]) == [("A", 0, 1), ("A", 1, 3), ("A", 3, 4), ("A", 4, 5)]
+    assert bio_spans(["S-A", "B-A", "E-A", "E-A", "I-A"]) == [
+        ("A", 0, 1),
+        ("A", 1, 3),
+        ("A", 3, 4),
+        ("A", 4, 5),
+    ]
 
 
 BIO = ["O", "B-A", "I-A", "B-B", "I-B", "B-C", "I-C"]

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from seqeval.metrics.sequence_labeling import get_entities, precision_recall_fscore_support
 
-from tagger.io import read_conll
 from tagger.evaluation.metrics import evaluate, evaluate_ids, format_report
+from tagger.io import read_conll
 
 BIO = ["O", "B-NP", "I-NP", "B-VP", "I-VP", "B-PP", "I-PP"]
 IOBES = BIO + ["E-NP", "S-NP", "E-VP", "S-VP"]
@@ -22,7 +22,9 @@ def seqeval_scores(gold, pred):
     """Overall (micro) and per-type P/R/F1/support from seqeval."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        types = sorted({t for t, _, _ in get_entities(gold)} | {t for t, _, _ in get_entities(pred)})
+        types = sorted(
+            {t for t, _, _ in get_entities(gold)} | {t for t, _, _ in get_entities(pred)}
+        )
         if not types:
             return (0.0, 0.0, 0.0), {}
         overall = precision_recall_fscore_support(gold, pred, average="micro")[:3]
@@ -36,7 +38,9 @@ def check_against_seqeval(gold, pred):
     assert res["chunk_level"]
     overall, per = seqeval_scores(gold, pred)
     assert (res["precision"], res["recall"], res["f1"]) == overall
-    got = {t: (m["precision"], m["recall"], m["f1"], m["support"]) for t, m in res["per_label"].items()}
+    got = {
+        t: (m["precision"], m["recall"], m["f1"], m["support"]) for t, m in res["per_label"].items()
+    }
     assert got == per
     n_gold = sum(len(get_entities(g)) for g in gold)
     n_pred = sum(len(get_entities(p)) for p in pred)
@@ -100,17 +104,31 @@ def test_token_level_for_non_bio_labels():
     assert not res["chunk_level"]
     assert res["accuracy"] == 0.5 and res["precision"] == res["recall"] == res["f1"] == 0.5
     assert res["n_tokens"] == 4 and res["n_sentences"] == 2 and res["n_gold_chunks"] is None
-    assert res["per_label"]["author"] == {"precision": 1.0, "recall": 0.5, "f1": 2 / 3, "support": 2}
+    assert res["per_label"]["author"] == {
+        "precision": 1.0,
+        "recall": 0.5,
+        "f1": 2 / 3,
+        "support": 2,
+    }
     assert res["per_label"]["title"] == {"precision": 1 / 3, "recall": 1.0, "f1": 0.5, "support": 1}
     assert res["per_label"]["date"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 1}
     assert "processed 4 tokens" in format_report(res)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(["NN", "VB", "DT", "JJ"]), min_size=1, max_size=6), min_size=1,
-                max_size=5), st.randoms(use_true_random=False))
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["NN", "VB", "DT", "JJ"]), min_size=1, max_size=6),
+        min_size=1,
+        max_size=5,
+    ),
+    st.randoms(use_true_random=False),
+)
 def test_token_level_matches_direct_count(gold, rnd):
-    pred = [[lab if rnd.random() < 0.6 else rnd.choice(["NN", "VB", "DT", "XX"]) for lab in g] for g in gold]
+    pred = [
+        [lab if rnd.random() < 0.6 else rnd.choice(["NN", "VB", "DT", "XX"]) for lab in g]
+        for g in gold
+    ]
     res = evaluate(gold, pred)
     pairs = [(a, b) for g, p in zip(gold, pred) for a, b in zip(g, p)]
     assert res["accuracy"] == sum(a == b for a, b in pairs) / len(pairs)

@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tagger.io import read_corpus
 from tagger.errors import FeatureSpecError
 from tagger.features import PRESETS, TOKEN_FUNCTIONS, FeatureSpec, Featurizer
+from tagger.io import read_corpus
 from tagger.sentence import Sentence
-from _helpers import SAMPLES
 
+from _helpers import SAMPLES
 
 
 def _spec(templates, views=None, columns=("word",), **featurizer) -> FeatureSpec:
@@ -40,7 +40,7 @@ def _sample(name: str) -> list[Sentence]:
 
 
 def _token_names(fz: Featurizer, X, i: int) -> list[str]:
-    return [fz.attribute_name(int(a)) for a in X.attrs[X.indptr[i]:X.indptr[i + 1]]]
+    return [fz.attribute_name(int(a)) for a in X.attrs[X.indptr[i] : X.indptr[i + 1]]]
 
 
 def _all_names(fz: Featurizer) -> list[str]:
@@ -100,29 +100,71 @@ def test_every_mistake_is_reported_at_once():
         assert where in hits[0]
 
 
-@pytest.mark.parametrize("data, fragment", [
-    ({"featurizer": {"columns": [], "templates": ["word[0]"]}}, "columns must be a non-empty list"),
-    ({"featurizer": {"columns": ["word"], "templates": []}}, "templates must be a non-empty list"),
-    ({"featurizer": {"columns": ["word"], "templates": ["word[0]", "word[ 0 ]"]}},
-     "duplicate template 'word[0]'"),
-    ({"featurizer": {"columns": ["word"], "templates": ["x[0]"]},
-      "views": {"x": {"function": "suffix"}}}, "views.x.length must be a positive integer"),
-    ({"featurizer": {"columns": ["word"], "templates": ["x[0]"]},
-      "views": {"x": {"function": "prefix", "length": 0}}}, "views.x.length"),
-    ({"featurizer": {"columns": ["word"], "templates": ["x[0]"]},
-      "views": {"x": {"function": "sparkle"}}}, "unknown token function 'sparkle'"),
-    ({"featurizer": {"columns": ["word"], "templates": ["x[0]"]},
-      "views": {"x": {"function": "lower", "column": "pos"}}}, "unknown column 'pos'"),
-    ({"featurizer": {"columns": ["word"], "templates": ["word[0]"]},
-      "views": {"word": {"function": "lower"}}}, "already taken"),
-    ({"featurizer": {"columns": ["word"], "templates": ["word[0]"], "all_pairs": "yes"}},
-     "all_pairs must be true or false"),
-    ({"featurizer": {"columns": ["word"], "templates": ["word[0]"], "min_count": 1.5}},
-     "min_count must be an integer"),
-    ({"featurizer": {"columns": ["word"], "templates": ["word[0]"]}, "extra": {}},
-     "extra: unknown table"),
-    ({"columns": ["word"]}, "needs a [featurizer] table"),
-])
+@pytest.mark.parametrize(
+    "data, fragment",
+    [
+        (
+            {"featurizer": {"columns": [], "templates": ["word[0]"]}},
+            "columns must be a non-empty list",
+        ),
+        (
+            {"featurizer": {"columns": ["word"], "templates": []}},
+            "templates must be a non-empty list",
+        ),
+        (
+            {"featurizer": {"columns": ["word"], "templates": ["word[0]", "word[ 0 ]"]}},
+            "duplicate template 'word[0]'",
+        ),
+        (
+            {
+                "featurizer": {"columns": ["word"], "templates": ["x[0]"]},
+                "views": {"x": {"function": "suffix"}},
+            },
+            "views.x.length must be a positive integer",
+        ),
+        (
+            {
+                "featurizer": {"columns": ["word"], "templates": ["x[0]"]},
+                "views": {"x": {"function": "prefix", "length": 0}},
+            },
+            "views.x.length",
+        ),
+        (
+            {
+                "featurizer": {"columns": ["word"], "templates": ["x[0]"]},
+                "views": {"x": {"function": "sparkle"}},
+            },
+            "unknown token function 'sparkle'",
+        ),
+        (
+            {
+                "featurizer": {"columns": ["word"], "templates": ["x[0]"]},
+                "views": {"x": {"function": "lower", "column": "pos"}},
+            },
+            "unknown column 'pos'",
+        ),
+        (
+            {
+                "featurizer": {"columns": ["word"], "templates": ["word[0]"]},
+                "views": {"word": {"function": "lower"}},
+            },
+            "already taken",
+        ),
+        (
+            {"featurizer": {"columns": ["word"], "templates": ["word[0]"], "all_pairs": "yes"}},
+            "all_pairs must be true or false",
+        ),
+        (
+            {"featurizer": {"columns": ["word"], "templates": ["word[0]"], "min_count": 1.5}},
+            "min_count must be an integer",
+        ),
+        (
+            {"featurizer": {"columns": ["word"], "templates": ["word[0]"]}, "extra": {}},
+            "extra: unknown table",
+        ),
+        ({"columns": ["word"]}, "needs a [featurizer] table"),
+    ],
+)
 def test_single_mistakes_are_named(data, fragment):
     with pytest.raises(FeatureSpecError) as info:
         FeatureSpec.from_dict(data)
@@ -131,8 +173,11 @@ def test_single_mistakes_are_named(data, fragment):
 
 def test_load_from_file_names_the_file(tmp_path):
     good = tmp_path / "good.toml"
-    good.write_text('[featurizer]\ncolumns = ["word"]\ntemplates = ["word[0]", "suf[0]"]\n'
-                    '[views.suf]\nfunction = "suffix"\nlength = 2\n', "utf-8")
+    good.write_text(
+        '[featurizer]\ncolumns = ["word"]\ntemplates = ["word[0]", "suf[0]"]\n'
+        '[views.suf]\nfunction = "suffix"\nlength = 2\n',
+        "utf-8",
+    )
     spec = FeatureSpec.load(good)
     assert spec.name == "good" and spec.template_names == ["word[0]", "suf[0]"]
     bad = tmp_path / "bad.toml"
@@ -153,13 +198,26 @@ def test_load_from_file_names_the_file(tmp_path):
         FeatureSpec.load(tmp_path)
 
 
-@pytest.mark.parametrize("data, fragment", [
-    ({"featurizer": ["word"]}, "featurizer must be a table"),
-    ({"featurizer": {"columns": ["word"], "templates": ["v[0]"]}, "views": {"v": {"column": []}}},
-     "views.v.column: unknown column []"),
-    ({"featurizer": {"columns": ["word"], "templates": ["v[0]"]},
-      "views": {"v": {"function": "length", "max": "ten"}}}, "views.v.max must be a positive"),
-])
+@pytest.mark.parametrize(
+    "data, fragment",
+    [
+        ({"featurizer": ["word"]}, "featurizer must be a table"),
+        (
+            {
+                "featurizer": {"columns": ["word"], "templates": ["v[0]"]},
+                "views": {"v": {"column": []}},
+            },
+            "views.v.column: unknown column []",
+        ),
+        (
+            {
+                "featurizer": {"columns": ["word"], "templates": ["v[0]"]},
+                "views": {"v": {"function": "length", "max": "ten"}},
+            },
+            "views.v.max must be a positive",
+        ),
+    ],
+)
 def test_wrongly_typed_values_are_named(data, fragment):
     with pytest.raises(FeatureSpecError) as info:
         FeatureSpec.from_dict(data)
@@ -172,11 +230,14 @@ def test_template_names_are_canonical():
     assert spec.templates == [[], [(0, 1)], [(0, -1), (0, 0)]]
 
 
-@pytest.mark.parametrize("preset, columns, must_have", [
-    ("chunk", ["word", "pos"], ["word[0]", "pos[-1]|pos[0]", "pos[-2]|pos[-1]|pos[0]"]),
-    ("pos", ["word"], ["bias", "suf3[0]", "lower[-1]|lower[0]"]),
-    ("citation", ["word"], ["bias", "year[0]", "lower[0]|lower[1]"]),
-])
+@pytest.mark.parametrize(
+    "preset, columns, must_have",
+    [
+        ("chunk", ["word", "pos"], ["word[0]", "pos[-1]|pos[0]", "pos[-2]|pos[-1]|pos[0]"]),
+        ("pos", ["word"], ["bias", "suf3[0]", "lower[-1]|lower[0]"]),
+        ("citation", ["word"], ["bias", "year[0]", "lower[0]|lower[1]"]),
+    ],
+)
 def test_presets_load(preset, columns, must_have):
     assert preset in PRESETS
     spec = FeatureSpec.load(preset)
@@ -208,8 +269,10 @@ _FUNCTION_EXAMPLES = {
     "has_upper": ({}, [("heLlo", "1"), ("hello", "0")]),
     "has_hyphen": ({}, [("well-known", "1"), ("wellknown", "0")]),
     "is_alpha": ({}, [("abc", "1"), ("ab1", "0"), ("a-b", "0")]),
-    "regex": ({"pattern": "^(19|20)[0-9][0-9]$"}, [("1999", "1"), ("2024", "1"), ("1899", "0"),
-                                                    ("19999", "0")]),
+    "regex": (
+        {"pattern": "^(19|20)[0-9][0-9]$"},
+        [("1999", "1"), ("2024", "1"), ("1899", "0"), ("19999", "0")],
+    ),
 }
 
 
@@ -227,11 +290,14 @@ def test_token_function_examples(function):
 
 
 def test_length_has_a_default_cap_and_regex_can_ignore_case():
-    spec = _spec(["n[0]", "m[0]", "mi[0]"], views={
-        "n": {"function": "length"},
-        "m": {"function": "regex", "pattern": "^may$"},
-        "mi": {"function": "regex", "pattern": "^may$", "ignore_case": True},
-    })
+    spec = _spec(
+        ["n[0]", "m[0]", "mi[0]"],
+        views={
+            "n": {"function": "length"},
+            "m": {"function": "regex", "pattern": "^may$"},
+            "mi": {"function": "regex", "pattern": "^may$", "ignore_case": True},
+        },
+    )
     n, m, mi = (v.fn for v in spec.views[1:])
     assert n("a" * 25) == "10" and n("abcd") == "4"
     assert m("May") == "0" and mi("May") == "1" and mi("Mayday") == "0"
@@ -240,11 +306,14 @@ def test_length_has_a_default_cap_and_regex_can_ignore_case():
 # ------------------------------------------------------------------------------ string vs integer
 
 
-@pytest.mark.parametrize("preset, sample", [
-    ("chunk", "sample_chunk.txt"),
-    ("pos", "sample_pos.conllu"),
-    ("citation", "sample_citations.txt"),
-])
+@pytest.mark.parametrize(
+    "preset, sample",
+    [
+        ("chunk", "sample_chunk.txt"),
+        ("pos", "sample_pos.conllu"),
+        ("citation", "sample_citations.txt"),
+    ],
+)
 def test_integer_path_matches_string_path_on_presets(preset, sample):
     sentences = _sample(sample)
     cut = 2 * len(sentences) // 3
@@ -270,9 +339,16 @@ def test_chunk_dev_sample_against_chunk_sample():
 def test_boundaries_and_conjunctions_by_hand():
     spec = _spec(["w[-1]|w[0]", "w[2]", "bias"], views={"w": {"function": "lower"}})
     fz = Featurizer(spec).fit([Sentence([["A", "B", "C"]])])
-    assert sorted(_all_names(fz)) == sorted([
-        "bias", "w[-1]|w[0]=__BOS__|a", "w[-1]|w[0]=a|b", "w[-1]|w[0]=b|c", "w[2]=c",
-        "w[2]=__EOS__"])
+    assert sorted(_all_names(fz)) == sorted(
+        [
+            "bias",
+            "w[-1]|w[0]=__BOS__|a",
+            "w[-1]|w[0]=a|b",
+            "w[-1]|w[0]=b|c",
+            "w[2]=c",
+            "w[2]=__EOS__",
+        ]
+    )
     X = fz.transform([Sentence([["a", "b", "c"]]), Sentence([["x"]]), Sentence([["b", "C"]])])
     assert [sorted(_token_names(fz, X, i)) for i in range(X.n_tokens)] == [
         ["bias", "w[-1]|w[0]=__BOS__|a", "w[2]=c"],
@@ -293,16 +369,22 @@ _VIEWS = {
     "shp": {"function": "short_shape"},
     "p": {"function": "prefix", "length": 1, "column": "tag"},
 }
-_component = st.tuples(st.sampled_from(["word", "tag", "low", "suf", "shp", "p"]),
-                       st.integers(-3, 3))
+_component = st.tuples(
+    st.sampled_from(["word", "tag", "low", "suf", "shp", "p"]), st.integers(-3, 3)
+)
 
 
 @settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(
     sentences=st.lists(
-        st.lists(st.tuples(st.sampled_from(_ALPHABET), st.sampled_from(["N", "V", "Dx", "Dy"])),
-                 min_size=0, max_size=6),
-        min_size=2, max_size=8),
+        st.lists(
+            st.tuples(st.sampled_from(_ALPHABET), st.sampled_from(["N", "V", "Dx", "Dy"])),
+            min_size=0,
+            max_size=6,
+        ),
+        min_size=2,
+        max_size=8,
+    ),
     templates=st.lists(st.lists(_component, min_size=1, max_size=3), min_size=1, max_size=5),
     n_train=st.integers(1, 7),
     bias=st.booleans(),
@@ -329,17 +411,17 @@ def test_integer_path_matches_string_path_random(sentences, templates, n_train, 
 
 
 def test_unseen_words_keep_derived_view_attributes():
-    spec = _spec(["word[0]", "suf3[0]", "sshape[0]", "word[-1]|suf3[0]"],
-                 views={"suf3": {"function": "suffix", "length": 3},
-                        "sshape": {"function": "short_shape"}})
-    train = [Sentence([["They", "were", "walking", "home"]]),
-             Sentence([["We", "like", "singing"]])]
+    spec = _spec(
+        ["word[0]", "suf3[0]", "sshape[0]", "word[-1]|suf3[0]"],
+        views={"suf3": {"function": "suffix", "length": 3}, "sshape": {"function": "short_shape"}},
+    )
+    train = [Sentence([["They", "were", "walking", "home"]]), Sentence([["We", "like", "singing"]])]
     fz = Featurizer(spec).fit(train)
     X = fz.transform([Sentence([["They", "zorbing"]])])
     names = set(_token_names(fz, X, 1))
     assert "suf3[0]=ing" in names and "sshape[0]=x" in names
     assert not any(n.startswith("word[0]=") for n in names)  # 'zorbing' was never seen
-    assert "word[-1]|suf3[0]=They|ing" not in names            # not a training conjunction
+    assert "word[-1]|suf3[0]=They|ing" not in names  # not a training conjunction
     assert not any("zorbing" in n for n in _all_names(fz))
 
 
@@ -360,10 +442,12 @@ def test_min_count_drops_rare_attributes(min_count):
     sentences = _sample("sample_chunk.txt")
     spec_data = FeatureSpec.load("chunk").source
     base = FeatureSpec.from_dict(spec_data)
-    counted = FeatureSpec.from_dict({**spec_data,
-                                     "featurizer": {**spec_data["featurizer"], "min_count": min_count}})
-    counts = Counter(f for s in sentences
-                     for feats in Featurizer(base).string_attributes(s) for f in feats)
+    counted = FeatureSpec.from_dict(
+        {**spec_data, "featurizer": {**spec_data["featurizer"], "min_count": min_count}}
+    )
+    counts = Counter(
+        f for s in sentences for feats in Featurizer(base).string_attributes(s) for f in feats
+    )
     fz = Featurizer(counted).fit(sentences)
     assert set(_all_names(fz)) == {f for f, c in counts.items() if c >= min_count}
     assert fz.n_attributes < len(counts)
@@ -385,13 +469,13 @@ def test_prune_keeps_the_mapping_consistent():
     assert fz.n_attributes == int(keep.sum())
     assert np.all(new_id[~keep] == -1)
     np.testing.assert_array_equal(new_id[keep], np.arange(int(keep.sum())))
-    for old in np.flatnonzero(keep)[:: 7]:
+    for old in np.flatnonzero(keep)[::7]:
         assert fz.attribute_name(int(new_id[old])) == old_names[old]
     X_new = fz.transform(dev)
     np.testing.assert_array_equal(X_new.offsets, X_old.offsets)
     for i in range(X_old.n_tokens):
-        old = X_old.attrs[X_old.indptr[i]:X_old.indptr[i + 1]]
-        new = X_new.attrs[X_new.indptr[i]:X_new.indptr[i + 1]]
+        old = X_old.attrs[X_old.indptr[i] : X_old.indptr[i + 1]]
+        new = X_new.attrs[X_new.indptr[i] : X_new.indptr[i + 1]]
         assert sorted(new.tolist()) == sorted(new_id[old[keep[old]]].tolist())
     _assert_paths_agree(fz, dev)
 
@@ -413,12 +497,19 @@ def test_type_cache_is_bounded_and_trimming_changes_nothing(monkeypatch):
     import tagger.features.featurizer as features
     from tagger.sentence import Sentence
 
-    spec = FeatureSpec.from_dict({
-        "featurizer": {"columns": ["word"], "templates": ["word[0]", "suf2[0]", "word[-1]|word[0]"]},
-        "views": {"suf2": {"column": "word", "function": "suffix", "length": 2}},
-    })
-    train = [Sentence([["the", "cat", "sat"]], ["D", "N", "V"]),
-             Sentence([["a", "dog", "ran"]], ["D", "N", "V"])]
+    spec = FeatureSpec.from_dict(
+        {
+            "featurizer": {
+                "columns": ["word"],
+                "templates": ["word[0]", "suf2[0]", "word[-1]|word[0]"],
+            },
+            "views": {"suf2": {"column": "word", "function": "suffix", "length": 2}},
+        }
+    )
+    train = [
+        Sentence([["the", "cat", "sat"]], ["D", "N", "V"]),
+        Sentence([["a", "dog", "ran"]], ["D", "N", "V"]),
+    ]
     fz = Featurizer(spec).fit(train)
     monkeypatch.setattr(features, "TYPE_CACHE_LIMIT", 5)
     probe = [Sentence([["the", "bat", "sat"]])]

@@ -10,8 +10,8 @@ import pytest
 
 from tagger.features import FeatureSpec, Featurizer
 from tagger.io import read_corpus
-from _helpers import SAMPLE
 
+from _helpers import SAMPLE
 
 
 @pytest.mark.parametrize("preset, min_count", [("chunk", 1), ("chunk", 2), ("pos", 1)])

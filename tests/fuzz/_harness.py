@@ -44,8 +44,13 @@ def fuzz(name: str, strategy, body, budget: float, batch: int = BATCH) -> Result
     """
     result = RESULTS.setdefault(name, Result(name))
 
-    @settings(max_examples=batch, deadline=None, database=None,
-              phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=batch,
+        deadline=None,
+        database=None,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+    )
     @given(strategy)
     def search(value):
         result.inputs += 1

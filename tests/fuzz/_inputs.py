@@ -21,21 +21,89 @@ SAMPLES = ROOT / "corpora"
 #: fragments every reader treats specially somewhere: separators, line ends of every kind
 #: (str.splitlines splits on more than \n), markers of the formats, broken UTF-8, a BOM
 FRAGMENTS = [
-    b" ", b"  ", b"\t", b"\n", b"\n\n", b"\r", b"\r\n", b"\x00", b"\x0b", b"\x0c", b"\x1c",
-    b"\x1e", b"\xc2\x85", "\u2028".encode(), "\u00a0".encode(), b"\xef\xbb\xbf", b"\xff",
-    b"\xc3", b"\xed\xa0\x80", b"-DOCSTART- -X- O", b"B-NP", b"I-NP", b"B-", b"I-", b"O", b"#",
-    b"# text = a b", b"# sent_id = 1", b"1-2", b"1.1", b"_", b"0", b"-1", b"99999999999999999999",
-    b"<author>", b"</author>", b"<title>", b"</title>", b"<>", b"</>", b"<NEWREFERENCE>", b"NN",
-    b"PUNCT", b"'", b'"', b"\\", b"=", b"[", b"]", "é".encode(), "日本".encode(), b"x" * 300,
+    b" ",
+    b"  ",
+    b"\t",
+    b"\n",
+    b"\n\n",
+    b"\r",
+    b"\r\n",
+    b"\x00",
+    b"\x0b",
+    b"\x0c",
+    b"\x1c",
+    b"\x1e",
+    b"\xc2\x85",
+    "\u2028".encode(),
+    "\u00a0".encode(),
+    b"\xef\xbb\xbf",
+    b"\xff",
+    b"\xc3",
+    b"\xed\xa0\x80",
+    b"-DOCSTART- -X- O",
+    b"B-NP",
+    b"I-NP",
+    b"B-",
+    b"I-",
+    b"O",
+    b"#",
+    b"# text = a b",
+    b"# sent_id = 1",
+    b"1-2",
+    b"1.1",
+    b"_",
+    b"0",
+    b"-1",
+    b"99999999999999999999",
+    b"<author>",
+    b"</author>",
+    b"<title>",
+    b"</title>",
+    b"<>",
+    b"</>",
+    b"<NEWREFERENCE>",
+    b"NN",
+    b"PUNCT",
+    b"'",
+    b'"',
+    b"\\",
+    b"=",
+    b"[",
+    b"]",
+    "é".encode(),
+    "日本".encode(),
+    b"x" * 300,
 ]
 
 #: label-like and word-like strings for generated documents
-WORDS = ["the", "The", "cat", ".", ",", "(", ")", "1999", "pp", "Vol.", "B-NP", "I-NP", "O",
-         "B-VP", "NN", "DT", "_", "#", "-", "é", "<author>", "</author>", "x" * 50]
+WORDS = [
+    "the",
+    "The",
+    "cat",
+    ".",
+    ",",
+    "(",
+    ")",
+    "1999",
+    "pp",
+    "Vol.",
+    "B-NP",
+    "I-NP",
+    "O",
+    "B-VP",
+    "NN",
+    "DT",
+    "_",
+    "#",
+    "-",
+    "é",
+    "<author>",
+    "</author>",
+    "x" * 50,
+]
 
 #: the format-specific seed files, cut to their first lines so that mutations stay small
-SEED_FILES = ["sample_chunk.txt", "sample_pos.conllu", "sample_citations.txt",
-              "sample_text.txt"]
+SEED_FILES = ["sample_chunk.txt", "sample_pos.conllu", "sample_citations.txt", "sample_text.txt"]
 
 
 def seed_bytes(max_lines: int = 40) -> list[bytes]:
@@ -46,8 +114,10 @@ def seed_bytes(max_lines: int = 40) -> list[bytes]:
     # a tab-separated and a split-file seed, derived from the chunk sample
     chunk = seeds[0].decode()
     seeds.append(chunk.replace(" ", "\t").encode())
-    seeds.append(b"# split\nref_index_0based\tline_in_tagged_references_1based\tsplit\n"
-                 b"0\t1\ttrain\n1\t2\tdev\n2\t3\ttest\n")
+    seeds.append(
+        b"# split\nref_index_0based\tline_in_tagged_references_1based\tsplit\n"
+        b"0\t1\ttrain\n1\t2\tdev\n2\t3\ttest\n"
+    )
     return seeds
 
 
@@ -59,10 +129,17 @@ def generated_text(draw) -> bytes:
     for _ in range(draw(st.integers(0, 12))):
         n = draw(st.integers(0, 5))
         sep = draw(st.sampled_from([" ", "\t", "  ", " \t"]))
-        tokens = draw(st.lists(st.one_of(st.sampled_from(WORDS),
-                                         st.sampled_from(FRAGMENTS).map(
-                                             lambda b: b.decode("utf-8", "replace")),
-                                         st.text(max_size=6)), min_size=n, max_size=n))
+        tokens = draw(
+            st.lists(
+                st.one_of(
+                    st.sampled_from(WORDS),
+                    st.sampled_from(FRAGMENTS).map(lambda b: b.decode("utf-8", "replace")),
+                    st.text(max_size=6),
+                ),
+                min_size=n,
+                max_size=n,
+            )
+        )
         lines.append(sep.join(tokens))
     end = draw(st.sampled_from(["\n", "\n", "\r\n", ""]))
     return "\n".join(lines).encode("utf-8", "surrogatepass") + end.encode()
@@ -74,17 +151,18 @@ def mutated(draw, seed: bytes, max_edits: int = 8) -> bytes:
     duplicate, overwrite a byte, truncate."""
     data = bytearray(seed)
     for _ in range(draw(st.integers(1, max_edits))):
-        kind = draw(st.sampled_from(["delete", "insert", "random", "duplicate", "byte",
-                                     "truncate"]))
+        kind = draw(
+            st.sampled_from(["delete", "insert", "random", "duplicate", "byte", "truncate"])
+        )
         pos = draw(st.integers(0, max(len(data), 1) - 1)) if data else 0
         if kind == "delete":
-            del data[pos:pos + draw(st.integers(1, 40))]
+            del data[pos : pos + draw(st.integers(1, 40))]
         elif kind == "insert":
             data[pos:pos] = draw(st.sampled_from(FRAGMENTS))
         elif kind == "random":
             data[pos:pos] = draw(st.binary(max_size=8))
         elif kind == "duplicate":
-            data[pos:pos] = data[pos:pos + draw(st.integers(1, 80))]
+            data[pos:pos] = data[pos : pos + draw(st.integers(1, 80))]
         elif kind == "byte" and data:
             data[pos] = draw(st.integers(0, 255))
         elif kind == "truncate":
@@ -94,9 +172,9 @@ def mutated(draw, seed: bytes, max_edits: int = 8) -> bytes:
 
 def hostile_bytes(seeds: list[bytes]) -> st.SearchStrategy[bytes]:
     """Generated documents, mutated seeds and plain random bytes."""
-    return st.one_of(generated_text(),
-                     st.sampled_from(seeds).flatmap(mutated),
-                     st.binary(max_size=200))
+    return st.one_of(
+        generated_text(), st.sampled_from(seeds).flatmap(mutated), st.binary(max_size=200)
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -137,15 +215,20 @@ def _json_safe(text: str) -> bool:
 
 
 #: scalar and nested values of every TOML type
-toml_scalars = st.one_of(st.booleans(), st.integers(-10**20, 10**20),
-                         st.floats(allow_nan=True, allow_infinity=True),
-                         st.text(max_size=12).filter(_json_safe))
-toml_values = st.recursive(toml_scalars,
-                           lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                   st.dictionaries(st.sampled_from(
-                                                       ["a", "labels", "rule"]), inner,
-                                                       max_size=3)),
-                           max_leaves=8)
+toml_scalars = st.one_of(
+    st.booleans(),
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12).filter(_json_safe),
+)
+toml_values = st.recursive(
+    toml_scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.sampled_from(["a", "labels", "rule"]), inner, max_size=3),
+    ),
+    max_leaves=8,
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -177,11 +260,18 @@ def _json_paths(value, path=()):
 
 
 json_values = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
-              st.floats(allow_nan=False), st.text(max_size=8)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3),
-                            st.dictionaries(st.text(max_size=5), inner, max_size=3)),
-    max_leaves=6)
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**70), 2**70),
+        st.floats(allow_nan=False),
+        st.text(max_size=8),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
 
 
 @st.composite
@@ -205,9 +295,13 @@ def edited_model(draw, model: bytes) -> bytes:
                 del parent[path[-1]]
         elif kind == "array":
             names = sorted(header["arrays"]) if isinstance(header.get("arrays"), dict) else []
-            entries = [n for n in names if isinstance(header["arrays"][n], dict)
-                       and isinstance(header["arrays"][n].get("member"), str)
-                       and header["arrays"][n]["member"] in members]
+            entries = [
+                n
+                for n in names
+                if isinstance(header["arrays"][n], dict)
+                and isinstance(header["arrays"][n].get("member"), str)
+                and header["arrays"][n]["member"] in members
+            ]
             if not entries:
                 continue
             name = draw(st.sampled_from(entries))
@@ -215,8 +309,11 @@ def edited_model(draw, model: bytes) -> bytes:
             arr = np.load(io.BytesIO(members[entry["member"]]), allow_pickle=False)
             arr = _edit_array(draw, arr)
             members[entry["member"]] = _npy(arr)
-            entry.update(dtype=arr.dtype.str, shape=list(arr.shape),
-                         sha256=hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest())
+            entry.update(
+                dtype=arr.dtype.str,
+                shape=list(arr.shape),
+                sha256=hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest(),
+            )
         else:
             victim = draw(st.sampled_from(sorted(members)))
             if victim != "tagger.json":
@@ -233,8 +330,11 @@ def _edit_array(draw, arr: np.ndarray) -> np.ndarray:
             i = draw(st.integers(0, flat.size - 1))
             if flat.dtype.kind in "iu":
                 info = np.iinfo(flat.dtype)
-                flat[i] = draw(st.sampled_from([info.min, info.max, -1, 0, 1, 2**31 - 1])
-                               if info.min < 0 else st.sampled_from([0, 1, info.max]))
+                flat[i] = draw(
+                    st.sampled_from([info.min, info.max, -1, 0, 1, 2**31 - 1])
+                    if info.min < 0
+                    else st.sampled_from([0, 1, info.max])
+                )
             elif flat.dtype.kind == "f":
                 flat[i] = draw(st.sampled_from([np.nan, np.inf, -np.inf, 1e308, -0.0]))
             elif flat.dtype.kind in "SUV" or flat.dtype == np.uint8:
@@ -243,7 +343,7 @@ def _edit_array(draw, arr: np.ndarray) -> np.ndarray:
     if kind == "shrink":
         return flat[: draw(st.integers(0, max(flat.size - 1, 0)))]
     if kind == "grow":
-        return np.concatenate([flat, flat[:draw(st.integers(1, 5))]])
+        return np.concatenate([flat, flat[: draw(st.integers(1, 5))]])
     target = draw(st.sampled_from(["<i4", "<i8", "<f4", "<f8", "<u1"]))
     try:
         with np.errstate(all="ignore"):

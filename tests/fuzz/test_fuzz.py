@@ -20,23 +20,36 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import strategies as st
 
-from tagger.cli import cli
 from tagger import Sentence, Tagger
-from tagger.constraints.decoding import constrained_decode
+from tagger.cli import cli
 from tagger.constraints import CORPUS_RULES, INSTANCE_RULES, ConstraintSet
+from tagger.constraints.decoding import constrained_decode
 from tagger.constraints.language import PROPERTIES
-from tagger.features import Featurizer, FeatureSpec
+from tagger.features import FeatureSpec, Featurizer
 from tagger.io.docbin import read_docbin
 from tagger.io.formats import FORMATS, read_corpus
 from tagger.io.splits import read_split
 
 from _harness import DEFAULT_TOTAL_SECONDS, fuzz
-from _inputs import (ROOT, SAMPLES, edited_model, hostile_bytes, mutated, seed_bytes,
-                     toml_document, toml_scalars, toml_value, toml_values)
+from _inputs import (
+    ROOT,
+    SAMPLES,
+    edited_model,
+    hostile_bytes,
+    mutated,
+    seed_bytes,
+    toml_document,
+    toml_scalars,
+    toml_value,
+    toml_values,
+)
 
 #: one sentence per kind of token the constraint rules and features look at
-PROBE = [Sentence([["Smith", ",", "J.", "(", "1999", ")", ".", "Learning", "pp.", "1-9", "."]]),
-         Sentence([["the", "cat"]]), Sentence([["x"]])]
+PROBE = [
+    Sentence([["Smith", ",", "J.", "(", "1999", ")", ".", "Learning", "pp.", "1-9", "."]]),
+    Sentence([["the", "cat"]]),
+    Sentence([["x"]]),
+]
 
 
 #: entry points fuzzed below; without --fuzz-minutes they share DEFAULT_TOTAL_SECONDS
@@ -66,8 +79,12 @@ def _write(directory: Path, name: str, data: bytes) -> Path:
 
 
 READER_CASES = [(fmt, {}) for fmt in FORMATS] + [
-    ("auto", {}), ("conll", {"label_column": 0}), ("conll", {"labeled": False}),
-    ("conll", {"sep": "\t"}), ("conllu", {"label": "xpos"}), ("tab", {"labeled": False}),
+    ("auto", {}),
+    ("conll", {"label_column": 0}),
+    ("conll", {"labeled": False}),
+    ("conll", {"sep": "\t"}),
+    ("conllu", {"label": "xpos"}),
+    ("tab", {"labeled": False}),
 ]
 
 
@@ -109,8 +126,7 @@ def test_docbin(scratch, budget):
     def body(data: bytes):
         list(read_docbin(_write(scratch, "c.spacy", data), fields=["words", "tag"]))
 
-    fuzz("docbin", st.one_of(mutated(seed), st.binary(max_size=100)), body,
-         budget, batch=20)
+    fuzz("docbin", st.one_of(mutated(seed), st.binary(max_size=100)), body, budget, batch=20)
 
 
 # --------------------------------------------------------------------------------------------
@@ -123,37 +139,68 @@ FUNCTIONS = ["lower", "prefix", "suffix", "shape", "short_shape", "regex", "is_p
 
 @st.composite
 def feature_specs(draw) -> str:
-    columns = draw(st.one_of(st.just(["word", "pos"]), st.lists(
-        st.one_of(st.sampled_from(["word", "pos", "lower"]), toml_scalars), max_size=3)))
+    columns = draw(
+        st.one_of(
+            st.just(["word", "pos"]),
+            st.lists(
+                st.one_of(st.sampled_from(["word", "pos", "lower"]), toml_scalars), max_size=3
+            ),
+        )
+    )
     names = [c for c in columns if isinstance(c, str)] + ["lower", "v", "bias"]
-    template = st.builds(lambda parts: "|".join(parts), st.lists(st.one_of(
-        st.builds(lambda n, o: f"{n}[{o}]", st.sampled_from(names), st.integers(-3, 3)),
-        st.sampled_from(["bias", "word[", "word[x]", "[0]", "", "word[0]|"])), min_size=1,
-        max_size=3))
-    featurizer = {"name": "fuzz", "columns": columns,
-                  "templates": draw(st.one_of(st.lists(template, max_size=5), toml_values))}
+    template = st.builds(
+        lambda parts: "|".join(parts),
+        st.lists(
+            st.one_of(
+                st.builds(lambda n, o: f"{n}[{o}]", st.sampled_from(names), st.integers(-3, 3)),
+                st.sampled_from(["bias", "word[", "word[x]", "[0]", "", "word[0]|"]),
+            ),
+            min_size=1,
+            max_size=3,
+        ),
+    )
+    featurizer = {
+        "name": "fuzz",
+        "columns": columns,
+        "templates": draw(st.one_of(st.lists(template, max_size=5), toml_values)),
+    }
     views = {}
     for name in draw(st.lists(st.sampled_from(["lower", "v", "word"]), max_size=3)):
-        views[name] = draw(st.dictionaries(
-            st.sampled_from(VIEW_KEYS),
-            st.one_of(st.sampled_from(FUNCTIONS), st.sampled_from(["^[0-9]+$", "(", "a{99999}"]),
-                      st.integers(-2, 5), toml_values), max_size=3))
+        views[name] = draw(
+            st.dictionaries(
+                st.sampled_from(VIEW_KEYS),
+                st.one_of(
+                    st.sampled_from(FUNCTIONS),
+                    st.sampled_from(["^[0-9]+$", "(", "a{99999}"]),
+                    st.integers(-2, 5),
+                    toml_values,
+                ),
+                max_size=3,
+            )
+        )
     text = "[featurizer]\n" + "\n".join(f"{k} = {toml_value(v)}" for k, v in featurizer.items())
     for name, table in views.items():
-        text += f"\n[views.{name}]\n" + "\n".join(f"{k} = {toml_value(v)}"
-                                                  for k, v in table.items())
+        text += f"\n[views.{name}]\n" + "\n".join(
+            f"{k} = {toml_value(v)}" for k, v in table.items()
+        )
     if draw(st.integers(0, 3)) == 0:
-        labels = draw(st.dictionaries(st.sampled_from(["map", "keep", "other", "x"]), st.one_of(
-            st.just({"B-NP": "NP"}), st.just(["B-NP", "O"]), toml_values), max_size=3))
+        labels = draw(
+            st.dictionaries(
+                st.sampled_from(["map", "keep", "other", "x"]),
+                st.one_of(st.just({"B-NP": "NP"}), st.just(["B-NP", "O"]), toml_values),
+                max_size=3,
+            )
+        )
         text += "\n[labels]\n" + "\n".join(f"{k} = {toml_value(v)}" for k, v in labels.items())
     return text + "\n"
 
 
 def test_feature_specs(scratch, budget):
-    presets = [(ROOT / "tagger" / "presets" / f"{p}.toml").read_bytes()
-               for p in ("chunk", "pos", "citation")]
-    strategy = st.one_of(feature_specs().map(str.encode),
-                         st.sampled_from(presets).flatmap(mutated))
+    presets = [
+        (ROOT / "tagger" / "presets" / f"{p}.toml").read_bytes()
+        for p in ("chunk", "pos", "citation")
+    ]
+    strategy = st.one_of(feature_specs().map(str.encode), st.sampled_from(presets).flatmap(mutated))
 
     def body(data: bytes):
         spec = FeatureSpec.load(_write(scratch, "features.toml", data))
@@ -169,9 +216,27 @@ def test_feature_specs(scratch, budget):
 
 
 CHUNK_LABELS = ["B-NP", "I-NP", "B-VP", "I-VP", "B-PP", "O"]
-ALL_KEYS = ["labels", "words", "pattern", "take", "avoid", "case_sensitive", "property", "min",
-            "max", "unit", "fraction", "tolerance", "name", "hard", "weight", "shape", "before",
-            "after", "nosuch"]
+ALL_KEYS = [
+    "labels",
+    "words",
+    "pattern",
+    "take",
+    "avoid",
+    "case_sensitive",
+    "property",
+    "min",
+    "max",
+    "unit",
+    "fraction",
+    "tolerance",
+    "name",
+    "hard",
+    "weight",
+    "shape",
+    "before",
+    "after",
+    "nosuch",
+]
 
 
 @st.composite
@@ -188,11 +253,15 @@ def constraint_files(draw, labels: list[str]) -> str:
         "words": st.lists(st.sampled_from(["pp", "the", "(", "", "Vol.", "日本"]), max_size=3),
         "pattern": st.sampled_from(["^[0-9]+$", ".", "^$", "(", "a{1,2", "(?i)x", "\\b"]),
         "property": st.sampled_from(sorted(PROPERTIES) + ["nosuch"]),
-        "case_sensitive": st.booleans(), "hard": st.booleans(),
-        "min": st.integers(-1, 4), "max": st.integers(-1, 4), "unit": st.sampled_from(
-            ["tokens", "segments", "x"]),
-        "fraction": st.floats(-0.5, 1.5), "tolerance": st.floats(-0.1, 1.0),
-        "weight": st.floats(-1, 1e6), "shape": st.sampled_from(["linear", "squared", "cubic"]),
+        "case_sensitive": st.booleans(),
+        "hard": st.booleans(),
+        "min": st.integers(-1, 4),
+        "max": st.integers(-1, 4),
+        "unit": st.sampled_from(["tokens", "segments", "x"]),
+        "fraction": st.floats(-0.5, 1.5),
+        "tolerance": st.floats(-0.1, 1.0),
+        "weight": st.floats(-1, 1e6),
+        "shape": st.sampled_from(["linear", "squared", "cubic"]),
         "name": st.text(max_size=10).filter(lambda s: "\x00" not in s),
     }
 
@@ -208,16 +277,19 @@ def constraint_files(draw, labels: list[str]) -> str:
     top = {"labels": draw(st.one_of(st.just(labels), st.lists(label, max_size=4), toml_values))}
     if draw(st.booleans()):
         top["defaults"] = {"hard": draw(st.booleans()), "weight": draw(st.floats(0, 10))}
-    tables = {"instance": [item(INSTANCE_RULES) for _ in range(draw(st.integers(0, 3)))],
-              "corpus": [item(CORPUS_RULES) for _ in range(draw(st.integers(0, 1)))]}
+    tables = {
+        "instance": [item(INSTANCE_RULES) for _ in range(draw(st.integers(0, 3)))],
+        "corpus": [item(CORPUS_RULES) for _ in range(draw(st.integers(0, 1)))],
+    }
     return toml_document(top, tables)
 
 
 def test_constraint_parser_and_compiler(budget):
     citations = (ROOT / "constraints" / "citations.toml").read_bytes()
     labels = ["author", "title", "date", "pages"]
-    strategy = st.one_of(constraint_files(labels),
-                         mutated(citations).map(lambda b: b.decode("utf-8", "replace")))
+    strategy = st.one_of(
+        constraint_files(labels), mutated(citations).map(lambda b: b.decode("utf-8", "replace"))
+    )
 
     rng = np.random.default_rng(0)
 
@@ -243,8 +315,20 @@ def test_constraint_parser_and_compiler(budget):
 def chunk_model(tmp_path_factory) -> Path:
     """A small CRF (so --marginals is allowed) trained on the shipped chunking sample."""
     path = tmp_path_factory.mktemp("fuzz-model") / "chunk.tgm"
-    result = CliRunner().invoke(cli, ["train", str(SAMPLES / "sample_chunk.txt"), "-o", str(path),
-                                      "--learner", "crf-l2", "--set", "epochs=5", "-q"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "train",
+            str(SAMPLES / "sample_chunk.txt"),
+            "-o",
+            str(path),
+            "--learner",
+            "crf-l2",
+            "--set",
+            "epochs=5",
+            "-q",
+        ],
+    )
     assert result.exit_code == 0, result.output
     return path
 
@@ -301,5 +385,4 @@ def test_tag_command(chunk_model, scratch, budget):
         assert not [p for p in os.listdir(scratch) if p.endswith(".part")]
         return result.exit_code != 0
 
-    fuzz("tagger tag", tag_invocations(seeds), body, budget,
-         batch=20)
+    fuzz("tagger tag", tag_invocations(seeds), body, budget, batch=20)

@@ -8,7 +8,6 @@ the single-sentence ones, and the public wrappers' input checks are exercised at
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -21,10 +20,10 @@ from tagger.inference import (
     loss_augmented_viterbi,
     loss_augmented_viterbi_batch,
     second_best_viterbi,
+    sum_product,
     viterbi,
     viterbi_batch,
 )
-from tagger.inference import sum_product
 
 from _brute import NEG_INF, labelings, marginals, path_score, path_scores
 
@@ -249,8 +248,7 @@ def _scaled_tier_accepts(state, trans):
     T, L = state.shape
     tables = sum_product.fb_tables(trans)
     buffers = sum_product.fb_buffers(T, L)
-    _, accepted = sum_product._fb_scaled(state, tables, buffers, np.empty((T, L)),
-                                         np.empty((L, L)))
+    _, accepted = sum_product._fb_scaled(state, tables, buffers, np.empty((T, L)), np.empty((L, L)))
     return accepted
 
 

@@ -1,5 +1,6 @@
-"""Sharded tagging on Dask (tagger.integrations.distributed, ``tagger tag --output-dir``): each output shard
-equals ``tagger tag`` of its input, a rerun skips finished shards, a killed worker loses no
+"""Sharded tagging on Dask (tagger.integrations.distributed, ``tagger tag --output-dir``): each
+output shard equals ``tagger tag`` of its input, a rerun skips finished shards, a killed worker
+loses no
 finished shard and the run still completes."""
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ pytest.importorskip("dask.distributed")
 
 from tagger.api import Tagger  # noqa: E402
 from tagger.cli.commands import cli  # noqa: E402
-from tagger.integrations.distributed import expand_inputs, tag_shards  # noqa: E402
 from tagger.errors import TaggerError  # noqa: E402
+from tagger.integrations.distributed import expand_inputs, tag_shards  # noqa: E402
 from tagger.io import load_corpus  # noqa: E402
 from tagger.tagging.files import tag_file  # noqa: E402
-from _helpers import ROOT, SAMPLE_DEV
 
+from _helpers import ROOT, SAMPLE_DEV
 
 
 @pytest.fixture
@@ -60,8 +61,8 @@ def test_shards_equal_tagging_each_file_and_a_rerun_skips_them(model, shards, tm
     (out / "part3.txt").unlink()
     again = tag_shards(model, str(shards), out, workers=2)
     assert {r.input: r.status for r in again} == {
-        str(s): ("tagged" if s.name == "part3.txt" else "skipped")
-        for s in sorted(shards.iterdir())}
+        str(s): ("tagged" if s.name == "part3.txt" else "skipped") for s in sorted(shards.iterdir())
+    }
     assert (out / "part3.txt").read_text() == _expected(model, shards / "part3.txt", tmp_path)
 
 
@@ -70,21 +71,23 @@ def test_shards_equal_tagging_each_file_and_a_rerun_skips_them(model, shards, tm
 def test_a_killed_worker_loses_no_shard(model, shards, tmp_path):
     from dask.distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           dashboard_address=None)
+    cluster = LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
     client = Client(cluster)
     try:
         pids = list(client.run(os.getpid).values())
         killed = []
 
-        def kill_one(result):      # after the first finished shard, a worker dies
+        def kill_one(result):  # after the first finished shard, a worker dies
             if not killed:
                 os.kill(pids[0], signal.SIGKILL)
                 killed.append(pids[0])
 
         out = tmp_path / "out"
-        results = tag_shards(model, str(shards), out, scheduler=cluster.scheduler_address,
-                             progress=kill_one)
+        results = tag_shards(
+            model, str(shards), out, scheduler=cluster.scheduler_address, progress=kill_one
+        )
         assert killed and sorted(r.status for r in results) == ["tagged"] * 6
         for shard in sorted(shards.iterdir()):
             assert (out / shard.name).read_text() == _expected(model, shard, tmp_path)
@@ -103,9 +106,10 @@ def test_command_line(model, shards, tmp_path):
     r = run(cli, ["tag", str(model), str(shards / "*.txt"), "--output-dir", str(out)])
     assert "0 shard(s) tagged, 6 already done" in r.stderr
     for args, fragment in (
-            ([str(shards / "part0.txt"), str(shards / "part1.txt")], "--output-dir"),
-            ([str(shards / "part0.txt"), "--scheduler", "tcp://x:1"], "--output-dir DIR"),
-            ([str(shards), "--output-dir", str(out), "-o", "x.txt"], "drop -o")):
+        ([str(shards / "part0.txt"), str(shards / "part1.txt")], "--output-dir"),
+        ([str(shards / "part0.txt"), "--scheduler", "tcp://x:1"], "--output-dir DIR"),
+        ([str(shards), "--output-dir", str(out), "-o", "x.txt"], "drop -o"),
+    ):
         r = run(cli, ["tag", str(model), *args])
         assert r.exit_code == 2 and fragment in r.stderr, r.output
 
@@ -126,13 +130,19 @@ def test_annealing_decodes_the_unlabeled_sentences_on_a_cluster_with_the_same_re
     params = {"steps": 2, "rounds": 1, "epochs": 3, "start_epochs": 5}
 
     def fit(**extra):
-        tg = Tagger(features="citation", learner="ssvm-annealing", params={**params, **extra},
-                    seed=0, select=False)
+        tg = Tagger(
+            features="citation",
+            learner="ssvm-annealing",
+            params={**params, **extra},
+            seed=0,
+            select=False,
+        )
         return tg.fit(train, dev=dev, unlabeled=unlabeled, constraints=rules).weights_
 
     here = fit()
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster:
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
         there = fit(scheduler=cluster.scheduler_address, partitions=3)
     assert np.count_nonzero(here) > 0
     assert np.array_equal(here, there)
@@ -142,16 +152,19 @@ def test_annealing_with_no_scheduler_at_the_address_says_so(monkeypatch):
     from tagger.learners.solvers import unlabeled_decoding
 
     monkeypatch.setattr(unlabeled_decoding, "CONNECT_TIMEOUT", "1s")
-    tg = Tagger(features="citation", learner="ssvm-annealing", select=False,
-                params={"scheduler": "tcp://127.0.0.1:9", "steps": 1})
+    tg = Tagger(
+        features="citation",
+        learner="ssvm-annealing",
+        select=False,
+        params={"scheduler": "tcp://127.0.0.1:9", "steps": 1},
+    )
     train = load_corpus(ROOT / "corpora" / "recipes_train.txt", "tab")[:5]
     unlabeled = load_corpus(ROOT / "corpora" / "recipes_unlabeled.txt", "text", labeled=False)
     with pytest.raises(TaggerError, match="no Dask scheduler answers at tcp://127.0.0.1:9"):
         tg.fit(train, unlabeled=unlabeled[:20])
 
 
-def test_workers_are_forked_only_while_no_other_thread_runs(model, shards, tmp_path,
-                                                            monkeypatch):
+def test_workers_are_forked_only_while_no_other_thread_runs(model, shards, tmp_path, monkeypatch):
     """A fresh process (the command line) forks ready workers before the scheduler starts;
     a process with other threads running gets spawned workers (forking beside threads can
     leave a child waiting for a lock forever). Both give the outputs of tagging each file."""
@@ -162,14 +175,20 @@ def test_workers_are_forked_only_while_no_other_thread_runs(model, shards, tmp_p
     import tagger.integrations.distributed as distributed
 
     out = tmp_path / "forked"
-    code = ("import sys, tagger.integrations.distributed as d\n"
-            "used = []\n"
-            "real = d._forked_cluster\n"
-            "d._forked_cluster = lambda *a: (used.append(1), real(*a))[1]\n"
-            "d.tag_shards(sys.argv[1], sys.argv[2], sys.argv[3], workers=2)\n"
-            "print(len(used))\n")
-    done = subprocess.run([sys.executable, "-c", code, str(model), str(shards), str(out)],
-                          capture_output=True, text=True, check=True)
+    code = (
+        "import sys, tagger.integrations.distributed as d\n"
+        "used = []\n"
+        "real = d._forked_cluster\n"
+        "d._forked_cluster = lambda *a: (used.append(1), real(*a))[1]\n"
+        "d.tag_shards(sys.argv[1], sys.argv[2], sys.argv[3], workers=2)\n"
+        "print(len(used))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(model), str(shards), str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert done.stdout.split() == ["1"]
     assert done.stderr == ""
     stop = threading.Event()
@@ -194,15 +213,22 @@ def test_local_workers_that_die_at_start_are_a_clear_error(model, shards, tmp_pa
     import subprocess
     import sys
 
-    code = ("import os, sys, tagger.integrations.distributed as d\n"
-            "from tagger.errors import TaggerError\n"
-            "d._serve = lambda pipe, digest: os._exit(3)\n"
-            "try:\n"
-            "    d.tag_shards(sys.argv[1], sys.argv[2], sys.argv[3], workers=2)\n"
-            "except TaggerError as exc:\n"
-            "    print(exc)\n")
-    done = subprocess.run([sys.executable, "-c", code, str(model), str(shards),
-                           str(tmp_path / "out")], capture_output=True, text=True, check=True,
-                          timeout=120)
-    assert done.stdout.startswith("the 2 local Dask workers did not start: 2 of them exited "
-                                  "(codes [3, 3])")
+    code = (
+        "import os, sys, tagger.integrations.distributed as d\n"
+        "from tagger.errors import TaggerError\n"
+        "d._serve = lambda pipe, digest: os._exit(3)\n"
+        "try:\n"
+        "    d.tag_shards(sys.argv[1], sys.argv[2], sys.argv[3], workers=2)\n"
+        "except TaggerError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(model), str(shards), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert done.stdout.startswith(
+        "the 2 local Dask workers did not start: 2 of them exited (codes [3, 3])"
+    )

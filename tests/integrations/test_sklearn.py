@@ -16,10 +16,10 @@ from sklearn.model_selection import GridSearchCV, KFold, cross_val_score  # noqa
 from sklearn.utils import estimator_checks as checks  # noqa: E402
 
 from tagger.errors import TaggerError  # noqa: E402
-from tagger.io import load_corpus  # noqa: E402
 from tagger.integrations.sklearn import SparseTaggerEstimator  # noqa: E402
-from _helpers import ROOT
+from tagger.io import load_corpus  # noqa: E402
 
+from _helpers import ROOT  # noqa: E402
 
 
 def _xy(name):
@@ -31,22 +31,37 @@ X, Y = _xy("sample_chunk.txt")
 X_DEV, Y_DEV = _xy("sample_chunk_dev.txt")
 
 
-@pytest.mark.parametrize("check", ["check_parameters_default_constructible",
-                                   "check_no_attributes_set_in_init",
-                                   "check_get_params_invariance", "check_set_params"])
+@pytest.mark.parametrize(
+    "check",
+    [
+        "check_parameters_default_constructible",
+        "check_no_attributes_set_in_init",
+        "check_get_params_invariance",
+        "check_set_params",
+    ],
+)
 def test_scikit_learn_parameter_checks(check):
     # the learner's parameters are keyword arguments beyond the signature, which
     # check_no_attributes_set_in_init cannot see: it runs on the estimator's own parameters
-    learner_params = {} if check == "check_no_attributes_set_in_init" else {
-        "epochs": 3, "radius": 500.0}
-    getattr(checks, check)("SparseTaggerEstimator",
-                           SparseTaggerEstimator(features="chunk", learner="m3n-subgradient", **learner_params))
+    learner_params = (
+        {} if check == "check_no_attributes_set_in_init" else {"epochs": 3, "radius": 500.0}
+    )
+    getattr(checks, check)(
+        "SparseTaggerEstimator",
+        SparseTaggerEstimator(features="chunk", learner="m3n-subgradient", **learner_params),
+    )
 
 
 def test_parameters_are_stored_untouched_and_cloned():
     est = SparseTaggerEstimator(features="chunk", learner="crf-l1", c1=0.5)
-    assert est.get_params() == {"features": "chunk", "learner": "crf-l1", "seed": 0,
-                                "select": True, "max_seconds": 0.0, "c1": 0.5}
+    assert est.get_params() == {
+        "features": "chunk",
+        "learner": "crf-l1",
+        "seed": 0,
+        "select": True,
+        "max_seconds": 0.0,
+        "c1": 0.5,
+    }
     again = clone(est.set_params(c2=0.1))
     assert again.get_params() == dict(est.get_params(), c2=0.1)
 
@@ -59,8 +74,9 @@ def test_grid_search_equals_a_hand_rolled_loop():
     for r in radii:
         scores = []
         for train, test in KFold(3).split(X):
-            est = SparseTaggerEstimator(features="chunk", learner="m3n-subgradient", epochs=4,
-                                        radius=r)
+            est = SparseTaggerEstimator(
+                features="chunk", learner="m3n-subgradient", epochs=4, radius=r
+            )
             est.fit([X[i] for i in train], [Y[i] for i in train])
             scores.append(est.score([X[i] for i in test], [Y[i] for i in test]))
         means.append(np.mean(scores))
@@ -70,18 +86,21 @@ def test_grid_search_equals_a_hand_rolled_loop():
 
 
 def test_cross_val_score_and_score_is_chunk_f1():
-    scores = cross_val_score(SparseTaggerEstimator(features="chunk", select=False, epochs=3),
-                             X, Y, cv=2)
+    scores = cross_val_score(
+        SparseTaggerEstimator(features="chunk", select=False, epochs=3), X, Y, cv=2
+    )
     assert len(scores) == 2 and all(0.0 < s <= 1.0 for s in scores)
     est = SparseTaggerEstimator(features="chunk", select=False, epochs=3).fit(X, Y)
-    assert est.score(X_DEV, Y_DEV) == pytest.approx(est.tagger_.evaluate(
-        load_corpus(ROOT / "corpora" / "sample_chunk_dev.txt"))["f1"])
+    assert est.score(X_DEV, Y_DEV) == pytest.approx(
+        est.tagger_.evaluate(load_corpus(ROOT / "corpora" / "sample_chunk_dev.txt"))["f1"]
+    )
     assert est.classes_ == sorted({lab for y in Y for lab in y})
 
 
 def test_a_pickled_estimator_predicts_identically():
-    est = SparseTaggerEstimator(features="chunk", learner="m3n-subgradient", epochs=3,
-                                radius=800.0).fit(X, Y)
+    est = SparseTaggerEstimator(
+        features="chunk", learner="m3n-subgradient", epochs=3, radius=800.0
+    ).fit(X, Y)
     again = pickle.loads(pickle.dumps(est))
     assert again.predict(X_DEV) == est.predict(X_DEV)
     assert again.get_params() == est.get_params()
@@ -89,23 +108,26 @@ def test_a_pickled_estimator_predicts_identically():
 
 def test_marginals_of_a_crf_and_token_lists_of_strings():
     words = [[w for w, _ in x] for x in X]
-    tags = [[p for _, p in x] for x in X]   # POS tagging from the words alone
+    tags = [[p for _, p in x] for x in X]  # POS tagging from the words alone
     est = SparseTaggerEstimator(features="pos", learner="crf-l1", c1=0.5, epochs=20)
     est.fit(words, tags)
     marg = est.predict_marginals(words[:3])
     pred = est.predict(words[:3])
     for m, p in zip(marg, pred):
         assert len(m) == len(p)
-        for row, lab in zip(m, p):
+        for row in m:
             assert sum(row.values()) == pytest.approx(1.0)
             assert max(row, key=row.get) in est.classes_
 
 
-@pytest.mark.parametrize("args, fragment", [
-    ((X[:3], Y[:2]), "3 sentences but y has 2"),
-    ((X[:2], [Y[0], Y[1][:-1]]), "sentence 1:"),
-    (([[1, 2]], [["A", "B"]]), "tokens must be strings"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        ((X[:3], Y[:2]), "3 sentences but y has 2"),
+        ((X[:2], [Y[0], Y[1][:-1]]), "sentence 1:"),
+        (([[1, 2]], [["A", "B"]]), "tokens must be strings"),
+    ],
+)
 def test_bad_input_is_a_tagger_error(args, fragment):
     with pytest.raises(TaggerError, match=fragment):
         SparseTaggerEstimator(features="chunk").fit(*args)
@@ -123,11 +145,10 @@ def test_the_readme_example_runs(tmp_path):
     import sys
 
     text = (ROOT / "README.md").read_text()
-    section = text[text.index("## scikit-learn"):]
-    section = section[:section.index("\n## ", 3)]
+    section = text[text.index("## scikit-learn") :]
+    section = section[: section.index("\n## ", 3)]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     shutil.copytree(ROOT / "corpora", tmp_path / "corpora")
-    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                         text=True)
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("{'radius': ")

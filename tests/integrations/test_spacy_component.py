@@ -21,16 +21,17 @@ from click.testing import CliRunner  # noqa: E402
 from spacy.tokens import Doc, DocBin, Span  # noqa: E402
 from spacy.training import Example  # noqa: E402
 
-from _entry_points import entry_point_site  # noqa: E402
-from _models import same_model  # noqa: E402
-from tagger.cli.commands import cli  # noqa: E402
 from tagger import Tagger  # noqa: E402
-from tagger.io import load_corpus  # noqa: E402
+from tagger.cli.commands import cli  # noqa: E402
 from tagger.evaluation.labels import bio_spans  # noqa: E402
 from tagger.evaluation.metrics import evaluate  # noqa: E402
 from tagger.integrations.spacy_component import ComponentConfigError  # noqa: E402
+from tagger.io import load_corpus  # noqa: E402
+
 from _brute import labelings, path_scores  # noqa: E402
-from _helpers import ROOT, SAMPLE
+from _entry_points import entry_point_site  # noqa: E402
+from _helpers import ROOT, SAMPLE  # noqa: E402
+from _models import same_model  # noqa: E402
 
 DEV = ROOT / "corpora" / "sample_chunk_dev.txt"
 PARAMS = {"epochs": 4}
@@ -40,15 +41,22 @@ PARAMS = {"epochs": 4}
 def models(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("spacy")
     train = load_corpus(SAMPLE)
-    chunk = Tagger(features="chunk", learner="m3n-subgradient", params=PARAMS,
-                   select=False).fit(train)
+    chunk = Tagger(features="chunk", learner="m3n-subgradient", params=PARAMS, select=False).fit(
+        train
+    )
     chunk.save(tmp / "chunk.tgm")
     pos_train = load_corpus(SAMPLE, label_column=1)
-    pos = Tagger(features="pos", learner="m3n-subgradient", params=PARAMS,
-                 select=False).fit(pos_train)
+    pos = Tagger(features="pos", learner="m3n-subgradient", params=PARAMS, select=False).fit(
+        pos_train
+    )
     pos.save(tmp / "pos.tgm")
-    return {"dir": tmp, "chunk": tmp / "chunk.tgm", "pos": tmp / "pos.tgm",
-            "chunk_tagger": chunk, "pos_tagger": pos}
+    return {
+        "dir": tmp,
+        "chunk": tmp / "chunk.tgm",
+        "pos": tmp / "pos.tgm",
+        "chunk_tagger": chunk,
+        "pos_tagger": pos,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +71,11 @@ def _spans(doc, key="chunks"):
 def _two_stage(models):
     nlp = spacy.blank("en")
     nlp.add_pipe("sparse_tagger", name="pos", config={"model": str(models["pos"])})
-    nlp.add_pipe("sparse_tagger", name="chunker",
-                 config={"model": str(models["chunk"]), "target": "spans", "spans_key": "chunks"})
+    nlp.add_pipe(
+        "sparse_tagger",
+        name="chunker",
+        config={"model": str(models["chunk"]), "target": "spans", "spans_key": "chunks"},
+    )
     return nlp
 
 
@@ -74,8 +85,7 @@ def test_pos_then_chunk_pipeline_equals_the_api(models, dev):
     from tagger.sentence import Sentence
 
     pos = models["pos_tagger"].predict([Sentence([s.tokens]) for s in dev])
-    chunks = models["chunk_tagger"].predict(
-        [Sentence([s.tokens, p]) for s, p in zip(dev, pos)])
+    chunks = models["chunk_tagger"].predict([Sentence([s.tokens, p]) for s, p in zip(dev, pos)])
     assert [[t.tag_ for t in d] for d in docs] == pos
     assert [_spans(d) for d in docs] == [bio_spans(c) for c in chunks]
 
@@ -101,8 +111,15 @@ def test_pipeline_order_is_checked_at_initialize(models):
 
 def test_preannotated_docs_and_a_doc_without_tags(models, dev):
     nlp = spacy.blank("en")
-    nlp.add_pipe("sparse_tagger", config={"model": str(models["chunk"]), "target": "spans",
-                                          "spans_key": "chunks", "preannotated": True})
+    nlp.add_pipe(
+        "sparse_tagger",
+        config={
+            "model": str(models["chunk"]),
+            "target": "spans",
+            "spans_key": "chunks",
+            "preannotated": True,
+        },
+    )
     docs = [Doc(nlp.vocab, words=s.tokens, tags=s.columns[1]) for s in dev]
     got = [_spans(d) for d in nlp.pipe(docs)]
     want = [bio_spans(p) for p in models["chunk_tagger"].predict(dev)]
@@ -113,8 +130,10 @@ def test_preannotated_docs_and_a_doc_without_tags(models, dev):
 
 def test_ents_target(models, dev):
     nlp = spacy.blank("en")
-    nlp.add_pipe("sparse_tagger", config={"model": str(models["chunk"]), "target": "ents",
-                                          "preannotated": True})
+    nlp.add_pipe(
+        "sparse_tagger",
+        config={"model": str(models["chunk"]), "target": "ents", "preannotated": True},
+    )
     docs = list(nlp.pipe(Doc(nlp.vocab, words=s.tokens, tags=s.columns[1]) for s in dev))
     want = [bio_spans(p) for p in models["chunk_tagger"].predict(dev)]
     assert [[(e.label_, e.start, e.end) for e in d.ents] for d in docs] == want
@@ -130,7 +149,8 @@ def test_predict_leaves_docs_alone_and_set_annotations_writes(models, dev):
     from tagger.sentence import Sentence
 
     assert [[t.tag_ for t in d] for d in docs] == models["pos_tagger"].predict(
-        [Sentence([s.tokens]) for s in dev[:3]])
+        [Sentence([s.tokens]) for s in dev[:3]]
+    )
 
 
 def test_pipe_decodes_one_batch_per_kernel_call(models, dev, monkeypatch):
@@ -206,12 +226,20 @@ def test_scores_match_our_conlleval(models, dev):
 
 
 def test_marginals_extension_matches_brute_force(models, tmp_path):
-    tg = Tagger(features="chunk", learner="crf-l2", params={"epochs": 30},
-                select=False).fit(load_corpus(SAMPLE))
+    tg = Tagger(features="chunk", learner="crf-l2", params={"epochs": 30}, select=False).fit(
+        load_corpus(SAMPLE)
+    )
     tg.save(tmp_path / "crf.tgm")
     nlp = spacy.blank("en")
-    nlp.add_pipe("sparse_tagger", config={"model": str(tmp_path / "crf.tgm"), "target": "spans",
-                                          "preannotated": True, "scores": "chunk_prob"})
+    nlp.add_pipe(
+        "sparse_tagger",
+        config={
+            "model": str(tmp_path / "crf.tgm"),
+            "target": "spans",
+            "preannotated": True,
+            "scores": "chunk_prob",
+        },
+    )
     words, tags = ["The", "company", "reported", "a"], ["DT", "NN", "VBD", "DT"]
     doc = nlp(Doc(nlp.vocab, words=words, tags=tags))
     from tagger.sentence import Sentence
@@ -236,11 +264,15 @@ def test_config_errors(models):
     with pytest.raises(ComponentConfigError, match="target must be one of"):
         nlp.add_pipe("sparse_tagger", config={"model": str(models["pos"]), "target": "heads"})
     with pytest.raises(ComponentConfigError, match="'scores' needs a CRF model.*m3n-subgradient"):
-        nlp.add_pipe("sparse_tagger", config={"model": str(models["chunk"]), "scores": "p",
-                                              "target": "spans"})
+        nlp.add_pipe(
+            "sparse_tagger",
+            config={"model": str(models["chunk"]), "scores": "p", "target": "spans"},
+        )
     with pytest.raises(ComponentConfigError, match="cannot be combined"):
-        nlp.add_pipe("sparse_tagger", config={"model": str(models["pos"]), "scores": "p",
-                                              "constraints": "fields.toml"})
+        nlp.add_pipe(
+            "sparse_tagger",
+            config={"model": str(models["pos"]), "scores": "p", "constraints": "fields.toml"},
+        )
     missing = nlp.add_pipe("sparse_tagger", name="later", config={"model": "nowhere.tgm"})
     with pytest.raises(ComponentConfigError, match="nowhere.tgm does not exist"):
         missing(Doc(nlp.vocab, words=["a"]))
@@ -254,13 +286,14 @@ def test_entry_point_needs_no_import_of_tagger(models, tmp_path):
         from spacy.tokens import Doc
         assert "tagger" not in sys.modules
         nlp = spacy.blank("en")
-        nlp.add_pipe("sparse_tagger", config={{"model": {str(models['pos'])!r}}})
+        nlp.add_pipe("sparse_tagger", config={{"model": {str(models["pos"])!r}}})
         doc = nlp(Doc(nlp.vocab, words=["The", "company", "said"]))
         print(" ".join(t.tag_ for t in doc))
     """)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(ROOT)]))
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=tmp_path
+    )
     assert out.returncode == 0, out.stderr
     from tagger.sentence import Sentence
 
@@ -277,20 +310,51 @@ def test_train_on_a_docbin_equals_training_on_the_conll_file(tmp_path):
         db.add(doc)
     db.to_disk(tmp_path / "train.spacy")
     run = CliRunner().invoke
-    a = run(cli, ["train", str(tmp_path / "train.spacy"), "-o", str(tmp_path / "a.tgm"),
-                  "--fields", "words,tag,spans:chunks", "--set", "epochs=3", "-q"])
-    b = run(cli, ["train", str(SAMPLE), "-o", str(tmp_path / "b.tgm"), "--set", "epochs=3",
-                  "-q"])
+    a = run(
+        cli,
+        [
+            "train",
+            str(tmp_path / "train.spacy"),
+            "-o",
+            str(tmp_path / "a.tgm"),
+            "--fields",
+            "words,tag,spans:chunks",
+            "--set",
+            "epochs=3",
+            "-q",
+        ],
+    )
+    b = run(cli, ["train", str(SAMPLE), "-o", str(tmp_path / "b.tgm"), "--set", "epochs=3", "-q"])
     assert a.exit_code == 0, a.output
     assert b.exit_code == 0, b.output
-    assert same_model(tmp_path / "a.tgm", tmp_path / "b.tgm")   # but the data paths kept
+    assert same_model(tmp_path / "a.tgm", tmp_path / "b.tgm")  # but the data paths kept
     # the default fields of a DocBin with tags and one span group are the same
-    c = run(cli, ["train", str(tmp_path / "train.spacy"), "-o", str(tmp_path / "c.tgm"),
-                  "--set", "epochs=3", "-q"])
+    c = run(
+        cli,
+        [
+            "train",
+            str(tmp_path / "train.spacy"),
+            "-o",
+            str(tmp_path / "c.tgm"),
+            "--set",
+            "epochs=3",
+            "-q",
+        ],
+    )
     assert c.exit_code == 0, c.output
     assert same_model(tmp_path / "c.tgm", tmp_path / "b.tgm")
-    bad = run(cli, ["train", str(tmp_path / "train.spacy"), "-o", str(tmp_path / "d.tgm"),
-                    "--fields", "words,ents", "-q"])
+    bad = run(
+        cli,
+        [
+            "train",
+            str(tmp_path / "train.spacy"),
+            "-o",
+            str(tmp_path / "d.tgm"),
+            "--fields",
+            "words,ents",
+            "-q",
+        ],
+    )
     assert bad.exit_code == 1
     assert "Doc 1 has no doc.ents" in bad.output
 
@@ -302,14 +366,21 @@ def test_nlp_pipe_on_conll2000_test_equals_tagger_tag(corpora, tmp_path):
     tg = Tagger(features="chunk", params={"epochs": 5}, select=False).fit(train)
     tg.save(tmp_path / "chunk.tgm")
     test = corpora / "conll2000" / "test.txt"
-    r = CliRunner().invoke(cli, ["tag", str(tmp_path / "chunk.tgm"), str(test), "-o",
-                                 str(tmp_path / "out.txt")])
+    r = CliRunner().invoke(
+        cli, ["tag", str(tmp_path / "chunk.tgm"), str(test), "-o", str(tmp_path / "out.txt")]
+    )
     assert r.exit_code == 0, r.output
     want = [bio_spans(s.labels) for s in load_corpus(tmp_path / "out.txt")]
     nlp = spacy.blank("en")
-    nlp.add_pipe("sparse_tagger", config={"model": str(tmp_path / "chunk.tgm"),
-                                          "target": "spans", "spans_key": "chunks",
-                                          "preannotated": True})
+    nlp.add_pipe(
+        "sparse_tagger",
+        config={
+            "model": str(tmp_path / "chunk.tgm"),
+            "target": "spans",
+            "spans_key": "chunks",
+            "preannotated": True,
+        },
+    )
     sents = load_corpus(test)
     docs = [Doc(nlp.vocab, words=s.tokens, tags=s.columns[1]) for s in sents]
     assert [_spans(d) for d in nlp.pipe(docs, batch_size=1000)] == want
@@ -320,14 +391,24 @@ def test_constraints_decode_as_the_api_does(models, dev, tmp_path):
     tagger = models["chunk_tagger"]
     rules = tmp_path / "rules.toml"
     labels = ", ".join(f'"{lab}"' for lab in tagger.labels_.labels)
-    rules.write_text(f'labels = [{labels}]\n\n[[instance]]\nname = "starts outside a chunk"\n'
-                     f'rule = "start"\nlabels = ["O"]\nhard = true\n', encoding="utf-8")
+    rules.write_text(
+        f'labels = [{labels}]\n\n[[instance]]\nname = "starts outside a chunk"\n'
+        f'rule = "start"\nlabels = ["O"]\nhard = true\n',
+        encoding="utf-8",
+    )
     expected = tagger.predict(dev, constraints=str(rules))
     assert all(labs[0] == "O" for labs in expected if labs)
     assert expected != tagger.predict(dev)  # the rule changes some labels
     nlp = spacy.blank("en")
-    nlp.add_pipe("sparse_tagger", config={"model": str(models["chunk"]), "target": "spans",
-                                          "spans_key": "chunks", "preannotated": True,
-                                          "constraints": str(rules)})
+    nlp.add_pipe(
+        "sparse_tagger",
+        config={
+            "model": str(models["chunk"]),
+            "target": "spans",
+            "spans_key": "chunks",
+            "preannotated": True,
+            "constraints": str(rules),
+        },
+    )
     docs = [Doc(nlp.vocab, words=s.tokens, tags=s.columns[1]) for s in dev]
     assert [_spans(d) for d in nlp.pipe(docs)] == [bio_spans(p) for p in expected]

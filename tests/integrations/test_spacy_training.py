@@ -17,14 +17,15 @@ spacy = pytest.importorskip("spacy")
 from spacy.tokens import Doc, DocBin, Span  # noqa: E402
 from spacy.training import Example  # noqa: E402
 
-from _entry_points import entry_point_site  # noqa: E402
 from tagger import Tagger  # noqa: E402
 from tagger.errors import TaggerWarning  # noqa: E402
-from tagger.io import load_corpus  # noqa: E402
 from tagger.evaluation.labels import bio_spans  # noqa: E402
 from tagger.evaluation.metrics import evaluate  # noqa: E402
+from tagger.io import load_corpus  # noqa: E402
 from tagger.sentence import Sentence  # noqa: E402
-from _helpers import ROOT, SAMPLE
+
+from _entry_points import entry_point_site  # noqa: E402
+from _helpers import ROOT, SAMPLE  # noqa: E402
 
 DEV = ROOT / "corpora" / "sample_chunk_dev.txt"
 PARAMS = {"epochs": 3}
@@ -42,19 +43,32 @@ def _docs(nlp, path):
 def _api_models():
     """The two stages trained by the API on the sample: POS from words, chunks from words and
     gold POS, at the component's defaults (selection on a held-out tenth, seed 0)."""
-    pos = Tagger(features="pos", learner="m3n-subgradient", params=PARAMS, seed=0,
-                 select=True).fit(load_corpus(SAMPLE, label_column=1))
-    chunk = Tagger(features="chunk", learner="m3n-subgradient", params=PARAMS, seed=0,
-                   select=True).fit(load_corpus(SAMPLE))
+    pos = Tagger(features="pos", learner="m3n-subgradient", params=PARAMS, seed=0, select=True).fit(
+        load_corpus(SAMPLE, label_column=1)
+    )
+    chunk = Tagger(
+        features="chunk", learner="m3n-subgradient", params=PARAMS, seed=0, select=True
+    ).fit(load_corpus(SAMPLE))
     return pos, chunk
 
 
 def _pipeline(nlp):
-    nlp.add_pipe("sparse_tagger", name="pos",
-                 config={"features": "pos", "learner": "m3n-subgradient", "params": PARAMS})
-    nlp.add_pipe("sparse_tagger", name="chunker",
-                 config={"target": "spans", "spans_key": "chunks", "features": "chunk",
-                         "learner": "m3n-subgradient", "params": PARAMS})
+    nlp.add_pipe(
+        "sparse_tagger",
+        name="pos",
+        config={"features": "pos", "learner": "m3n-subgradient", "params": PARAMS},
+    )
+    nlp.add_pipe(
+        "sparse_tagger",
+        name="chunker",
+        config={
+            "target": "spans",
+            "spans_key": "chunks",
+            "features": "chunk",
+            "learner": "m3n-subgradient",
+            "params": PARAMS,
+        },
+    )
     return nlp
 
 
@@ -68,7 +82,7 @@ def test_initialize_trains_each_component_as_the_api_does():
     nlp = _pipeline(spacy.blank("en"))
     examples = [Example(nlp.make_doc(d.text), d) for d in _docs(nlp, SAMPLE)]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TaggerWarning)   # the sample's held-out tenth is small
+        warnings.simplefilter("ignore", TaggerWarning)  # the sample's held-out tenth is small
         nlp.initialize(lambda: examples)
     pos, chunk = _api_models()
     assert nlp.get_pipe("pos").tagger.to_bytes() == pos.to_bytes()
@@ -77,8 +91,9 @@ def test_initialize_trains_each_component_as_the_api_does():
     tags, chunks = _two_stage(pos, chunk, dev)
     docs = list(nlp.pipe([nlp.make_doc(" ".join(s.tokens)) for s in dev]))
     assert [[t.tag_ for t in d] for d in docs] == tags
-    assert [[(sp.label_, sp.start, sp.end) for sp in d.spans["chunks"]] for d in docs] == \
-        [bio_spans(c) for c in chunks]
+    assert [[(sp.label_, sp.start, sp.end) for sp in d.spans["chunks"]] for d in docs] == [
+        bio_spans(c) for c in chunks
+    ]
     # spacy train ranks checkpoints by the scores these components produce
     weights = nlp.config["training"]["score_weights"]
     assert weights["tag_acc"] and weights["spans_chunks_f"]
@@ -105,7 +120,8 @@ def test_update_says_once_that_it_leaves_the_model():
 def test_a_relative_model_path_is_kept_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     Tagger(features="pos", params={"epochs": 1}, select=False).fit(
-        load_corpus(SAMPLE, label_column=1)).save("pos.tgm")
+        load_corpus(SAMPLE, label_column=1)
+    ).save("pos.tgm")
     nlp = spacy.blank("en")
     nlp.add_pipe("sparse_tagger", config={"model": "pos.tgm"})
     nlp.to_disk(tmp_path / "pipeline")
@@ -115,8 +131,9 @@ def test_a_relative_model_path_is_kept_absolute(tmp_path, monkeypatch):
     other = tmp_path / "elsewhere"
     other.mkdir()
     monkeypatch.chdir(other)
-    Tagger(features="chunk", params={"epochs": 1}, select=False).fit(
-        load_corpus(SAMPLE)).save("pos.tgm")
+    Tagger(features="chunk", params={"epochs": 1}, select=False).fit(load_corpus(SAMPLE)).save(
+        "pos.tgm"
+    )
     loaded = spacy.load(tmp_path / "pipeline")
     assert loaded.get_pipe("sparse_tagger").labels == nlp.get_pipe("sparse_tagger").labels
 
@@ -131,12 +148,31 @@ def _spacy_train(tmp_path, config: str):
         db.to_disk(tmp_path / f"{name}.spacy")
     cfg = tmp_path / "config.cfg"
     cfg.write_text(config)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(entry_point_site(tmp_path)), str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    run = subprocess.run([sys.executable, "-m", "spacy", "train", str(cfg), "--output",
-                          str(tmp_path / "out"), "--paths.train", str(tmp_path / "train.spacy"),
-                          "--paths.dev", str(tmp_path / "dev.spacy")],
-                         env=env, capture_output=True, text=True, cwd=tmp_path)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [str(entry_point_site(tmp_path)), str(ROOT), os.environ.get("PYTHONPATH", "")]
+        ),
+    )
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "spacy",
+            "train",
+            str(cfg),
+            "--output",
+            str(tmp_path / "out"),
+            "--paths.train",
+            str(tmp_path / "train.spacy"),
+            "--paths.dev",
+            str(tmp_path / "dev.spacy"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     return run, env
 
@@ -154,11 +190,14 @@ def test_spacy_train_on_docbins_gives_the_apis_labels(tmp_path):
     tags, chunks = _two_stage(*_api_models(), dev)
     texts = tmp_path / "texts.json"
     texts.write_text(json.dumps([" ".join(s.tokens) for s in dev]))
-    code = (f"import spacy, json; nlp = spacy.load({str(best)!r}); "
-            f"docs = [nlp(t) for t in json.load(open({str(texts)!r}))]; "
-            "print(json.dumps([[t.tag_ for t in d] for d in docs]))")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         cwd=ROOT.parent)
+    code = (
+        f"import spacy, json; nlp = spacy.load({str(best)!r}); "
+        f"docs = [nlp(t) for t in json.load(open({str(texts)!r}))]; "
+        "print(json.dumps([[t.tag_ for t in d] for d in docs]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT.parent
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == tags
     meta = json.loads((best / "meta.json").read_text())
@@ -169,11 +208,16 @@ def test_spacy_train_on_docbins_gives_the_apis_labels(tmp_path):
 @pytest.mark.slow
 @pytest.mark.ci
 def test_spacy_train_scores_a_preannotated_chunker_on_gold_tags_as_tagger_eval(tmp_path):
-    _spacy_train(tmp_path, CONFIG
-                 .replace('pipeline = ["pos", "chunker"]', 'pipeline = ["chunker"]')
-                 .replace('spans_key = "chunks"', 'spans_key = "chunks"\npreannotated = true')
-                 .replace("path = ${paths.dev}", 'path = ${paths.dev}\naugmenter = '
-                          '{"@augmenters": "sparse_tagger.gold_inputs.v1", "fields": ["tag"]}'))
+    _spacy_train(
+        tmp_path,
+        CONFIG.replace('pipeline = ["pos", "chunker"]', 'pipeline = ["chunker"]')
+        .replace('spans_key = "chunks"', 'spans_key = "chunks"\npreannotated = true')
+        .replace(
+            "path = ${paths.dev}",
+            "path = ${paths.dev}\naugmenter = "
+            '{"@augmenters": "sparse_tagger.gold_inputs.v1", "fields": ["tag"]}',
+        ),
+    )
     chunk = _api_models()[1]
     dev = load_corpus(DEV)
     f1 = evaluate([s.labels for s in dev], chunk.predict(dev), chunk_level=True)["f1"]

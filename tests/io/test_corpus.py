@@ -12,6 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tagger.io.streams as streams
+from tagger.errors import CorpusFormatError
+from tagger.evaluation.labels import is_bio
 from tagger.io import (
     FORMATS,
     detect_format,
@@ -31,10 +33,8 @@ from tagger.io import (
     write_tab,
     write_text,
 )
-from tagger.errors import CorpusFormatError
-from tagger.evaluation.labels import is_bio
-from _helpers import SAMPLES
 
+from _helpers import SAMPLES
 
 CONLL = """Confidence NN B-NP
 in IN B-PP
@@ -101,7 +101,10 @@ def test_read_conll_label_column_and_unlabeled(tmp_path):
     p = write(tmp_path, "a.txt", CONLL)
     s = next(read_conll(p, label_column=1))
     assert s.labels[:2] == ["NN", "IN"]
-    assert s.columns == [["Confidence", "in", "the", "pound", "."], ["B-NP", "B-PP", "B-NP", "I-NP", "O"]]
+    assert s.columns == [
+        ["Confidence", "in", "the", "pound", "."],
+        ["B-NP", "B-PP", "B-NP", "I-NP", "O"],
+    ]
     assert s.meta["label_column"] == 1
     s = next(read_conll(p, label_column=-3))
     assert s.labels[0] == "Confidence" and s.meta["label_column"] == 0
@@ -216,8 +219,13 @@ conll_token = st.text(alphabet="abcXYZ.,-'`$é", min_size=1, max_size=4)
 @st.composite
 def conll_documents(draw):
     nf = draw(st.integers(1, 4))
-    sents = draw(st.lists(st.lists(st.lists(conll_token, min_size=nf, max_size=nf), min_size=1, max_size=6),
-                          min_size=1, max_size=8))
+    sents = draw(
+        st.lists(
+            st.lists(st.lists(conll_token, min_size=nf, max_size=nf), min_size=1, max_size=6),
+            min_size=1,
+            max_size=8,
+        )
+    )
     parts = []
     for rows in sents:
         for row in rows:
@@ -248,7 +256,9 @@ def test_stdin(monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(CONLL.encode())))
     sents = list(read_corpus("-"))
     assert [len(s) for s in sents] == [5, 3] and sents[0].meta["format"] == "conll"
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(CONLL.encode()))))
+    monkeypatch.setattr(
+        sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(CONLL.encode())))
+    )
     assert [len(s) for s in read_corpus("-")] == [5, 3]
 
 
@@ -307,7 +317,9 @@ def test_read_conllu(tmp_path):
 
 def test_read_conllu_errors(tmp_path):
     p = write(tmp_path, "a.conllu", "# c\n1\tDo\tdo\tAUX\n")
-    with pytest.raises(CorpusFormatError, match=r"a.conllu:2: expected 10 tab-separated CoNLL-U fields, found 4"):
+    with pytest.raises(
+        CorpusFormatError, match=r"a.conllu:2: expected 10 tab-separated CoNLL-U fields, found 4"
+    ):
         list(read_conllu(p))
     p = write(tmp_path, "b.conllu", "x\tDo\tdo\tAUX\tVBP\t_\t3\taux\t_\t_\n")
     with pytest.raises(CorpusFormatError, match=r"b.conllu:1: expected a token ID"):
@@ -325,9 +337,11 @@ def test_read_conllu_errors(tmp_path):
 
 INLINE = (
     "<NEWREFERENCE>\n"
-    "<author> A. Cau, and W.-P. de Roever. </author> <title> Formalising strategies. </title> <date> 1989. </date>\n"
+    "<author> A. Cau, and W.-P. de Roever. </author> <title> Formalising strategies. </title> "
+    "<date> 1989. </date>\n"
     "<NEWREFERENCE>\n"
-    "<author> M. Kitsuregawa. </author>  <journal> New Generation Computing, </journal> <volume> 1(1), </volume> \n"
+    "<author> M. Kitsuregawa. </author>  <journal> New Generation Computing, </journal> "
+    "<volume> 1(1), </volume> \n"
 )
 
 
@@ -344,12 +358,19 @@ def test_read_inline(tmp_path):
 
 def test_write_inline_from_predictions(tmp_path):
     sents = list(read_inline(write(tmp_path, "refs.txt", INLINE)))
-    pred = [["author"] * 6 + ["date"] * 3,
-            ["B-author", "I-author", "B-journal", "I-journal", "B-journal", "I-volume"]]
+    pred = [
+        ["author"] * 6 + ["date"] * 3,
+        ["B-author", "I-author", "B-journal", "I-journal", "B-journal", "I-volume"],
+    ]
     out = dump(write_inline, sents, pred).split("\n")
-    assert out[1] == "<author> A. Cau, and W.-P. de Roever. </author> <date> Formalising strategies. 1989. </date>"
-    assert out[3] == ("<author> M. Kitsuregawa. </author> <journal> New Generation </journal> "
-                      "<journal> Computing, </journal> <volume> 1(1), </volume> ")
+    assert (
+        out[1] == "<author> A. Cau, and W.-P. de Roever. </author> "
+        "<date> Formalising strategies. 1989. </date>"
+    )
+    assert out[3] == (
+        "<author> M. Kitsuregawa. </author> <journal> New Generation </journal> "
+        "<journal> Computing, </journal> <volume> 1(1), </volume> "
+    )
     again = list(read_inline(io.StringIO("\n".join(out))))
     assert again[1].labels == ["author", "author", "journal", "journal", "journal", "volume"]
 
@@ -357,16 +378,24 @@ def test_write_inline_from_predictions(tmp_path):
 @pytest.mark.parametrize(
     "line, message",
     [
-        ("<author> A. B. </author> <title> T", r"unclosed field <title> \(token 5\): expected </title>"),
+        (
+            "<author> A. B. </author> <title> T",
+            r"unclosed field <title> \(token 5\): expected </title>",
+        ),
         ("<author> A. B. </title>", r"mismatched close tag: expected </author> .* found </title>"),
         ("<author> A. </author> and <title> T </title>", r"text outside any field: 'and'"),
-        ("<author> A. <title> T </title> </author>", r"nested field: <title> .* inside the still open <author>"),
+        (
+            "<author> A. <title> T </title> </author>",
+            r"nested field: <title> .* inside the still open <author>",
+        ),
         ("<author> </author>", r"empty field <author>"),
         ("</author> x", r"closing tag </author> \(token 1\) without an open field"),
     ],
 )
 def test_read_inline_errors(tmp_path, line, message):
-    p = write(tmp_path, "refs.txt", f"<NEWREFERENCE>\n<date> 1999. </date>\n<NEWREFERENCE>\n{line}\n")
+    p = write(
+        tmp_path, "refs.txt", f"<NEWREFERENCE>\n<date> 1999. </date>\n<NEWREFERENCE>\n{line}\n"
+    )
     with pytest.raises(CorpusFormatError, match=message) as e:
         list(read_inline(p))
     assert str(e.value).startswith(f"{p}:4: ")
@@ -382,7 +411,10 @@ def test_inline_without_separator_lines():
 # ---------------------------------------------------------------------------------------------
 # tab
 
-TAB = "A\tauthor\ta|_start_|.|true|NN\n.\tauthor\t.|a|x|false|.\n\n1988\tdate\t1988|_start_|_end_|false|CD\n"
+TAB = (
+    "A\tauthor\ta|_start_|.|true|NN\n.\tauthor\t.|a|x|false|.\n\n"
+    "1988\tdate\t1988|_start_|_end_|false|CD\n"
+)
 
 
 def test_read_tab(tmp_path):
@@ -404,7 +436,9 @@ def test_read_tab(tmp_path):
 
 def test_read_tab_errors(tmp_path):
     p = write(tmp_path, "c.txt", "A\tauthor\tx\nB\tauthor\n")
-    with pytest.raises(CorpusFormatError, match=r"c.txt:2: expected 3 '\\t'-separated fields .* found 2"):
+    with pytest.raises(
+        CorpusFormatError, match=r"c.txt:2: expected 3 '\\t'-separated fields .* found 2"
+    ):
         list(read_tab(p))
 
 
@@ -419,19 +453,34 @@ def test_read_text_and_write_text(tmp_path):
     assert all(s.labels is None for s in sents)
     out = dump(write_text, sents, [["DT", "NN", "VBD", "."], ["PRP", "VBD", "."]])
     assert out == "The/DT cat/NN sat/VBD ./.\nIt/PRP left/VBD ./.\n"
-    assert dump(write_text, sents, None) == "The cat sat .\nIt left .\n"   # as it was read
+    assert dump(write_text, sents, None) == "The cat sat .\nIt left .\n"  # as it was read
 
 
 def test_read_raw_uses_spacy_tokenizer(tmp_path):
     p = write(tmp_path, "raw.txt", "Mr. Smith didn't pay $5.20 (yet).\n\nHe left.\n")
     sents = list(read_raw(p))
-    assert sents[0].tokens == ["Mr.", "Smith", "did", "n't", "pay", "$", "5.20", "(", "yet", ")", "."]
+    assert sents[0].tokens == [
+        "Mr.",
+        "Smith",
+        "did",
+        "n't",
+        "pay",
+        "$",
+        "5.20",
+        "(",
+        "yet",
+        ")",
+        ".",
+    ]
     assert sents[1].tokens == ["He", "left", "."]
     assert sents[0].meta["idx"][:2] == [0, 4]
 
 
 def test_importing_corpus_does_not_import_spacy():
-    code = "import sys, tagger.io, tagger.evaluation.labels, tagger.evaluation.metrics; print('spacy' in sys.modules)"
+    code = (
+        "import sys, tagger.io, tagger.evaluation.labels, tagger.evaluation.metrics; "
+        "print('spacy' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -439,7 +488,10 @@ def test_importing_corpus_does_not_import_spacy():
 # ---------------------------------------------------------------------------------------------
 # split file
 
-SPLIT = "# comment\n# another\nref_index_0based\tline_in_tagged_references_1based\tsplit\n0\t2\tdev\n1\t4\ttrain\n2\t6\ttest\n3\t8\ttrain\n"
+SPLIT = (
+    "# comment\n# another\nref_index_0based\tline_in_tagged_references_1based\tsplit\n"
+    "0\t2\tdev\n1\t4\ttrain\n2\t6\ttest\n3\t8\ttrain\n"
+)
 
 
 def test_read_split(tmp_path):
@@ -469,13 +521,14 @@ def test_read_split_gap(tmp_path):
         read_split(write(tmp_path, "s.tsv", SPLIT + "6\t14\ttrain\n"))
     # a huge index is a gap too (10**20 - 5 of 0..10**20 - 1 missing), reported without
     # building the whole range
-    with pytest.raises(CorpusFormatError,
-                       match=r"cover 0..99999999999999999999 without gaps; missing "
-                             r"99999999999999999995: 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 \.\.\."):
+    with pytest.raises(
+        CorpusFormatError,
+        match=r"cover 0..99999999999999999999 without gaps; missing "
+        r"99999999999999999995: 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 \.\.\.",
+    ):
         read_split(write(tmp_path, "s.tsv", SPLIT + "99999999999999999999\t14\ttrain\n"))
     with pytest.raises(CorpusFormatError, match=r"missing 3: 1, 3, 5$"):
-        read_split(write(tmp_path, "s.tsv", "0\t1\ttrain\n2\t2\tdev\n4\t3\ttest\n"
-                                            "6\t4\ttest\n"))
+        read_split(write(tmp_path, "s.tsv", "0\t1\ttrain\n2\t2\tdev\n4\t3\ttest\n6\t4\ttest\n"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -494,8 +547,13 @@ def test_detect_format_and_dispatch(tmp_path):
         "h.txt": ("One\nword\nper\nline\n\nsecond\nsentence\n", "conll"),
         "i.txt": ("-DOCSTART- -X- O\n\nEU NNP B-ORG\n", "conll"),
         # one token per line, sentences longer than the 20 lines whose fields are compared
-        "j.txt": ("\n".join(f"w{i}" for i in range(35)) + "\n\n" +
-                  "\n".join(f"v{i}" for i in range(30)) + "\n", "conll"),
+        "j.txt": (
+            "\n".join(f"w{i}" for i in range(35))
+            + "\n\n"
+            + "\n".join(f"v{i}" for i in range(30))
+            + "\n",
+            "conll",
+        ),
     }
     for name, (text, fmt) in cases.items():
         p = write(tmp_path, name, text)
@@ -512,7 +570,12 @@ def test_detect_format_and_dispatch(tmp_path):
 
 
 def test_write_corpus_uses_the_format_read(tmp_path):
-    for text, name in ((CONLL, "a.txt"), (CONLLU, "b.conllu"), (INLINE, "c.txt"), (TAB + "\n", "d.txt")):
+    for text, name in (
+        (CONLL, "a.txt"),
+        (CONLLU, "b.conllu"),
+        (INLINE, "c.txt"),
+        (TAB + "\n", "d.txt"),
+    ):
         sents = load_corpus(write(tmp_path, name, text))
         buf = io.StringIO()
         write_corpus(buf, sents)
@@ -541,8 +604,21 @@ def _citations(corpora):
     return corpora / "citations"
 
 
-FIELDS = {"author", "title", "date", "pages", "booktitle", "volume", "journal", "location",
-          "publisher", "tech", "institution", "editor", "note"}
+FIELDS = {
+    "author",
+    "title",
+    "date",
+    "pages",
+    "booktitle",
+    "volume",
+    "journal",
+    "location",
+    "publisher",
+    "tech",
+    "institution",
+    "editor",
+    "note",
+}
 
 
 def test_tagged_references_round_trip(corpora):
@@ -557,8 +633,12 @@ def test_tagged_references_round_trip(corpora):
 
 def test_cpf_tab_files(corpora):
     root = _citations(corpora) / "cpf_zheng_chang_2016"
-    expected = {"citation_train.300.1.txt": (300, 10803), "citation_dev.txt": (100, 3651),
-                "citation_test.txt": (100, 3502), "citation_unlabeled.txt": (1000, 34767)}
+    expected = {
+        "citation_train.300.1.txt": (300, 10803),
+        "citation_dev.txt": (100, 3651),
+        "citation_test.txt": (100, 3502),
+        "citation_unlabeled.txt": (1000, 34767),
+    }
     for name, counts in expected.items():
         path = root / name
         labeled = name != "citation_unlabeled.txt"
@@ -582,12 +662,16 @@ def test_split_file(corpora):
 # ---------------------------------------------------------------------------------------------
 # the project's sample corpora
 
-PTB_TAGS = set("# $ '' ( ) , . : CC CD DT EX FW IN JJ JJR JJS LS MD NN NNP NNPS NNS PDT POS PRP PRP$ "
-               "RB RBR RBS RP SYM TO UH VB VBD VBG VBN VBP VBZ WDT WP WP$ WRB ``".split())
+PTB_TAGS = set(
+    "# $ '' ( ) , . : CC CD DT EX FW IN JJ JJR JJS LS MD NN NNP NNPS NNS PDT POS PRP PRP$ "
+    "RB RBR RBS RP SYM TO UH VB VBD VBG VBN VBP VBZ WDT WP WP$ WRB ``".split()
+)
 UPOS = set("ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB X".split())
 
 
-@pytest.mark.parametrize("name, lo, hi", [("sample_chunk.txt", 60, 80), ("sample_chunk_dev.txt", 12, 20)])
+@pytest.mark.parametrize(
+    "name, lo, hi", [("sample_chunk.txt", 60, 80), ("sample_chunk_dev.txt", 12, 20)]
+)
 def test_sample_chunk(name, lo, hi):
     path = SAMPLES / name
     assert detect_format(path) == "conll"
@@ -616,7 +700,9 @@ def test_sample_conllu_and_text():
     assert 15 <= len(sents) <= 30
     assert {lab for s in sents for lab in s.labels} <= UPOS
     assert dump(write_conllu, sents) == (SAMPLES / "sample_pos.conllu").read_text(encoding="utf-8")
-    xpos = {lab for s in read_conllu(SAMPLES / "sample_pos.conllu", label="xpos") for lab in s.labels}
+    xpos = {
+        lab for s in read_conllu(SAMPLES / "sample_pos.conllu", label="xpos") for lab in s.labels
+    }
     assert xpos <= PTB_TAGS
     text = list(read_corpus(SAMPLES / "sample_text.txt", format="raw"))
     assert len(text) >= 3

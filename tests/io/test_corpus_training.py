@@ -17,8 +17,8 @@ import pytest
 from seqeval.metrics import f1_score as seqeval_f1
 
 from tagger.api import Tagger
-from tagger.io import load_corpus, read_split
 from tagger.evaluation.metrics import evaluate
+from tagger.io import load_corpus, read_split
 
 pytestmark = pytest.mark.slow
 
@@ -37,8 +37,10 @@ def conll(corpora):
 @pytest.fixture(scope="module")
 def cpf(corpora):
     root = corpora / "citations" / "cpf_zheng_chang_2016"
-    return tuple(load_corpus(root / name, format="tab")
-                 for name in ("citation_train.300.1.txt", "citation_dev.txt", "citation_test.txt"))
+    return tuple(
+        load_corpus(root / name, format="tab")
+        for name in ("citation_train.300.1.txt", "citation_dev.txt", "citation_test.txt")
+    )
 
 
 # ------------------------------------------------------------------------------ baselines
@@ -74,8 +76,9 @@ def by_lower_word(s, t):
 @pytest.fixture(scope="module")
 def subset_chunker(conll):
     train, _ = conll
-    return Tagger(features="chunk", learner="m3n-subgradient", params={"epochs": 5},
-                  seed=0, select=False).fit(train[:CONLL_SUBSET])
+    return Tagger(
+        features="chunk", learner="m3n-subgradient", params={"epochs": 5}, seed=0, select=False
+    ).fit(train[:CONLL_SUBSET])
 
 
 @pytest.mark.ci
@@ -119,8 +122,9 @@ def test_conll2000_subset_model_file(conll, subset_chunker, tmp_path):
     assert back.predict(test) == subset_chunker.predict(test)
     # the same data, options and seed give the same file
     again = tmp_path / "again.tgm"
-    Tagger(features="chunk", learner="m3n-subgradient", params={"epochs": 5},
-           seed=0, select=False).fit(train[:CONLL_SUBSET]).save(again)
+    Tagger(
+        features="chunk", learner="m3n-subgradient", params={"epochs": 5}, seed=0, select=False
+    ).fit(train[:CONLL_SUBSET]).save(again)
     assert again.read_bytes() == path.read_bytes()
 
 
@@ -136,8 +140,9 @@ def test_cpf300_citation_accuracy(cpf):
     word_acc = token_accuracy(test, majority_by(train, by_lower_word, test))
     assert 0.2 < majority_acc < 0.35 and 0.5 < word_acc < 0.7  # 0.279 and 0.593
 
-    tg = Tagger(features="citation", learner="m3n-subgradient", seed=0,
-                select=False).fit(train, dev=dev)
+    tg = Tagger(features="citation", learner="m3n-subgradient", seed=0, select=False).fit(
+        train, dev=dev
+    )
     pred = tg.predict(test)
     acc = token_accuracy(test, pred)
     assert tg.evaluate(test)["accuracy"] == pytest.approx(acc)

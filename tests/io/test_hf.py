@@ -6,19 +6,22 @@ network: the hub test points the endpoint at a closed local port.
 
 from __future__ import annotations
 
-
 import pytest
 
 datasets = pytest.importorskip("datasets")
 from click.testing import CliRunner  # noqa: E402
 from datasets import ClassLabel, Dataset, Features, List, Value  # noqa: E402
 
-from _models import same_model  # noqa: E402
-from tagger.cli.commands import cli  # noqa: E402
 from tagger import Tagger  # noqa: E402
-from tagger.io import hf  # noqa: E402
-from tagger.io import load_corpus, write_corpus  # noqa: E402
+from tagger.cli.commands import cli  # noqa: E402
+from tagger.io import (  # noqa: E402
+    hf,  # noqa: E402
+    load_corpus,
+    write_corpus,
+)
 from tagger.sentence import Sentence  # noqa: E402
+
+from _models import same_model  # noqa: E402
 
 N_SENT = 300
 
@@ -34,18 +37,31 @@ def conll(corpora, tmp_path_factory):
         write_corpus(fh, sents)
     pos = sorted({p for s in sents for p in s.columns[1]})
     chunk = sorted({c for s in sents for c in s.labels})
-    feats = Features({"id": Value("string"), "tokens": List(Value("string")),
-                      "pos_tags": List(ClassLabel(names=pos)),
-                      "chunk_tags": List(ClassLabel(names=chunk))})
-    ds = Dataset.from_dict({
-        "id": [str(i) for i in range(len(sents))],
-        "tokens": [s.tokens for s in sents],
-        "pos_tags": [[pos.index(p) for p in s.columns[1]] for s in sents],
-        "chunk_tags": [[chunk.index(c) for c in s.labels] for s in sents]}, features=feats)
+    feats = Features(
+        {
+            "id": Value("string"),
+            "tokens": List(Value("string")),
+            "pos_tags": List(ClassLabel(names=pos)),
+            "chunk_tags": List(ClassLabel(names=chunk)),
+        }
+    )
+    ds = Dataset.from_dict(
+        {
+            "id": [str(i) for i in range(len(sents))],
+            "tokens": [s.tokens for s in sents],
+            "pos_tags": [[pos.index(p) for p in s.columns[1]] for s in sents],
+            "chunk_tags": [[chunk.index(c) for c in s.labels] for s in sents],
+        },
+        features=feats,
+    )
     ds.to_parquet(str(tmp / "train.parquet"))
-    Dataset.from_dict({"tokens": [s.tokens for s in sents],
-                       "pos_tags": [s.columns[1] for s in sents],
-                       "chunk_tags": [s.labels for s in sents]}).to_json(str(tmp / "train.jsonl"))
+    Dataset.from_dict(
+        {
+            "tokens": [s.tokens for s in sents],
+            "pos_tags": [s.columns[1] for s in sents],
+            "chunk_tags": [s.labels for s in sents],
+        }
+    ).to_json(str(tmp / "train.jsonl"))
     return {"dir": tmp, "sents": sents, "txt": path, "ds": ds}
 
 
@@ -58,9 +74,13 @@ def _same(a, b):
 @pytest.mark.parametrize("source", ["parquet", "jsonl", "hf:conll", "dataset", "datasetdict"])
 def test_every_source_gives_the_conll_sentences(conll, source):
     d = conll["dir"]
-    src = {"parquet": str(d / "train.parquet"), "jsonl": str(d / "train.jsonl"),
-           "hf:conll": f"hf:conll:{d / 'train.txt'}", "dataset": conll["ds"],
-           "datasetdict": datasets.DatasetDict({"train": conll["ds"]})}[source]
+    src = {
+        "parquet": str(d / "train.parquet"),
+        "jsonl": str(d / "train.jsonl"),
+        "hf:conll": f"hf:conll:{d / 'train.txt'}",
+        "dataset": conll["ds"],
+        "datasetdict": datasets.DatasetDict({"train": conll["ds"]}),
+    }[source]
     _same(list(hf.read_dataset(src)), conll["sents"])
 
 
@@ -74,15 +94,22 @@ def test_class_label_ids_become_names_and_fields_choose_columns(conll):
         hf.parse_source("hf:eriktks/conll2000?splt=test")
     src = hf.parse_source("hf:eriktks/conll2000?split=test&revision=refs/convert/parquet")
     assert (src.path, src.split, src.revision, src.builder) == (
-        "eriktks/conll2000", "test", "refs/convert/parquet", None)
+        "eriktks/conll2000",
+        "test",
+        "refs/convert/parquet",
+        None,
+    )
 
 
 def test_train_from_parquet_and_jsonl_equals_the_conll_file(conll):
     d = conll["dir"]
     run = CliRunner().invoke
     outs = {}
-    for name, src in [("txt", d / "train.txt"), ("parquet", d / "train.parquet"),
-                      ("jsonl", d / "train.jsonl")]:
+    for name, src in [
+        ("txt", d / "train.txt"),
+        ("parquet", d / "train.parquet"),
+        ("jsonl", d / "train.jsonl"),
+    ]:
         r = run(cli, ["train", str(src), "-o", str(d / f"{name}.tgm"), "--set", "epochs=2", "-q"])
         assert r.exit_code == 0, r.output
         outs[name] = d / f"{name}.tgm"
@@ -106,8 +133,9 @@ def test_hub_name_offline_fails_fast_with_the_way_out(conll, monkeypatch):
         list(hf.read_dataset("hf:eriktks/conll2000"))
     assert "cannot reach the Hugging Face hub" in str(err.value)
     assert "local files" in str(err.value)
-    r = CliRunner().invoke(cli, ["train", "hf:eriktks/conll2000", "-o",
-                                 str(conll["dir"] / "hub.tgm")])
+    r = CliRunner().invoke(
+        cli, ["train", "hf:eriktks/conll2000", "-o", str(conll["dir"] / "hub.tgm")]
+    )
     assert r.exit_code == 1
     assert r.output.count("\n") == 1 and r.output.startswith("error: hf:eriktks/conll2000")
 

@@ -10,9 +10,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from tagger.chain.layout import ChainModel
 from tagger.features import Featurized
 from tagger.learners import LEARNERS, TrainingProblem
-from tagger.chain.layout import ChainModel
 
 from _brute import labelings
 
@@ -32,8 +32,11 @@ def _corpus(seed: int, n: int = 15, all_pairs: bool = False, valued: bool = Fals
     X = Featurized(np.arange(0, 2 * N + 1, 2, dtype=np.int64), attrs, offsets, vals)
     model = ChainModel.from_data(X, y, L, V + 1)
     if all_pairs:
-        model = ChainModel(L, np.arange(0, (V + 2) * L, L, dtype=np.int64),
-                           np.tile(np.arange(L, dtype=np.int32), V + 1))
+        model = ChainModel(
+            L,
+            np.arange(0, (V + 2) * L, L, dtype=np.int64),
+            np.tile(np.arange(L, dtype=np.int32), V + 1),
+        )
     return TrainingProblem(model, X, y), words
 
 
@@ -50,7 +53,7 @@ def _log_joint(words_s, ys, words, y, offsets, alpha=1.0):
         for t in range(a + 1, b):
             trans[(int(y[t - 1]), int(y[t]))] += 1
     n = len(offsets) - 1
-    out = {l: sum(trans[(l, k)] for k in range(L)) + end[l] for l in range(L)}
+    out = {li: sum(trans[(li, k)] for k in range(L)) + end[li] for li in range(L)}
     lp = math.log((start[ys[0]] + alpha) / (n + alpha * L))
     for t, (wd, lab) in enumerate(zip(words_s, ys)):
         c = emit[(wd, lab)] if wd in seen else 0
@@ -69,8 +72,12 @@ def test_hmm_decodes_the_argmax_of_the_smoothed_joint_probability():
             a, b = X.offsets[s], X.offsets[s + 1]
             ys = labelings(b - a, L, np.int32)
             ours = np.array([m.score(X, s, yy, w) for yy in ys])
-            direct = np.array([_log_joint(words[a:b].tolist(), yy.tolist(), words, problem.y,
-                                          X.offsets) for yy in ys])
+            direct = np.array(
+                [
+                    _log_joint(words[a:b].tolist(), yy.tolist(), words, problem.y, X.offsets)
+                    for yy in ys
+                ]
+            )
             # the weights are the log-probabilities themselves: equal scores, not only argmax
             np.testing.assert_allclose(ours, direct, rtol=1e-10, atol=1e-10)
 
@@ -125,8 +132,7 @@ def test_mira_average_equals_the_mean_of_every_passive_aggressive_iterate(cap):
     rng = np.random.default_rng(4)
     n = problem.X.n_sentences
     orders = [rng.permutation(n) for _ in range(len(learner.trace_))]
-    np.testing.assert_allclose(w, _plain_perceptron(problem, orders, w0, mira_cap=cap),
-                               atol=1e-9)
+    np.testing.assert_allclose(w, _plain_perceptron(problem, orders, w0, mira_cap=cap), atol=1e-9)
     # a small cap binds and a large one does not: the two runs differ
     other = LEARNERS["mira"](epochs=3, C=1e-3 if cap > 1 else 1e3).fit(problem, seed=4, w0=w0)
     assert np.abs(other - w).max() > 1e-6

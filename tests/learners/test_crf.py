@@ -12,22 +12,29 @@ import math
 
 import numpy as np
 import pytest
+from test_learners import SPEC, toy_chain
 
 from tagger.api import Tagger
+from tagger.chain.layout import ChainModel
 from tagger.errors import TaggerError
-from tagger.features import Featurized, FeatureSpec
+from tagger.features import FeatureSpec, Featurized
 from tagger.learners import LEARNERS, TrainingProblem
 from tagger.learners.solvers.crf_objective import CRFObjective
 from tagger.learners.solvers.owlqn import OWLQN, pseudo_gradient
-from tagger.chain.layout import ChainModel
 from tagger.sentence import Sentence
 
 from _brute import labelings, sentence_features
-from test_learners import SPEC, toy_chain
 
 
-def random_problem(seed: int, n_sent: int = 4, n_labels: int = 3, n_attrs: int = 5,
-                   max_len: int = 4, all_pairs: bool = False, real: bool = False):
+def random_problem(
+    seed: int,
+    n_sent: int = 4,
+    n_labels: int = 3,
+    n_attrs: int = 5,
+    max_len: int = 4,
+    all_pairs: bool = False,
+    real: bool = False,
+):
     rng = np.random.default_rng(seed)
     lengths = rng.integers(1, max_len + 1, size=n_sent)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -93,8 +100,11 @@ def test_objective_is_parallel_safe_and_deterministic():
     total, gsum = 0.0, np.zeros_like(grad)
     for s in range(X.n_sentences):
         a, b = X.offsets[s], X.offsets[s + 1]
-        sub = Featurized(X.indptr[a:b + 1] - X.indptr[a], X.attrs[X.indptr[a]:X.indptr[b]],
-                         np.array([0, b - a], dtype=np.int64))
+        sub = Featurized(
+            X.indptr[a : b + 1] - X.indptr[a],
+            X.attrs[X.indptr[a] : X.indptr[b]],
+            np.array([0, b - a], dtype=np.int64),
+        )
         f, g = CRFObjective(model, sub, y[a:b])(w)
         total += f
         gsum += g
@@ -106,9 +116,9 @@ def test_frozen_ends_have_zero_gradient():
     X, y, model, w = random_problem(3)
     L = model.n_labels
     _, g = CRFObjective(model, X, y, fixed=("ends",))(w)
-    assert not g[model.n_state + L * L:].any()
+    assert not g[model.n_state + L * L :].any()
     _, g_all = CRFObjective(model, X, y)(w)
-    np.testing.assert_array_equal(g[:model.n_state + L * L], g_all[:model.n_state + L * L])
+    np.testing.assert_array_equal(g[: model.n_state + L * L], g_all[: model.n_state + L * L])
 
 
 # ------------------------------------------------------------------------------ OWL-QN
@@ -147,8 +157,8 @@ def test_owlqn_solves_a_lasso_exactly(adaptive_step):
 
 
 def _problem(train, spec=SPEC):
-    from tagger.features import Featurizer
     from tagger.evaluation.labels import LabelIndex
+    from tagger.features import Featurizer
 
     fz = Featurizer(spec).fit(train)
     X = fz.transform(train)
@@ -163,10 +173,19 @@ def toy_problem():
     return _problem(toy_chain(120, seed=4, p_amb=0.5))
 
 
-@pytest.mark.parametrize("name,adaptive,c2", [
-    ("crf-l1", False, 0.0), ("crf-l1", True, 0.0), ("crf-grafting", True, 0.0),
-    ("crf-grafting", False, 0.0), ("crf-grafting-greedy", True, 0.0),
-    ("crf-l1", False, 0.2), ("crf-grafting", True, 0.2), ("crf-grafting-greedy", True, 0.2)])
+@pytest.mark.parametrize(
+    "name,adaptive,c2",
+    [
+        ("crf-l1", False, 0.0),
+        ("crf-l1", True, 0.0),
+        ("crf-grafting", True, 0.0),
+        ("crf-grafting", False, 0.0),
+        ("crf-grafting-greedy", True, 0.0),
+        ("crf-l1", False, 0.2),
+        ("crf-grafting", True, 0.2),
+        ("crf-grafting-greedy", True, 0.2),
+    ],
+)
 def test_l1_learners_reach_the_same_optimum(name, adaptive, c2, toy_problem):
     """Optimality of L + c1 ||w||_1 + c2 ||w||^2 (pure L1 when c2 = 0, else the elastic net),
     checked on the gradient of the likelihood (itself checked by enumeration above)."""
@@ -252,7 +271,9 @@ def test_marginals_are_the_model_probabilities():
 
 
 def test_marginals_refused_for_max_margin_models():
-    tg = Tagger(features=SPEC, learner="m3n-subgradient", params={"epochs": 2}).fit(toy_chain(30, 0))
+    tg = Tagger(features=SPEC, learner="m3n-subgradient", params={"epochs": 2}).fit(
+        toy_chain(30, 0)
+    )
     with pytest.raises(TaggerError, match="not probabilities"):
         tg.predict_marginals([Sentence([["a1"]])])
 
@@ -266,13 +287,30 @@ def test_cli_tag_marginals(tmp_path):
     from tagger.cli import cli
 
     train = tmp_path / "train.txt"
-    train.write_text("".join(" ".join([w, lab]) + "\n" + ("\n" if i % 4 == 3 else "")
-                             for i, (w, lab) in enumerate(
-                                 [("a1", "A"), ("b1", "B"), ("c1", "C"), ("a2", "A")] * 20)))
+    train.write_text(
+        "".join(
+            " ".join([w, lab]) + "\n" + ("\n" if i % 4 == 3 else "")
+            for i, (w, lab) in enumerate([("a1", "A"), ("b1", "B"), ("c1", "C"), ("a2", "A")] * 20)
+        )
+    )
     runner = CliRunner()
     for learner, model in (("crf-l2", "crf.tgm"), ("m3n-subgradient", "m3n.tgm")):
-        r = runner.invoke(cli, ["train", str(train), "-o", str(tmp_path / model), "-q",
-                                "--features", "pos", "--learner", learner, "--set", "epochs=3"])
+        r = runner.invoke(
+            cli,
+            [
+                "train",
+                str(train),
+                "-o",
+                str(tmp_path / model),
+                "-q",
+                "--features",
+                "pos",
+                "--learner",
+                learner,
+                "--set",
+                "epochs=3",
+            ],
+        )
         assert r.exit_code == 0, r.output
     inp = tmp_path / "in.txt"
     inp.write_text("a1\nb1\n\nc1\n")
@@ -286,8 +324,9 @@ def test_cli_tag_marginals(tmp_path):
     probs = [[float(f.split(":")[1]) for f in row[2:]] for row in rows]
     assert [[f.split(":")[0] for f in row[2:]] for row in rows] == [tg.labels_.labels] * 3
     np.testing.assert_allclose(probs, np.vstack(ref), atol=1e-6)
-    assert [row[1] for row in rows] == [lab for p in tg.predict(
-        [Sentence([["a1", "b1"]]), Sentence([["c1"]])]) for lab in p]
+    assert [row[1] for row in rows] == [
+        lab for p in tg.predict([Sentence([["a1", "b1"]]), Sentence([["c1"]])]) for lab in p
+    ]
     r = runner.invoke(cli, ["tag", str(tmp_path / "m3n.tgm"), str(inp), "--marginals"])
     assert r.exit_code == 1
     assert "not probabilities" in r.output and "Traceback" not in r.output
@@ -298,13 +337,19 @@ def test_label_table_maps_gold_labels():
     assert spec.all_pairs
     s = Sentence([["He", "saw", "it"], ["PRP", "VBD", "PRP"]], ["B-NP", "B-VP", "B-NP"])
     assert spec.relabel([s])[0].labels == ["B-NP", "O", "B-NP"]
-    custom = FeatureSpec.from_dict({"featurizer": {"columns": ["w"], "templates": ["w[0]"]},
-                                    "labels": {"map": {"X": "Y"}, "keep": ["Y"], "other": "Z"}})
+    custom = FeatureSpec.from_dict(
+        {
+            "featurizer": {"columns": ["w"], "templates": ["w[0]"]},
+            "labels": {"map": {"X": "Y"}, "keep": ["Y"], "other": "Z"},
+        }
+    )
     assert [custom.map_label(x) for x in ("X", "Y", "Q")] == ["Y", "Y", "Z"]
     from tagger.errors import FeatureSpecError
+
     with pytest.raises(FeatureSpecError, match="labels.keep"):
-        FeatureSpec.from_dict({"featurizer": {"columns": ["w"], "templates": ["w[0]"]},
-                               "labels": {"keep": "B-NP"}})
+        FeatureSpec.from_dict(
+            {"featurizer": {"columns": ["w"], "templates": ["w[0]"]}, "labels": {"keep": "B-NP"}}
+        )
     # training and evaluation both see the mapped labels
     train = [Sentence([["the", "dog", "ran"], ["DT", "NN", "VBD"]], ["B-NP", "I-NP", "B-VP"])] * 5
     tg = Tagger(features=spec, learner="crf-l2", params={"epochs": 20}).fit(train)
@@ -324,11 +369,11 @@ def test_working_set_objective_equals_the_full_one(real, ends):
     rng = np.random.default_rng(3)
     active = rng.random(model.n_weights) < 0.4
     w_full = np.where(active, w, 0.0)
-    w_full[model.n_state:] = w[model.n_state:]      # the tail is always in S
+    w_full[model.n_state :] = w[model.n_state :]  # the tail is always in S
     full = CRFObjective(model, X, y, fixed=ends)
     if ends:
         L = model.n_labels
-        w_full[model.n_state + L * L:] = 0.0
+        w_full[model.n_state + L * L :] = 0.0
     f_ref, g_ref = full(w_full)
     ws = WorkingSetObjective(model, X, y, fixed=ends)
     index = ws.set_active(active)
@@ -354,8 +399,8 @@ def test_owlqn_relayout_keeps_the_iterate_and_memory():
     A = rng.normal(size=(8, 5))
 
     def fun(x):
-        r = A[:, :len(x)] @ x - 1.0
-        return 0.5 * r @ r, A[:, :len(x)].T @ r
+        r = A[:, : len(x)] @ x - 1.0
+        return 0.5 * r @ r, A[:, : len(x)].T @ r
 
     opt = OWLQN(fun, np.zeros(3), 0.1, memory=4)
     for _ in range(3):

@@ -22,14 +22,14 @@ import numpy as np
 import pytest
 
 from tagger.api import Tagger
-from tagger.io import read_corpus
+from tagger.chain.layout import ChainModel
 from tagger.errors import ParameterError
-from tagger.features import FeatureSpec, Featurized, Featurizer
 from tagger.evaluation.labels import LabelIndex
+from tagger.features import FeatureSpec, Featurized, Featurizer
 from tagger.inference import viterbi_batch
+from tagger.io import read_corpus
 from tagger.learners import LEARNERS, get_learner
 from tagger.learners.base import Learner, TrainingProblem
-from tagger.chain.layout import ChainModel
 from tagger.sentence import Sentence
 
 from _brute import labelings
@@ -41,12 +41,15 @@ NAMES = sorted(n for n in LEARNERS if not getattr(LEARNERS[n], "needs_unlabeled"
 def _epochs(name: str, k: int) -> dict:
     """``epochs=k`` for an iterative learner; nothing for a closed-form one (the HMM)."""
     return {} if LEARNERS[name].closed_form else {"epochs": k}
+
+
 SAMPLES = Path(__file__).resolve().parents[2] / "corpora"
 
 WORDS = {"A": ["a1", "a2", "a3"], "B": ["b1", "b2"], "C": ["c1", "c2", "c3"]}
 NEXT = {"A": "B", "B": "C", "C": "A"}
-SPEC = FeatureSpec.from_dict({"featurizer": {"name": "toy", "columns": ["word"],
-                                             "templates": ["word[0]"]}})
+SPEC = FeatureSpec.from_dict(
+    {"featurizer": {"name": "toy", "columns": ["word"], "templates": ["word[0]"]}}
+)
 
 
 def toy_chain(n: int, seed: int, p_amb: float = 0.3) -> list[Sentence]:
@@ -90,7 +93,9 @@ def test_fits_separable_chain_to_zero_error(name, fitted, train):
     held_out = toy_chain(50, seed=99)
     assert token_errors(tg.predict(held_out), held_out) == 0
     # the ambiguous word alone follows the learned cycle from a known start
-    assert tg.predict([Sentence([["b1", "amb", "amb", "amb", "amb"]])]) == [["B", "C", "A", "B", "C"]]
+    assert tg.predict([Sentence([["b1", "amb", "amb", "amb", "amb"]])]) == [
+        ["B", "C", "A", "B", "C"]
+    ]
 
 
 # ------------------------------------------------------------------------------ 2. save / load
@@ -103,8 +108,12 @@ def real_valued_problem(n: int, seed: int):
     lengths = rng.integers(1, 7, size=n)
     n_tok = int(lengths.sum())
     values = rng.uniform(0.5, 2.0, size=n_tok) * rng.choice([-1.0, 1.0], size=n_tok)
-    X = Featurized(np.arange(n_tok + 1, dtype=np.int64), np.zeros(n_tok, dtype=np.int32),
-                   np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), values)
+    X = Featurized(
+        np.arange(n_tok + 1, dtype=np.int64),
+        np.zeros(n_tok, dtype=np.int32),
+        np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        values,
+    )
     y = (values > 0).astype(np.int32)
     return X, y
 
@@ -176,12 +185,17 @@ def _bad_values(p) -> list:
     return bad
 
 
-_BAD_CASES = [(name, p.name, value) for name in NAMES for p in LEARNERS[name].params
-              for value in _bad_values(p)]
+_BAD_CASES = [
+    (name, p.name, value)
+    for name in NAMES
+    for p in LEARNERS[name].params
+    for value in _bad_values(p)
+]
 
 
-@pytest.mark.parametrize("name, param, value", _BAD_CASES,
-                         ids=[f"{n}-{p}-{v!r}" for n, p, v in _BAD_CASES])
+@pytest.mark.parametrize(
+    "name, param, value", _BAD_CASES, ids=[f"{n}-{p}-{v!r}" for n, p, v in _BAD_CASES]
+)
 def test_bad_parameter_is_rejected_with_its_range(name, param, value, train):
     p = LEARNERS[name].param(param)
     with pytest.raises(ParameterError) as info:
@@ -193,16 +207,26 @@ def test_bad_parameter_is_rejected_with_its_range(name, param, value, train):
     assert f"Got {value!r}" in msg
 
 
-@pytest.mark.parametrize("name, params, fragments", [
-    ("m3n-subgradient", {"radius": -1}, ["'radius'", "M3NSubgradient", "(0, inf)", "Got -1 "]),
-    ("m3n-subgradient", {"radius": 0.0}, ["'radius'", "(0, inf)", "Got 0.0 "]),
-    ("m3n-subgradient", {"epochs": 0}, ["'epochs'", "integer in [1, inf)", "Got 0 "]),
-    ("m3n-subgradient", {"momentum": 1.0}, ["'momentum'", "[0, 0.999]", "Got 1.0 "]),
-    ("m3n-subgradient", {"decay": "fast"}, ["'decay'", "'sqrt', 'inverse', 'constant'",
-                                            "Got 'fast' "]),
-    ("m3n-l2-subgradient", {"lambda": 0}, ["'lambda'", "M3NL2Subgradient", "(0, inf)", "Got 0 "]),
-    ("m3n-l2-subgradient", {"epochs": -3}, ["'epochs'", "[1, inf)", "Got -3 "]),
-])
+@pytest.mark.parametrize(
+    "name, params, fragments",
+    [
+        ("m3n-subgradient", {"radius": -1}, ["'radius'", "M3NSubgradient", "(0, inf)", "Got -1 "]),
+        ("m3n-subgradient", {"radius": 0.0}, ["'radius'", "(0, inf)", "Got 0.0 "]),
+        ("m3n-subgradient", {"epochs": 0}, ["'epochs'", "integer in [1, inf)", "Got 0 "]),
+        ("m3n-subgradient", {"momentum": 1.0}, ["'momentum'", "[0, 0.999]", "Got 1.0 "]),
+        (
+            "m3n-subgradient",
+            {"decay": "fast"},
+            ["'decay'", "'sqrt', 'inverse', 'constant'", "Got 'fast' "],
+        ),
+        (
+            "m3n-l2-subgradient",
+            {"lambda": 0},
+            ["'lambda'", "M3NL2Subgradient", "(0, inf)", "Got 0 "],
+        ),
+        ("m3n-l2-subgradient", {"epochs": -3}, ["'epochs'", "[1, inf)", "Got -3 "]),
+    ],
+)
 def test_bad_parameter_messages_by_example(name, params, fragments, train):
     with pytest.raises(ParameterError) as info:
         Tagger(features=SPEC, learner=name, params=params).fit(train)
@@ -282,6 +306,7 @@ def test_different_seeds_may_differ(name, fitted, train):
 @pytest.mark.parametrize("name", NAMES)
 def test_seed_must_be_an_integer(name, train):
     from tagger.errors import TaggerError
+
     with pytest.raises(TaggerError, match="seed must be an integer"):
         Tagger(features=SPEC, learner=name, seed="1").fit(train)
 
@@ -334,18 +359,19 @@ def test_progress_reports_chunk_f1_for_bio_labels(name):
     tg.fit(train, dev=dev, progress=rows.append)
     if LEARNERS[name].closed_form:
         assert len(rows) == 1
-    else:   # two epochs, or fewer when a stopping rule ends training
+    else:  # two epochs, or fewer when a stopping rule ends training
         assert len(rows) == 2 or (len(rows) == 1 and rows[0]["converged"] is True)
     result = tg.evaluate(dev)
     assert rows[-1]["dev_f1"] == round(100 * result["f1"], 2)
     assert rows[-1]["dev_acc"] == round(100 * result["accuracy"], 2)
     no_dev = []
-    Tagger(features="chunk", learner=name, params=_epochs(name, 1)).fit(train,
-                                                                        progress=no_dev.append)
+    Tagger(features="chunk", learner=name, params=_epochs(name, 1)).fit(
+        train, progress=no_dev.append
+    )
     assert not any(k.startswith("dev_") for k in no_dev[0])
 
 
-# ------------------------------------------------------------------------------ both subgradient M3Ns
+# ------------------------------------------------------------------------- both subgradient M3Ns
 
 
 @pytest.mark.parametrize("name", ["m3n-subgradient", "m3n-l2-subgradient"])
@@ -384,8 +410,12 @@ def chunk_sample() -> list[Sentence]:
 def test_smaller_radius_fewer_nonzero_weights_inside_the_ball(chunk_sample):
     nonzero = []
     for radius in (0.5, 5.0, 50.0, 3000.0):
-        tg = Tagger(features="chunk", learner="m3n-subgradient",
-                    params={"radius": radius, "epochs": 6}, seed=0).fit(chunk_sample)
+        tg = Tagger(
+            features="chunk",
+            learner="m3n-subgradient",
+            params={"radius": radius, "epochs": 6},
+            seed=0,
+        ).fit(chunk_sample)
         l1 = float(np.abs(tg.weights_).sum())
         assert l1 <= radius + 1e-9
         if radius <= 5.0:
@@ -432,16 +462,23 @@ def test_refit_stays_on_the_kept_weights_inside_the_ball(chunk_sample):
     assert not np.array_equal(w[n_state:], full[n_state:])  # the refit moved the weights
 
 
-@pytest.mark.parametrize("params", [
-    {"average_from": 2},
-    {"momentum": 0.0, "batch_size": 0},
-    {"momentum": 0.5, "batch_size": 1, "decay": "inverse"},
-    {"decay": "constant", "shuffle": False, "batch_growth": 2.0},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"average_from": 2},
+        {"momentum": 0.0, "batch_size": 0},
+        {"momentum": 0.5, "batch_size": 1, "decay": "inverse"},
+        {"decay": "constant", "shuffle": False, "batch_growth": 2.0},
+    ],
+)
 def test_l1_ball_holds_for_every_variant(params, chunk_sample):
     radius = 3.0
-    tg = Tagger(features="chunk", learner="m3n-subgradient",
-                params={"radius": radius, "epochs": 3, **params}, seed=2).fit(chunk_sample)
+    tg = Tagger(
+        features="chunk",
+        learner="m3n-subgradient",
+        params={"radius": radius, "epochs": 3, **params},
+        seed=2,
+    ).fit(chunk_sample)
     assert float(np.abs(tg.weights_).sum()) <= radius + 1e-9
     for row in tg.trace_:
         assert row["l1"] <= radius + 1e-9
@@ -449,10 +486,12 @@ def test_l1_ball_holds_for_every_variant(params, chunk_sample):
 
 
 def test_sparser_than_the_l2_variant(chunk_sample):
-    l1 = Tagger(features="chunk", learner="m3n-subgradient",
-                params={"radius": 20.0, "epochs": 5}, seed=0).fit(chunk_sample)
-    l2 = Tagger(features="chunk", learner="m3n-l2-subgradient",
-                params={"epochs": 5}, seed=0).fit(chunk_sample)
+    l1 = Tagger(
+        features="chunk", learner="m3n-subgradient", params={"radius": 20.0, "epochs": 5}, seed=0
+    ).fit(chunk_sample)
+    l2 = Tagger(features="chunk", learner="m3n-l2-subgradient", params={"epochs": 5}, seed=0).fit(
+        chunk_sample
+    )
     assert l1.info_["n_params"] == l2.info_["n_params"]
     assert l1.n_nonzero_ < l2.n_nonzero_
 
@@ -462,8 +501,9 @@ def test_sparser_than_the_l2_variant(chunk_sample):
 
 @pytest.mark.parametrize("lam", [1e-4, 1e-2, 1.0, 25.0])
 def test_l2_variant_stays_in_its_ball(lam, chunk_sample):
-    tg = Tagger(features="chunk", learner="m3n-l2-subgradient",
-                params={"lambda": lam, "epochs": 3}, seed=0).fit(chunk_sample)
+    tg = Tagger(
+        features="chunk", learner="m3n-l2-subgradient", params={"lambda": lam, "epochs": 3}, seed=0
+    ).fit(chunk_sample)
     norm = float(np.linalg.norm(tg.weights_))
     assert norm <= 1.0 / math.sqrt(lam) * (1 + 1e-12)
     if lam >= 1.0:
@@ -481,20 +521,25 @@ def test_l2_variant_stays_in_its_ball(lam, chunk_sample):
 
 
 def _tiny_problem(seed: int):
-    from tagger.features import Featurizer
-    from tagger.evaluation.labels import LabelIndex
-    from tagger.learners.base import TrainingProblem
     from tagger.chain.layout import ChainModel
+    from tagger.evaluation.labels import LabelIndex
+    from tagger.features import Featurizer
+    from tagger.learners.base import TrainingProblem
 
     rng = np.random.default_rng(seed)
     vocab = ["p", "q", "r", "s"]
     sentences = []
     for _ in range(5):
         T = int(rng.integers(1, 5))
-        sentences.append(Sentence([[str(rng.choice(vocab)) for _ in range(T)]],
-                                  [str(rng.choice(["X", "Y", "Z"])) for _ in range(T)]))
-    spec = FeatureSpec.from_dict({"featurizer": {"columns": ["word"],
-                                                 "templates": ["word[0]", "word[-1]", "bias"]}})
+        sentences.append(
+            Sentence(
+                [[str(rng.choice(vocab)) for _ in range(T)]],
+                [str(rng.choice(["X", "Y", "Z"])) for _ in range(T)],
+            )
+        )
+    spec = FeatureSpec.from_dict(
+        {"featurizer": {"columns": ["word"], "templates": ["word[0]", "word[-1]", "bias"]}}
+    )
     fz = Featurizer(spec).fit(sentences)
     X = fz.transform(sentences)
     index = LabelIndex.from_sentences(sentences)
@@ -523,7 +568,8 @@ def _brute_force_subgradient(problem, w, sentences):
 
 
 def _project_l1_sorted(v, z):
-    """Duchi et al.'s sort-based form: theta from the largest rho with u_rho > (sum_{<=rho} u - z)/rho."""
+    """Duchi et al.'s sort-based form: theta from the largest rho with
+    u_rho > (sum_{<=rho} u - z) / rho."""
     u = np.sort(np.abs(v))[::-1]
     if u.sum() <= z:
         return v.copy()
@@ -601,40 +647,71 @@ def _reference_l2(problem, w0, lam, epochs, batch, eta0, momentum=0.0):
     return w, hinges
 
 
-@pytest.mark.parametrize("params", [
-    {"batch_size": 10**6, "momentum": 0.0},
-    {"batch_size": 0, "momentum": 0.0},
-    {"batch_size": 2, "momentum": 0.0, "radius": 4.0},
-    {"batch_size": 1, "momentum": 0.9},
-    {"batch_size": 0, "momentum": 0.5, "average_from": 2, "radius": 25.0},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"batch_size": 10**6, "momentum": 0.0},
+        {"batch_size": 0, "momentum": 0.0},
+        {"batch_size": 2, "momentum": 0.0, "radius": 4.0},
+        {"batch_size": 1, "momentum": 0.9},
+        {"batch_size": 0, "momentum": 0.5, "average_from": 2, "radius": 25.0},
+    ],
+)
 def test_l1_learner_follows_its_update(params):
     problem, w0 = _tiny_problem(seed=1)
-    settings = {"radius": 10.0, "epochs": 4, "eta0": 0.7, "shuffle": False,
-                "batch_growth": 1.0, "decay": "sqrt", "average_from": 0, **params}
+    settings = {
+        "radius": 10.0,
+        "epochs": 4,
+        "eta0": 0.7,
+        "shuffle": False,
+        "batch_growth": 1.0,
+        "decay": "sqrt",
+        "average_from": 0,
+        **params,
+    }
     learner = LEARNERS["m3n-subgradient"](**settings)
     w = learner.fit(problem, seed=0, w0=w0)
-    ref, hinges = _reference_l1(problem, w0, settings["radius"], settings["epochs"],
-                                settings["batch_size"], settings["eta0"], settings["momentum"],
-                                settings["average_from"])
+    ref, hinges = _reference_l1(
+        problem,
+        w0,
+        settings["radius"],
+        settings["epochs"],
+        settings["batch_size"],
+        settings["eta0"],
+        settings["momentum"],
+        settings["average_from"],
+    )
     np.testing.assert_allclose(w, ref, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose([r["hinge"] for r in learner.trace_], hinges, rtol=1e-9, atol=1e-12)
     assert np.abs(w).sum() <= settings["radius"] + 1e-9
 
 
-@pytest.mark.parametrize("params", [{"batch_size": 10**6, "lambda": 0.05, "eta0": 0.3},
-                                    {"batch_size": 0, "lambda": 0.05, "eta0": 0.3},
-                                    {"batch_size": 1, "lambda": 0.05, "eta0": 0.3,
-                                     "momentum": 0.8},
-                                    {"batch_size": 2, "lambda": 0.5, "eta0": 1.0}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"batch_size": 10**6, "lambda": 0.05, "eta0": 0.3},
+        {"batch_size": 0, "lambda": 0.05, "eta0": 0.3},
+        {"batch_size": 1, "lambda": 0.05, "eta0": 0.3, "momentum": 0.8},
+        {"batch_size": 2, "lambda": 0.5, "eta0": 1.0},
+    ],
+)
 def test_l2_learner_follows_its_update(params):
     problem, w0 = _tiny_problem(seed=2)
     settings = {"epochs": 4, "shuffle": False, "batch_growth": 1.0, "momentum": 0.0, **params}
     learner = LEARNERS["m3n-l2-subgradient"](**settings)
     w = learner.fit(problem, seed=0, w0=w0)
-    ref, hinges = _reference_l2(problem, w0, settings["lambda"], settings["epochs"],
-                                settings["batch_size"], settings["eta0"], settings["momentum"])
+    ref, hinges = _reference_l2(
+        problem,
+        w0,
+        settings["lambda"],
+        settings["epochs"],
+        settings["batch_size"],
+        settings["eta0"],
+        settings["momentum"],
+    )
     np.testing.assert_allclose(w, ref, rtol=1e-9, atol=1e-12)
     rows = learner.trace_
     np.testing.assert_allclose([r["hinge"] for r in rows], hinges, rtol=1e-9, atol=1e-12)
-    assert rows[-1]["objective"] == pytest.approx(0.5 * settings["lambda"] * (ref @ ref) + hinges[-1])
+    assert rows[-1]["objective"] == pytest.approx(
+        0.5 * settings["lambda"] * (ref @ ref) + hinges[-1]
+    )

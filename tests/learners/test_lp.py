@@ -8,14 +8,13 @@ whole objective they report must equal a brute-force evaluation at their weights
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from scipy.optimize import linprog
 
+from tagger.chain.layout import ChainModel
 from tagger.features import Featurized
 from tagger.learners import LEARNERS, TrainingProblem
-from tagger.chain.layout import ChainModel
 from tagger.training.synthetic import generate
 
 from _brute import labelings
@@ -72,7 +71,7 @@ def _full_lp(problem, C, signed: bool) -> float:
     M = np.zeros((len(rows), n))
     M[np.arange(len(rows)), [s for s, _, _ in rows]] = 1.0
     rhs = np.array([r for _, _, r in rows])
-    if signed:   # w = mu - nu
+    if signed:  # w = mu - nu
         A = np.hstack([D, -D, M])
         c = np.concatenate([np.ones(2 * K), np.full(n, C)])
     else:
@@ -83,16 +82,21 @@ def _full_lp(problem, C, signed: bool) -> float:
     return float(res.fun)
 
 
-CASES = [("m3n-cutting-plane", True, {"epsilon": 1e-9}),
-         ("lp-simplex", False, {"epsilon": 1e-9}),
-         ("lp-extragradient", False, {"epsilon": 1e-9, "gap_tol": 1e-9}),
-         # single-token rows as well: a different path to the same optimum
-         ("m3n-cutting-plane", True, {"epsilon": 1e-9, "local_rows": True}),
-         ("lp-simplex", False, {"epsilon": 1e-9, "local_rows": True})]
+CASES = [
+    ("m3n-cutting-plane", True, {"epsilon": 1e-9}),
+    ("lp-simplex", False, {"epsilon": 1e-9}),
+    ("lp-extragradient", False, {"epsilon": 1e-9, "gap_tol": 1e-9}),
+    # single-token rows as well: a different path to the same optimum
+    ("m3n-cutting-plane", True, {"epsilon": 1e-9, "local_rows": True}),
+    ("lp-simplex", False, {"epsilon": 1e-9, "local_rows": True}),
+]
 
 
-@pytest.mark.parametrize("name, signed, params", CASES,
-                         ids=[c[0] + ("-local" if c[2].get("local_rows") else "") for c in CASES])
+@pytest.mark.parametrize(
+    "name, signed, params",
+    CASES,
+    ids=[c[0] + ("-local" if c[2].get("local_rows") else "") for c in CASES],
+)
 @pytest.mark.parametrize("C", [0.1, 1.0])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_column_generation_reaches_the_full_lp(name, signed, params, C, seed):
@@ -103,7 +107,9 @@ def test_column_generation_reaches_the_full_lp(name, signed, params, C, seed):
     last = learner.trace_[-1]
     assert last["converged"] is True
     # the reported objective is the whole objective at the returned weights ...
-    assert last["objective"] == pytest.approx(_objective(problem, w, C, not signed), rel=1e-9, abs=1e-9)
+    assert last["objective"] == pytest.approx(
+        _objective(problem, w, C, not signed), rel=1e-9, abs=1e-9
+    )
     # ... and that is the optimum of the LP over every labeling
     assert last["objective"] == pytest.approx(optimum, rel=1e-6, abs=1e-7)
     if not signed:
@@ -127,8 +133,9 @@ def test_highs_learners_after_another_multithreaded_highs_solve(name, signed):
     w = learner.fit(problem)
     assert learner.trace_[-1]["converged"] is True
     assert "lp_status" not in learner.trace_[-1]
-    assert learner.trace_[-1]["objective"] == pytest.approx(_full_lp(problem, 1.0, signed),
-                                                            rel=1e-6, abs=1e-7)
+    assert learner.trace_[-1]["objective"] == pytest.approx(
+        _full_lp(problem, 1.0, signed), rel=1e-6, abs=1e-7
+    )
     assert learner.trace_[-1]["nonzero"] == np.count_nonzero(w)
 
 
@@ -156,8 +163,9 @@ def test_extragradient_stopping_rule_bounds_the_gap():
 
 def test_plain_extragradient_without_restarts_or_scaling():
     problem = _problem(5, n=6)
-    learner = LEARNERS["lp-extragradient"](C=1.0, epsilon=1e-9, gap_tol=1e-7, restart=False,
-                                           precondition=False)
+    learner = LEARNERS["lp-extragradient"](
+        C=1.0, epsilon=1e-9, gap_tol=1e-7, restart=False, precondition=False
+    )
     learner.fit(problem)
     assert learner.trace_[-1]["objective"] == pytest.approx(_full_lp(problem, 1.0, False), rel=1e-5)
 
@@ -169,8 +177,7 @@ def test_plain_extragradient_without_restarts_or_scaling():
 def synthetic_problem():
     # strong generating weights: with the default ones nearly every sequence holds a token the
     # best model gets wrong, so the margin-1 LP's optimum is w = 0 for any moderate C
-    data = generate(n_sequences=20, n_features=30, n_relevant=12, weight_range=(0.0, 5.0),
-                    seed=2)
+    data = generate(n_sequences=20, n_features=30, n_relevant=12, weight_range=(0.0, 5.0), seed=2)
     return TrainingProblem(data.model, data.X, data.y)
 
 
@@ -182,7 +189,7 @@ def test_lp_learners_agree_with_highs_on_synthetic_data(synthetic_problem):
     w_e = extra.fit(synthetic_problem)
     a, b = simplex.trace_[-1]["objective"], extra.trace_[-1]["objective"]
     assert simplex.trace_[-1]["converged"] and extra.trace_[-1]["converged"]
-    assert a < 20.0 * synthetic_problem.n_sentences / 2   # far from the trivial w = 0
+    assert a < 20.0 * synthetic_problem.n_sentences / 2  # far from the trivial w = 0
     assert abs(a - b) <= 1e-4 * abs(a)
     assert np.count_nonzero(w_s) > 0 and np.count_nonzero(w_e) > 0
 
@@ -193,7 +200,7 @@ def test_cutting_plane_is_sparse_on_synthetic_data(synthetic_problem):
     learner = LEARNERS["m3n-cutting-plane"](C=0.02)
     w = learner.fit(problem)
     assert learner.trace_[-1]["converged"]
-    state = w[:data.model.n_state]
+    state = w[: data.model.n_state]
     # L1: far fewer non-zero state weights than the 200 available, chosen mostly among the 60
     # relevant ones: the rate of kept relevant weights is several times that of irrelevant ones
     assert 0 < np.count_nonzero(state) < 100
@@ -213,8 +220,7 @@ def _smoothed_by_enumeration(problem, w, C, tau):
     for s in range(X.n_sentences):
         a, b = X.offsets[s], X.offsets[s + 1]
         gold = problem.y[a:b]
-        others = [m.score(X, s, y, w) for y in labelings(b - a, L, np.int32)
-                  if np.any(y != gold)]
+        others = [m.score(X, s, y, w) for y in labelings(b - a, L, np.int32) if np.any(y != gold)]
         if not others:
             continue
         scores = np.array(others) / tau
@@ -234,7 +240,7 @@ def test_smoothed_objective_and_gradient_against_enumeration(tau):
     C = 2.0
     objective = SmoothedLPObjective(problem.model, problem.X, problem.y, C)
     objective.temperature = tau
-    for scale in (0.3, 3.0):      # near the margin, and far beyond it for most sentences
+    for scale in (0.3, 3.0):  # near the margin, and far beyond it for most sentences
         w = scale * rng.random(problem.model.n_weights)
         value, grad = objective(w)
         # q = 1 - p(gold) comes from log Z: at tau = 0.05 its rounding shows at 1e-9
@@ -243,14 +249,17 @@ def test_smoothed_objective_and_gradient_against_enumeration(tau):
             h = 1e-6
             e = np.zeros_like(w)
             e[k] = h
-            numeric = (_smoothed_by_enumeration(problem, w + e, C, tau)
-                       - _smoothed_by_enumeration(problem, w - e, C, tau)) / (2 * h)
+            numeric = (
+                _smoothed_by_enumeration(problem, w + e, C, tau)
+                - _smoothed_by_enumeration(problem, w - e, C, tau)
+            ) / (2 * h)
             assert grad[k] == pytest.approx(numeric, rel=1e-5, abs=1e-6)
 
 
 @pytest.mark.parametrize("name", ["lp-simplex", "lp-extragradient"])
-@pytest.mark.parametrize("start_settings", [{"smoothing": 0}, {"smoothing": 50},
-                                            {"trust_region": 0.05}])
+@pytest.mark.parametrize(
+    "start_settings", [{"smoothing": 0}, {"smoothing": 50}, {"trust_region": 0.05}]
+)
 def test_trust_region_reaches_the_full_lp_and_centers_only_descend(name, start_settings):
     problem = _problem(7, n=14)
     extra = {"gap_tol": 1e-9} if name == "lp-extragradient" else {}
@@ -264,8 +273,11 @@ def test_trust_region_reaches_the_full_lp_and_centers_only_descend(name, start_s
     assert [r["epoch"] for r in rows] == list(range(1, len(rows) + 1))
     objectives = [rows[0]["start_objective"]] + [r["objective"] for r in rows]
     assert all(b <= a + 1e-12 for a, b in zip(objectives, objectives[1:]))
-    assert rows[0]["start_evaluations"] > 0 if start_settings.get("smoothing") != 0 else \
-        rows[0]["start_evaluations"] == 0
+    assert (
+        rows[0]["start_evaluations"] > 0
+        if start_settings.get("smoothing") != 0
+        else rows[0]["start_evaluations"] == 0
+    )
     assert {r["step"] for r in rows} <= {"serious", "null", "tighten", "optimal"}
 
 
@@ -275,8 +287,7 @@ def test_plain_column_generation_of_the_paper_still_reaches_the_full_lp():
     learner.fit(problem)
     assert learner.trace_[-1]["converged"] is True
     assert "step" not in learner.trace_[-1]
-    assert learner.trace_[-1]["objective"] == pytest.approx(_full_lp(problem, 1.0, False),
-                                                            rel=1e-6)
+    assert learner.trace_[-1]["objective"] == pytest.approx(_full_lp(problem, 1.0, False), rel=1e-6)
 
 
 def test_lp_simplex_writes_nothing_to_standard_output():
@@ -286,10 +297,13 @@ def test_lp_simplex_writes_nothing_to_standard_output():
     import subprocess
     import sys
 
-    code = ("import highspy\n"
-            "from tagger.learners.solvers.highs_solver import _quiet_highs\n"
-            "h = _quiet_highs(highspy)\n"
-            "print('after', type(h).__name__)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    code = (
+        "import highspy\n"
+        "from tagger.learners.solvers.highs_solver import _quiet_highs\n"
+        "h = _quiet_highs(highspy)\n"
+        "print('after', type(h).__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out == "after Highs\n"

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_lp import _full_lp, _problem
 
 from tagger.learners import LEARNERS
-from tagger.learners.solvers.crf_objective import CRFObjective
 from tagger.learners.m3n_owlqn import dual_bound, hinge
+from tagger.learners.solvers.crf_objective import CRFObjective
 
 from _brute import logsumexp, sentence_features
-from test_lp import _full_lp, _problem
 
 
 def _by_enumeration(problem, w, cost, tau):
@@ -63,7 +63,7 @@ def test_smoothed_hinge_gradient_and_hinge_equal_their_definitions(cost, tau):
 @pytest.mark.parametrize("c1", [0.1, 1.0])
 def test_reaches_the_exact_l1_m3n_optimum_and_every_dual_bound_is_below_it(seed, c1):
     problem = _problem(seed)
-    optimum = c1 * _full_lp(problem, 1.0 / c1, signed=True)   # min ||w||_1 + C sum xi, C = 1/c1
+    optimum = c1 * _full_lp(problem, 1.0 / c1, signed=True)  # min ||w||_1 + C sum xi, C = 1/c1
     learner = LEARNERS["m3n-owlqn"](c1=c1, gap=0.0, stages=10, epochs=10000, delta=1e-12)
     w = learner.fit(problem)
     ends = [r for r in learner.trace_ if "gap" in r]
@@ -73,8 +73,8 @@ def test_reaches_the_exact_l1_m3n_optimum_and_every_dual_bound_is_below_it(seed,
     primal = hinge(problem, w, 1.0) + c1 * np.abs(w).sum()
     assert primal == pytest.approx(ends[-1]["primal"], rel=1e-12)
     assert primal - optimum <= 1e-3 * optimum
-    assert ends[-1]["gap"] >= primal - optimum - 1e-9   # the certificate bounds the distance
-    assert np.count_nonzero(w) < problem.model.n_weights   # exact zeros
+    assert ends[-1]["gap"] >= primal - optimum - 1e-9  # the certificate bounds the distance
+    assert np.count_nonzero(w) < problem.model.n_weights  # exact zeros
 
 
 def test_the_gap_rule_stops_early_and_elastic_net_bounds_hold():
@@ -110,7 +110,7 @@ def test_with_dev_data_the_best_stage_is_kept_and_the_stages_stop_after_a_worse_
     last = LEARNERS["m3n-owlqn"](**settings, select="last")
     last.fit(problem)
     ends = [i for i, r in enumerate(last.trace_) if "gap" in r]
-    assert len(ends) == 5   # one dev_score call per trace row: the rows' weights are seen[i]
+    assert len(ends) == 5  # one dev_score call per trace row: the rows' weights are seen[i]
     stage2 = seen[ends[1]]
     assert not np.array_equal(seen[ends[2]], stage2)
     # a dev score that peaks exactly at the end of stage 2
@@ -118,7 +118,7 @@ def test_with_dev_data_the_best_stage_is_kept_and_the_stages_stop_after_a_worse_
     chosen = LEARNERS["m3n-owlqn"](**settings)
     w = chosen.fit(problem)
     rows = [r for r in chosen.trace_ if "gap" in r]
-    assert [r["stage"] for r in rows] == [1, 2, 3]   # stopped after the first worse stage
+    assert [r["stage"] for r in rows] == [1, 2, 3]  # stopped after the first worse stage
     assert np.array_equal(w, stage2)
     assert [r.get("selected", False) for r in rows] == [False, True, False]
 
@@ -132,10 +132,21 @@ def test_the_summary_says_which_stage_was_kept(tmp_path, select):
     from tagger.cli import cli
 
     corpora = Path(__file__).resolve().parents[2] / "corpora"
-    r = CliRunner().invoke(cli, ["train", str(corpora / "sample_chunk.txt"), "--dev",
-                                 str(corpora / "sample_chunk_dev.txt"), "--no-select", "--set",
-                                 f"select={select}", "-o", str(tmp_path / "m.tgm")],
-                           catch_exceptions=False)
+    r = CliRunner().invoke(
+        cli,
+        [
+            "train",
+            str(corpora / "sample_chunk.txt"),
+            "--dev",
+            str(corpora / "sample_chunk_dev.txt"),
+            "--no-select",
+            "--set",
+            f"select={select}",
+            "-o",
+            str(tmp_path / "m.tgm"),
+        ],
+        catch_exceptions=False,
+    )
     assert r.exit_code == 0, r.output
     line = next(ln for ln in r.stderr.splitlines() if ln.startswith("dev of the saved weights"))
     assert ("the best stage on dev" in line) == (select == "dev")

@@ -5,23 +5,28 @@ test_ssvm_annealing.py, whose kernels CI also runs without the JIT: this one tra
 from __future__ import annotations
 
 import numpy as np
-from _addresses import RULES, addresses
 
 from tagger.sentence import Sentence
+
+from _addresses import RULES, addresses
 
 
 def _sentences(rng, n, labeled=True):
     return [Sentence([toks], labs if labeled else None) for toks, labs in addresses(rng, n)]
 
 
-ZIP_RULES = RULES.replace('labels = ["name", "street", "city"]',
-                          'labels = ["name", "street", "city", "zip"]') + """
+ZIP_RULES = (
+    RULES.replace(
+        'labels = ["name", "street", "city"]', 'labels = ["name", "street", "city", "zip"]'
+    )
+    + """
 [[instance]]
 rule = "tokens"
 pattern = '^[0-9]{5}$'
 take = ["zip"]
 hard = true
 """
+)
 
 
 def test_a_label_only_the_rules_name_is_learned_from_the_unlabeled_text(tmp_path):
@@ -39,10 +44,13 @@ def test_a_label_only_the_rules_name_is_learned_from_the_unlabeled_text(tmp_path
 
     rules = tmp_path / "zip.toml"
     rules.write_text(ZIP_RULES)
-    train = _sentences(rng, 4)                       # no zip code in the labeled data
-    tg = Tagger(features="citation", learner="ssvm-annealing",
-                params={"steps": 2, "epochs": 5, "start_epochs": 5}, seed=0).fit(
-        train, dev=with_zip(8, True), unlabeled=with_zip(40, False), constraints=str(rules))
+    train = _sentences(rng, 4)  # no zip code in the labeled data
+    tg = Tagger(
+        features="citation",
+        learner="ssvm-annealing",
+        params={"steps": 2, "epochs": 5, "start_epochs": 5},
+        seed=0,
+    ).fit(train, dev=with_zip(8, True), unlabeled=with_zip(40, False), constraints=str(rules))
     evidence = tg.info_["evidence"]
     assert evidence["zip"]["labeled"] == 0 and evidence["zip"]["imputed"] > 0
     assert evidence["name"]["labeled"] == sum(s.labels.count("name") for s in train)

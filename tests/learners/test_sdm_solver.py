@@ -1,4 +1,5 @@
-"""The Sequential Dual Method solver (tagger.learners.solvers.sdm_solver) against independent references.
+"""The Sequential Dual Method solver (tagger.learners.solvers.sdm_solver) against independent
+references.
 
 The reference for the optimum is the primal QP written out over *every* labeling of tiny
 sentences (brute-force enumeration):
@@ -12,14 +13,13 @@ solved by HiGHS's QP solver.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
-from tagger.features import Featurized, FeatureSpec, Featurizer
-from tagger.evaluation.labels import LabelIndex
-from tagger.learners.solvers.sdm_solver import SDMSolver, restrict_featurized
 from tagger.chain.layout import ChainModel
+from tagger.evaluation.labels import LabelIndex
+from tagger.features import FeatureSpec, Featurized, Featurizer
+from tagger.learners.solvers.sdm_solver import SDMSolver, restrict_featurized
 from tagger.sentence import Sentence
 
 from _brute import labelings
@@ -33,10 +33,15 @@ def tiny(seed: int, n: int = 5, max_len: int = 4, labels=("X", "Y", "Z")):
     sentences = []
     for _ in range(n):
         T = int(rng.integers(1, max_len + 1))
-        sentences.append(Sentence([[str(rng.choice(vocab)) for _ in range(T)]],
-                                  [str(rng.choice(labels)) for _ in range(T)]))
-    spec = FeatureSpec.from_dict({"featurizer": {"columns": ["word"],
-                                                 "templates": ["word[0]", "word[-1]", "bias"]}})
+        sentences.append(
+            Sentence(
+                [[str(rng.choice(vocab)) for _ in range(T)]],
+                [str(rng.choice(labels)) for _ in range(T)],
+            )
+        )
+    spec = FeatureSpec.from_dict(
+        {"featurizer": {"columns": ["word"], "templates": ["word[0]", "word[-1]", "bias"]}}
+    )
     fz = Featurizer(spec).fit(sentences)
     X = fz.transform(sentences)
     index = LabelIndex.from_sentences(sentences)
@@ -99,8 +104,13 @@ def brute_hinges(model, X, y, w_eff):
         a, b = int(X.offsets[i]), int(X.offsets[i + 1])
         gold = y[a:b]
         g = model.score(X, i, gold, w_eff)
-        out.append(max(model.score(X, i, lab, w_eff) + np.sum(lab != gold)
-                       for lab in labelings(b - a, model.n_labels)) - g)
+        out.append(
+            max(
+                model.score(X, i, lab, w_eff) + np.sum(lab != gold)
+                for lab in labelings(b - a, model.n_labels)
+            )
+            - g
+        )
     return np.array(out)
 
 
@@ -117,8 +127,9 @@ def check_dual_consistency(solver):
         for m in range(n_i):
             lab = solver.ws_lab[m, a:b]
             assert solver.ws_loss[i, m] == np.sum(lab != solver.y[a:b])
-            u += alpha[m] * (model.joint_features(X, i, solver.y[a:b])
-                             - model.joint_features(X, i, lab))
+            u += alpha[m] * (
+                model.joint_features(X, i, solver.y[a:b]) - model.joint_features(X, i, lab)
+            )
     np.testing.assert_allclose(solver.u, u, atol=1e-10)
     np.testing.assert_allclose(solver.w, solver.s2 * solver.u, atol=1e-12)
 
@@ -137,8 +148,9 @@ def test_matches_brute_force_qp(seed, C):
     assert res.dual <= ref_obj * (1 + 1e-9) + 1e-12 and res.dual == pytest.approx(ref_obj, rel=1e-6)
     np.testing.assert_allclose(solver.weights(), ref_w, atol=2e-4 * max(1.0, np.abs(ref_w).max()))
     # the reported primal uses exact hinges: compare with enumeration
-    np.testing.assert_allclose(solver.hinges(), brute_hinges(model, X, y, solver.weights()),
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        solver.hinges(), brute_hinges(model, X, y, solver.weights()), atol=1e-9
+    )
     check_dual_consistency(solver)
 
 
@@ -146,8 +158,11 @@ def test_dual_never_decreases_and_gap_closes():
     model, X, y = tiny(4, n=8, max_len=5)
     solver = SDMSolver(model, X, y, C=3.0, max_inner=2, seed=0)
     duals, gaps = [], []
-    solver.solve(epochs=5000, tol=1e-8,
-                 callback=lambda e, p, d, g: duals.append(d) or gaps.append(g) and False)
+    solver.solve(
+        epochs=5000,
+        tol=1e-8,
+        callback=lambda e, p, d, g: duals.append(d) or gaps.append(g) and False,
+    )
     assert all(d2 >= d1 - 1e-12 * abs(d1) for d1, d2 in zip(duals, duals[1:]))
     assert duals[-1] > duals[0]
     assert gaps[0] > 1e-2 and gaps[-1] <= 1e-8
@@ -190,12 +205,16 @@ def _subset(X: Featurized, y, keep):
     for i in keep:
         a, b = int(X.offsets[i]), int(X.offsets[i + 1])
         for t in range(a, b):
-            attrs.extend(X.attrs[X.indptr[t]:X.indptr[t + 1]].tolist())
+            attrs.extend(X.attrs[X.indptr[t] : X.indptr[t + 1]].tolist())
             indptr.append(len(attrs))
             idx_tok.append(t)
         offsets.append(offsets[-1] + b - a)
-    return (Featurized(np.array(indptr, np.int64), np.array(attrs, np.int32),
-                       np.array(offsets, np.int64)), y[idx_tok])
+    return (
+        Featurized(
+            np.array(indptr, np.int64), np.array(attrs, np.int32), np.array(offsets, np.int64)
+        ),
+        y[idx_tok],
+    )
 
 
 def test_zero_weight_example_has_no_influence():
@@ -239,9 +258,13 @@ def test_warm_start_after_labeling_and_weight_changes():
     C2[3] = 0.0
     kept_before = solver.ws_n.copy()
     n_changed = solver.set_labels(y2)
-    changed = [i for i in range(X.n_sentences)
-               if not np.array_equal(y[X.offsets[i]:X.offsets[i + 1]],
-                                     y2[X.offsets[i]:X.offsets[i + 1]])]
+    changed = [
+        i
+        for i in range(X.n_sentences)
+        if not np.array_equal(
+            y[X.offsets[i] : X.offsets[i + 1]], y2[X.offsets[i] : X.offsets[i + 1]]
+        )
+    ]
     assert n_changed == len(changed)
     assert all(solver.ws_n[i] == 0 for i in changed)
     assert all(solver.ws_n[i] == kept_before[i] for i in range(X.n_sentences) if i not in changed)
@@ -267,7 +290,7 @@ def test_warm_start_changes_scale_and_restricts_parameters():
     s = rng.uniform(0.5, 1.5, model.n_weights)
     drop = np.zeros(model.n_state, bool)
     drop[rng.choice(model.n_state, model.n_state // 3, replace=False)] = True
-    s[:model.n_state][drop] = 0.0
+    s[: model.n_state][drop] = 0.0
     solver.set_scale(s)
     check_dual_consistency(solver)
     index = solver.restrict(~drop)
@@ -289,8 +312,8 @@ def test_restrict_featurized_keeps_the_other_attributes():
     Xr = restrict_featurized(X, keep)
     new_id = np.cumsum(keep) - 1
     for t in range(X.n_tokens):
-        old = X.attrs[X.indptr[t]:X.indptr[t + 1]]
-        assert Xr.attrs[Xr.indptr[t]:Xr.indptr[t + 1]].tolist() == new_id[old[keep[old]]].tolist()
+        old = X.attrs[X.indptr[t] : X.indptr[t + 1]]
+        assert Xr.attrs[Xr.indptr[t] : Xr.indptr[t + 1]].tolist() == new_id[old[keep[old]]].tolist()
     assert np.array_equal(Xr.offsets, X.offsets)
 
 
@@ -313,8 +336,9 @@ def test_dual_never_decreases_on_the_sample_chunk_corpus():
     path = Path(__file__).resolve().parents[2] / "corpora" / "sample_chunk.txt"
     if not path.is_file():
         pytest.skip("sample chunk corpus missing")
-    tg = Tagger(features="chunk", learner="m3n-l2", params={"C": 1.0, "epochs": 25,
-                                                            "tol": 0.0}).fit(read_corpus(path))
+    tg = Tagger(
+        features="chunk", learner="m3n-l2", params={"C": 1.0, "epochs": 25, "tol": 0.0}
+    ).fit(read_corpus(path))
     duals = [r["dual"] for r in tg.trace_]
     primals = [r["objective"] for r in tg.trace_]
     assert len(duals) == 25
@@ -337,8 +361,10 @@ def l1_reference(model, X, y, lam, C):
     n, K = X.n_sentences, model.n_weights
     rows = constraints(model, X, y)
     # A_ub z <= b_ub with z = (p, n, xi): -(p - n).df - xi_i <= -loss ; 1'p + 1'n <= t
-    A = np.array([np.concatenate([-df, df, -np.eye(n)[i]]) for i, df, _ in rows]
-                 + [np.concatenate([np.ones(2 * K), np.zeros(n)])])
+    A = np.array(
+        [np.concatenate([-df, df, -np.eye(n)[i]]) for i, df, _ in rows]
+        + [np.concatenate([np.ones(2 * K), np.zeros(n)])]
+    )
     b = np.array([-loss for _, _, loss in rows] + [0.0])
     cost = np.concatenate([np.zeros(2 * K), np.full(n, C)])
 
@@ -346,11 +372,15 @@ def l1_reference(model, X, y, lam, C):
         b[-1] = t
         res = linprog(cost, A_ub=A, b_ub=b, bounds=(0, None), method="highs")
         assert res.status == 0
-        return res.fun, res.x[:K] - res.x[K:2 * K]
+        return res.fun, res.x[:K] - res.x[K : 2 * K]
 
     hi = sum(loss for _, _, loss in rows) + 1.0
-    best = minimize_scalar(lambda t: lam / K * t * t + h(t)[0], bounds=(0.0, hi),
-                           method="bounded", options={"xatol": 1e-10})
+    best = minimize_scalar(
+        lambda t: lam / K * t * t + h(t)[0],
+        bounds=(0.0, hi),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
     return h(best.x)[1], best.fun
 
 
@@ -362,8 +392,9 @@ def test_em_learner_reaches_the_l1_optimum(seed, lam):
     model, X, y = tiny(seed, n=6)
     C = 1.0
     ref_w, ref_obj = l1_reference(model, X, y, lam, C)
-    learner = LEARNERS["m3n-em"](**{"lambda": lam, "C": C, "epochs": 40, "inner_epochs": 100,
-                                   "tol": 1e-9})
+    learner = LEARNERS["m3n-em"](
+        **{"lambda": lam, "C": C, "epochs": 40, "inner_epochs": 100, "tol": 1e-9}
+    )
     w = learner.fit(TrainingProblem(model, X, y))
     K = model.n_weights
     obj = lam / K * np.abs(w).sum() ** 2 + C * brute_hinges(model, X, y, w).sum()
@@ -382,8 +413,9 @@ def test_em_beta_step_is_the_closed_form():
     model, X, y = tiny(14, n=6)
     lam, C = 3.0, 1.0
     # one EM iteration = one L2 M-step with C / (2 lambda) at beta = 1
-    learner = LEARNERS["m3n-em"](**{"lambda": lam, "C": C, "epochs": 1, "inner_epochs": 500,
-                                   "tol": 1e-10, "drop": 0.0})
+    learner = LEARNERS["m3n-em"](
+        **{"lambda": lam, "C": C, "epochs": 1, "inner_epochs": 500, "tol": 1e-10, "drop": 0.0}
+    )
     w1 = learner.fit(TrainingProblem(model, X, y))
     direct = SDMSolver(model, X, y, C=C / (2 * lam))
     direct.solve(epochs=500, tol=1e-10)
@@ -393,8 +425,9 @@ def test_em_beta_step_is_the_closed_form():
     # the next M-step scales feature k by beta_k = sqrt(K |w_k| / ||w||_1)
     K = model.n_weights
     beta = np.sqrt(K * np.abs(w1) / np.abs(w1).sum())
-    two = LEARNERS["m3n-em"](**{"lambda": lam, "C": C, "epochs": 2, "inner_epochs": 500,
-                               "tol": 1e-10, "drop": 0.0})
+    two = LEARNERS["m3n-em"](
+        **{"lambda": lam, "C": C, "epochs": 2, "inner_epochs": 500, "tol": 1e-10, "drop": 0.0}
+    )
     w2 = two.fit(TrainingProblem(model, X, y))
     ref2, _ = reference(model, X, y, C / (2 * lam), scale=beta)
     np.testing.assert_allclose(w2, ref2, atol=2e-4 * max(1.0, np.abs(ref2).max()))
@@ -406,8 +439,7 @@ def test_checking_the_gap_less_often_changes_nothing_but_the_checks():
     every, sparse = SDMSolver(model, X, y, C=C, seed=3), SDMSolver(model, X, y, C=C, seed=3)
     seen = []
     r1 = every.solve(epochs=12, tol=0.0)
-    r2 = sparse.solve(epochs=12, tol=0.0, check_every=5,
-                      callback=lambda e, p, d, g: seen.append(e))
+    r2 = sparse.solve(epochs=12, tol=0.0, check_every=5, callback=lambda e, p, d, g: seen.append(e))
     assert seen == [5, 10, 12]
     np.testing.assert_array_equal(every.weights(), sparse.weights())
     assert (r1.epochs, r1.primal, r1.dual) == (r2.epochs, r2.primal, r2.dual)
@@ -437,15 +469,28 @@ def test_table_rescoring_takes_the_same_steps_as_the_plain_gather(valued, all_pa
     y = rng.integers(0, L, offsets[-1]).astype(np.int32)
     model = ChainModel.from_data(X, y, L, n_attrs, all_pairs=all_pairs)
     C = rng.uniform(0.2, 2.0, n)
-    solvers = [SDMSolver(model, X, y, C=C, max_working_set=4,
-                         max_inner=3, seed=1) for _ in range(2)]
+    solvers = [
+        SDMSolver(model, X, y, C=C, max_working_set=4, max_inner=3, seed=1) for _ in range(2)
+    ]
     for epoch in range(6):
         order = np.random.default_rng(epoch).permutation(n).astype(np.int64)
         for s, table in zip(solvers, (True, False)):
             s.stats = np.zeros(3, dtype=np.int64)
             layout, batch, dual, ws = s.kernel_records()
-            _sdm_epoch(layout, batch, s.y, dual, ws, order, s.max_inner, s.eps, s.scratch,
-                       s.stats, table, s.w is s.u)
+            _sdm_epoch(
+                layout,
+                batch,
+                s.y,
+                dual,
+                ws,
+                order,
+                s.max_inner,
+                s.eps,
+                s.scratch,
+                s.stats,
+                table,
+                s.w is s.u,
+            )
         a, b = solvers
         assert np.array_equal(a.stats, b.stats)
         for name in ("u", "w", "ws_n", "ws_alpha", "ws_loss", "ws_lab"):

@@ -3,16 +3,22 @@ force and a recount), and the learner's contract on a small synthetic task."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
-from _addresses import RULES, addresses
-from _brute import labelings
 
 from tagger.constraints import ConstraintSet, ViolationState
-from tagger.learners.solvers.label_switching import (SwitchLattice, SwitchPlan, all_max_marginals,
-                                             aug_max_marginals, label_switching,
-                                             no_constraints, path_scores)
+from tagger.learners.solvers.label_switching import (
+    SwitchLattice,
+    SwitchPlan,
+    all_max_marginals,
+    aug_max_marginals,
+    label_switching,
+    no_constraints,
+    path_scores,
+)
+
+from _addresses import RULES, addresses
+from _brute import labelings
 
 L = 3
 
@@ -21,8 +27,11 @@ def _aug_brute(state, trans, y):
     T = len(y)
     M = np.full((T, L), -np.inf)
     for z in labelings(T, L):
-        v = state[0, z[0]] + (z[0] != y[0]) + sum(state[t, z[t]] + trans[z[t - 1], z[t]] +
-                                                  (z[t] != y[t]) for t in range(1, T))
+        v = (
+            state[0, z[0]]
+            + (z[0] != y[0])
+            + sum(state[t, z[t]] + trans[z[t - 1], z[t]] + (z[t] != y[t]) for t in range(1, T))
+        )
         for t in range(T):
             M[t, z[t]] = max(M[t, z[t]], v)
     return M
@@ -31,8 +40,12 @@ def _aug_brute(state, trans, y):
 def _random_chain(rng, longest):
     """A chain of 1..longest tokens: state scores, transitions and a labeling."""
     T = int(rng.integers(1, longest + 1))
-    return (T, rng.normal(size=(T, L)), rng.normal(size=(L, L)),
-            rng.integers(0, L, T).astype(np.int32))
+    return (
+        T,
+        rng.normal(size=(T, L)),
+        rng.normal(size=(L, L)),
+        rng.integers(0, L, T).astype(np.int32),
+    )
 
 
 def test_max_marginals_against_brute_force():
@@ -119,8 +132,18 @@ def test_switching_lowers_the_objective_by_what_it_reports(with_constraints, run
     seq_of = np.repeat(np.arange(len(sents)), np.diff(offsets))
     stats = np.zeros(3)
     lattice = SwitchLattice(state, trans, M, fwd, bwd, top)
-    label_switching(lattice, y, offsets, seq_of, cu, rules, counts, before,
-                     SwitchPlan(2000, N, 0.0, 7, run_moves), stats)
+    label_switching(
+        lattice,
+        y,
+        offsets,
+        seq_of,
+        cu,
+        rules,
+        counts,
+        before,
+        SwitchPlan(2000, N, 0.0, 7, run_moves),
+        stats,
+    )
     if vs is not None:
         kept = vs.phi.copy(), vs.num.copy()
         vs.recount()
@@ -134,6 +157,7 @@ def test_switching_lowers_the_objective_by_what_it_reports(with_constraints, run
 
 # ---- restarts: independent annealing runs, the dev score picks among them
 
+
 def _sentences(rng, n, labeled=True):
     from tagger.sentence import Sentence
 
@@ -145,17 +169,21 @@ def address_task(tmp_path_factory):
     rng = np.random.default_rng(1)
     rules = tmp_path_factory.mktemp("rules") / "addresses.toml"
     rules.write_text(RULES)
-    return {"train": _sentences(rng, 2), "dev": _sentences(rng, 8),
-            "unlabeled": _sentences(rng, 30, labeled=False), "rules": str(rules)}
+    return {
+        "train": _sentences(rng, 2),
+        "dev": _sentences(rng, 8),
+        "unlabeled": _sentences(rng, 30, labeled=False),
+        "rules": str(rules),
+    }
 
 
 def _annealed(data, seed=0, **params):
     from tagger import Tagger
 
     base = {"steps": 2, "epochs": 2, "start_epochs": 2}
-    return Tagger(features="citation", learner="ssvm-annealing", params={**base, **params},
-                  seed=seed).fit(data["train"], dev=data["dev"], unlabeled=data["unlabeled"],
-                                 constraints=data["rules"])
+    return Tagger(
+        features="citation", learner="ssvm-annealing", params={**base, **params}, seed=seed
+    ).fit(data["train"], dev=data["dev"], unlabeled=data["unlabeled"], constraints=data["rules"])
 
 
 def test_restarts_keep_the_best_dev_score_over_every_run(address_task):
@@ -174,8 +202,9 @@ def test_restarts_keep_the_best_dev_score_over_every_run(address_task):
         assert kept["dev_acc"] == best
         assert three.info_["final"]["dev_acc"] == best  # the summary's row is the kept one
         # (the trace keeps two decimals)
-        assert three.evaluate(address_task["dev"])["accuracy"] * 100 == pytest.approx(best,
-                                                                                  abs=0.006)
+        assert three.evaluate(address_task["dev"])["accuracy"] * 100 == pytest.approx(
+            best, abs=0.006
+        )
         if best > max(r["dev_acc"] for r in first):
             assert kept["restart"] > 0
             later_won = True
@@ -190,16 +219,21 @@ def test_restarts_need_a_dev_set(address_task):
     from tagger.errors import ParameterError
 
     with pytest.raises(ParameterError, match="dev"):
-        Tagger(features="citation", learner="ssvm-annealing",
-               params={"restarts": 2, "steps": 1, "epochs": 2, "start_epochs": 2}).fit(
-            address_task["train"], unlabeled=address_task["unlabeled"],
-            constraints=address_task["rules"])
+        Tagger(
+            features="citation",
+            learner="ssvm-annealing",
+            params={"restarts": 2, "steps": 1, "epochs": 2, "start_epochs": 2},
+        ).fit(
+            address_task["train"],
+            unlabeled=address_task["unlabeled"],
+            constraints=address_task["rules"],
+        )
 
 
 # ---- unlabeled text read in batches, and memory-mapped with scratch_dir
 
-def test_scratch_dir_maps_the_arrays_and_trains_the_same_model(address_task, tmp_path,
-                                                               monkeypatch):
+
+def test_scratch_dir_maps_the_arrays_and_trains_the_same_model(address_task, tmp_path, monkeypatch):
     """With scratch_dir the unlabeled features, working sets and lattices are memory-mapped
     files (seen while training), the weights are those of the run in memory to the bit, and
     the files are gone afterwards; small batches (the text read in many parts) change
@@ -223,7 +257,7 @@ def test_scratch_dir_maps_the_arrays_and_trains_the_same_model(address_task, tmp
     assert mapped[1][:2] == (np.memmap, np.memmap) and mapped[1][2].parent == where
     np.testing.assert_array_equal(in_memory.weights_, on_disk.weights_)
     assert list(where.iterdir()) == []
-    monkeypatch.setattr(ud, "UNLABELED_BATCH", 7)   # 30 sentences: five batches
+    monkeypatch.setattr(ud, "UNLABELED_BATCH", 7)  # 30 sentences: five batches
     batched = _annealed(address_task, scratch_dir=str(where))
     np.testing.assert_array_equal(in_memory.weights_, batched.weights_)
 
@@ -234,9 +268,16 @@ def test_a_missing_scratch_dir_is_a_usage_error_before_any_data_is_read(tmp_path
     from tagger.cli import cli
 
     missing = tmp_path / "nowhere"
-    args = ["train", str(tmp_path / "never-read.txt"), "--unlabeled",
-            str(tmp_path / "never-read-either.txt"), "--set", f"scratch_dir={missing}", "-o",
-            str(tmp_path / "m.tgm")]
+    args = [
+        "train",
+        str(tmp_path / "never-read.txt"),
+        "--unlabeled",
+        str(tmp_path / "never-read-either.txt"),
+        "--set",
+        f"scratch_dir={missing}",
+        "-o",
+        str(tmp_path / "m.tgm"),
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2
     assert "'scratch_dir'" in result.output and "an existing directory" in result.output
@@ -253,15 +294,18 @@ def test_short_of_memory_warns_and_names_scratch_dir(address_task, tmp_path, mon
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             _annealed(address_task, **params)
-        return [str(w.message) for w in seen
-                if issubclass(w.category, TaggerWarning) and "scratch_dir" in str(w.message)]
+        return [
+            str(w.message)
+            for w in seen
+            if issubclass(w.category, TaggerWarning) and "scratch_dir" in str(w.message)
+        ]
 
     monkeypatch.setattr(annealing, "available_memory", lambda: 1000)
     short = said()
     assert len(short) == 1 and "30 unlabeled sentences" in short[0]
     assert "scratch_dir=DIR" in short[0]
-    assert said(scratch_dir=str(tmp_path)) == []          # in files already: nothing to say
-    monkeypatch.setattr(annealing, "available_memory", lambda: None)   # unknown: silent
+    assert said(scratch_dir=str(tmp_path)) == []  # in files already: nothing to say
+    monkeypatch.setattr(annealing, "available_memory", lambda: None)  # unknown: silent
     assert said() == []
 
 
@@ -272,7 +316,7 @@ def test_available_memory_takes_the_tighter_of_the_system_and_the_cgroup(tmp_pat
     (proc / "self").mkdir(parents=True)
     (proc / "meminfo").write_text("MemTotal: 8000000 kB\nMemAvailable: 4000000 kB\n")
     (proc / "self" / "cgroup").write_text("5:cpu:/job\n4:memory:/job\n")
-    assert available_memory(proc, groups) == 4000000 * 1024     # no cgroup files: the system
+    assert available_memory(proc, groups) == 4000000 * 1024  # no cgroup files: the system
     v1 = groups / "memory" / "job"
     v1.mkdir(parents=True)
     (v1 / "memory.limit_in_bytes").write_text("1000000000\n")
@@ -280,12 +324,12 @@ def test_available_memory_takes_the_tighter_of_the_system_and_the_cgroup(tmp_pat
     assert available_memory(proc, groups) == 700000000
     (v1 / "memory.limit_in_bytes").write_text(str(2**63 - 4096))  # v1's "no limit"
     assert available_memory(proc, groups) == 4000000 * 1024
-    (proc / "self" / "cgroup").write_text("0::/user/job\n")       # v2
+    (proc / "self" / "cgroup").write_text("0::/user/job\n")  # v2
     v2 = groups / "user" / "job"
     v2.mkdir(parents=True)
     (v2 / "memory.max").write_text("500000000\n")
     (v2 / "memory.current").write_text("600000000\n")
-    assert available_memory(proc, groups) == 0                     # over its limit already
+    assert available_memory(proc, groups) == 0  # over its limit already
     (v2 / "memory.max").write_text("max\n")
     assert available_memory(proc, groups) == 4000000 * 1024
     assert available_memory(tmp_path / "none", tmp_path / "none") is None

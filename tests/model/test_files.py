@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import tagger
-from tagger.model import files as serialize
 from tagger.errors import ModelFileError
+from tagger.model import files as serialize
 from tagger.model.files import (
     FORMAT_VERSION,
     HEADER_NAME,
@@ -431,7 +431,10 @@ def test_every_single_byte_corruption_is_caught_or_harmless(tmp_path: Path) -> N
     or return exactly the original content (some zip fields, such as timestamps, are unchecked)."""
     path = tmp_path / "m.tagger"
     meta = {"labels": ["B", "I", "O"], "C": 1.5}
-    arrays = {"w": np.arange(12, dtype=np.float64).reshape(3, 4), "ids": np.arange(5, dtype=np.int32)}
+    arrays = {
+        "w": np.arange(12, dtype=np.float64).reshape(3, 4),
+        "ids": np.arange(5, dtype=np.int32),
+    }
     save_model_file(path, meta, arrays)
     original = path.read_bytes()
     detected = 0

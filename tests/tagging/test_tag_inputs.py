@@ -11,9 +11,8 @@ import pytest
 
 from tagger.api import Tagger
 from tagger.io import load_corpus
+
 from _helpers import SAMPLE, SAMPLE_DEV, run_cli
-
-
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +21,18 @@ def models(tmp_path_factory):
     out = {}
     for name, learner in (("m3n", "m3n-subgradient"), ("crf", "crf-l2")):
         path = d / f"{name}.tgm"
-        r = run_cli("train", SAMPLE, "-o", path, "--learner", learner, "--no-select",
-                 "--set", "epochs=3", "-q")
+        r = run_cli(
+            "train",
+            SAMPLE,
+            "-o",
+            path,
+            "--learner",
+            learner,
+            "--no-select",
+            "--set",
+            "epochs=3",
+            "-q",
+        )
         assert r.exit_code == 0, r.output
         out[name] = path
     return out
@@ -40,8 +49,23 @@ def _jsonl(text: str) -> list[dict]:
 
 def test_text_input_comes_back_as_text(models, dev, tmp_path):
     pos = tmp_path / "pos.tgm"
-    assert run_cli("train", SAMPLE, "--label-column", 1, "--features", "pos", "-o", pos,
-                "--no-select", "--set", "epochs=2", "-q").exit_code == 0
+    assert (
+        run_cli(
+            "train",
+            SAMPLE,
+            "--label-column",
+            1,
+            "--features",
+            "pos",
+            "-o",
+            pos,
+            "--no-select",
+            "--set",
+            "epochs=2",
+            "-q",
+        ).exit_code
+        == 0
+    )
     text = tmp_path / "t.txt"
     text.write_text("".join(" ".join(s.tokens) + "\n" for s in dev))
     r = run_cli("tag", pos, text)
@@ -90,18 +114,29 @@ def test_other_output_formats_and_jobs(models, dev, tmp_path):
 
 def test_a_parquet_file_is_tagged_like_its_conll_file(models, dev, tmp_path):
     datasets = pytest.importorskip("datasets")
-    ds = datasets.Dataset.from_dict({"tokens": [s.tokens for s in dev],
-                                     "pos": [s.columns[1] for s in dev],
-                                     "chunk": [s.labels for s in dev]})
+    ds = datasets.Dataset.from_dict(
+        {
+            "tokens": [s.tokens for s in dev],
+            "pos": [s.columns[1] for s in dev],
+            "chunk": [s.labels for s in dev],
+        }
+    )
     ds.to_parquet(str(tmp_path / "dev.parquet"))
     want = Tagger.load(models["m3n"]).predict(dev)
-    r = run_cli("tag", models["m3n"], tmp_path / "dev.parquet")     # default fields, JSON lines
+    r = run_cli("tag", models["m3n"], tmp_path / "dev.parquet")  # default fields, JSON lines
     assert r.exit_code == 0, r.output
     records = _jsonl(r.stdout)
     assert [rec["predicted"] for rec in records] == want
     assert [rec["tokens"] for rec in records] == [s.tokens for s in dev]
-    r = run_cli("tag", models["m3n"], tmp_path / "dev.parquet", "--fields", "tokens,pos",
-             "--output-format", "conll")
+    r = run_cli(
+        "tag",
+        models["m3n"],
+        tmp_path / "dev.parquet",
+        "--fields",
+        "tokens,pos",
+        "--output-format",
+        "conll",
+    )
     blocks = [b for b in r.stdout.split("\n\n") if b.strip()]
     assert [[ln.split(" ")[-1] for ln in b.splitlines()] for b in blocks] == want
     # a model reading more columns than the fields name is told so
@@ -129,11 +164,13 @@ def test_a_streaming_dataset_is_tagged_lazily(models, dev, tmp_path):
     datasets = pytest.importorskip("datasets")
     from tagger.errors import DatasetSourceError
 
-    ds = datasets.Dataset.from_dict({"tokens": [s.tokens for s in dev],
-                                     "pos": [s.columns[1] for s in dev]})
+    ds = datasets.Dataset.from_dict(
+        {"tokens": [s.tokens for s in dev], "pos": [s.columns[1] for s in dev]}
+    )
     ds.to_parquet(str(tmp_path / "dev.parquet"))
-    stream = datasets.load_dataset("parquet", data_files=str(tmp_path / "dev.parquet"),
-                                   split="train", streaming=True)
+    stream = datasets.load_dataset(
+        "parquet", data_files=str(tmp_path / "dev.parquet"), split="train", streaming=True
+    )
     tagger = Tagger.load(models["m3n"])
     out = tagger.tag_dataset(stream)
     assert isinstance(out, datasets.IterableDataset)
@@ -143,8 +180,9 @@ def test_a_streaming_dataset_is_tagged_lazily(models, dev, tmp_path):
 
 
 def test_train_json_summary(tmp_path):
-    r = run_cli("train", SAMPLE, "-o", tmp_path / "m.tgm", "--no-select", "--set", "epochs=2",
-             "--json")
+    r = run_cli(
+        "train", SAMPLE, "-o", tmp_path / "m.tgm", "--no-select", "--set", "epochs=2", "--json"
+    )
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout)
     tagger = Tagger.load(tmp_path / "m.tgm")

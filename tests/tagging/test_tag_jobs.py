@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-
 import pytest
 
-import tagger.tagging.parallel as parallel
 import tagger.tagging.files as tagging
+import tagger.tagging.parallel as parallel
+
 from _helpers import ROOT, SAMPLE, run_cli
 
 DEV = ROOT / "corpora" / "sample_chunk_dev.txt"
-
 
 
 @pytest.fixture()
@@ -43,8 +42,22 @@ def test_jobs_2_output_equals_jobs_1(model, tmp_path, small_blocks, text_input):
         src.write_text("".join(" ".join(s.tokens) + "\n" for s in load_corpus(SAMPLE)) * 4)
         # a word-only model for plain text
         m = tmp_path / "pos.tgm"
-        assert run_cli("train", SAMPLE, "--label-column", 1, "--features", "pos", "-o", m,
-                    "--set", "epochs=2", "-q").exit_code == 0
+        assert (
+            run_cli(
+                "train",
+                SAMPLE,
+                "--label-column",
+                1,
+                "--features",
+                "pos",
+                "-o",
+                m,
+                "--set",
+                "epochs=2",
+                "-q",
+            ).exit_code
+            == 0
+        )
     else:
         src.write_bytes((SAMPLE.read_bytes() + DEV.read_bytes()) * 4)
         m = model
@@ -101,6 +114,7 @@ def test_jobs_bounds_the_decoding_threads(model, tmp_path, jobs):
 
 def test_a_short_input_is_tagged_without_workers(model, tmp_path, monkeypatch):
     """--jobs 2 on an input of one block starts no worker process (nor numba for it)."""
+
     def no_workers(*args, **kwargs):
         raise AssertionError("worker processes started for a short input")
 

@@ -10,17 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from tagger.training import config as training_config
 from tagger.errors import ConfigError
 from tagger.learners import DEFAULT_LEARNER, LEARNERS
+from tagger.training import config as training_config
+
 from _helpers import SAMPLE, SAMPLE_DEV, run_cli
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
-
-
 
 
 def _one_error_line(result, code, *fragments):
@@ -44,9 +43,12 @@ def _config(tmp_path: Path, extra: str = "", params: str = "epochs = 2") -> Path
     d.mkdir(exist_ok=True)
     train = os.path.relpath(SAMPLE, d)
     dev = os.path.relpath(SAMPLE_DEV, d)
-    return _write(d / "train.toml", f'[data]\ntrain = ["{train}"]\ndev = "{dev}"\n'
-                                    f'[model]\noutput = "out.tgm"\nseed = 3\nselect = false\n'
-                                    f'{extra}\n[params]\n{params}\n')
+    return _write(
+        d / "train.toml",
+        f'[data]\ntrain = ["{train}"]\ndev = "{dev}"\n'
+        f'[model]\noutput = "out.tgm"\nseed = 3\nselect = false\n'
+        f"{extra}\n[params]\n{params}\n",
+    )
 
 
 def _stored(model: Path) -> dict:
@@ -61,7 +63,7 @@ def test_init_config_lists_every_setting_and_reads_back_as_the_defaults():
     data = tomllib.loads(result.stdout)
     for section, keys in training_config.SCHEMA.items():
         for name, key in keys.items():
-            assert f"{name} = " in result.stdout, name   # set, or shown as a comment
+            assert f"{name} = " in result.stdout, name  # set, or shown as a comment
             if key.default is not None:
                 assert data[section][name] == key.default
     # every parameter of the default learner is shown, none set: the learner's own defaults
@@ -76,8 +78,10 @@ def test_every_learners_table_is_valid_toml_whose_values_the_learner_accepts(nam
     text = training_config.to_toml(training_config.defaults(), name)
     # uncommenting every parameter line gives the learner's defaults, accepted as they are
     names = {p.name for p in LEARNERS[name].params}
-    lines = [ln[2:] if ln.startswith("# ") and ln[2:].split(" = ")[0] in names else ln
-             for ln in text.split("[params]")[1].splitlines()[1:]]
+    lines = [
+        ln[2:] if ln.startswith("# ") and ln[2:].split(" = ")[0] in names else ln
+        for ln in text.split("[params]")[1].splitlines()[1:]
+    ]
     params = tomllib.loads("\n".join(lines))
     assert params == {p.name: p.default for p in LEARNERS[name].params}
     cfg = dict(training_config.defaults(), params=params)
@@ -86,10 +90,10 @@ def test_every_learners_table_is_valid_toml_whose_values_the_learner_accepts(nam
 
 def test_train_from_a_config_file_with_paths_relative_to_it(tmp_path, monkeypatch):
     cfg = _config(tmp_path)
-    monkeypatch.chdir(tmp_path)       # not the file's directory
+    monkeypatch.chdir(tmp_path)  # not the file's directory
     result = run_cli("train", "--config", cfg, "-q")
     assert result.exit_code == 0, result.output
-    model = cfg.parent / "out.tgm"    # output is relative to the file too
+    model = cfg.parent / "out.tgm"  # output is relative to the file too
     stored = _stored(model)
     assert stored["data"]["train"] == [str(SAMPLE.resolve())]
     assert stored["data"]["dev"] == str(SAMPLE_DEV.resolve())
@@ -98,8 +102,20 @@ def test_train_from_a_config_file_with_paths_relative_to_it(tmp_path, monkeypatc
     assert "output" not in stored["model"]
     # the same run from the command line writes the same model
     again = tmp_path / "cli.tgm"
-    result = run_cli("train", SAMPLE, "--dev", SAMPLE_DEV, "--seed", 3, "--no-select",
-                  "--set", "epochs=2", "-o", again, "-q")
+    result = run_cli(
+        "train",
+        SAMPLE,
+        "--dev",
+        SAMPLE_DEV,
+        "--seed",
+        3,
+        "--no-select",
+        "--set",
+        "epochs=2",
+        "-o",
+        again,
+        "-q",
+    )
     assert result.exit_code == 0, result.output
     assert _stored(again)["params"] == stored["params"]
 
@@ -137,7 +153,7 @@ def test_what_the_path_chooses_is_not_kept_as_a_setting(tmp_path, learner):
     stored = _stored(first)
     cls = LEARNERS[learner]
     assert stored["model"]["select"] is True and cls.strength[0] not in stored["params"]
-    if getattr(cls, "mix", None):   # the L2 mix walked with the strength
+    if getattr(cls, "mix", None):  # the L2 mix walked with the strength
         assert cls.mix not in stored["params"]
     # so a rerun walks the same path and writes the same bytes
     again = tmp_path / "again.tgm"
@@ -145,19 +161,22 @@ def test_what_the_path_chooses_is_not_kept_as_a_setting(tmp_path, learner):
     assert again.read_bytes() == first.read_bytes()
 
 
-@pytest.mark.parametrize("text, fragments", [
-    ("[dta]\ntrain = ['a']\n", ["dta", "expected one of the tables data, model, params"]),
-    ("[data]\ntrian = ['a']\n", ["data.trian", "expected one of train, dev"]),
-    ("[data]\ntrain = 3\n", ["data.train", "a list of file names", "found 3"]),
-    ("[data]\nformat = 'csv'\n", ["data.format", "one of auto, conll", "'csv'"]),
-    ("[model]\nseed = 'x'\n", ["model.seed", "expected an integer", "'x'"]),
-    ("[model]\nselect = 1\n", ["model.select", "expected true or false"]),
-    ("[model]\nmax_seconds = -1\n", ["model.max_seconds", "a number >= 0"]),
-    ("[data]\ntrain = ['a']\n[params]\nradiuss = 3\n", ["params.radiuss", "radius"]),
-    ("[data]\ntrain = ['a']\n[params]\nradius = -3\n", ["params.radius"]),
-    ("[data]\ntrain = ['a']\n[params]\nepochs = 2.5\n", ["params.epochs"]),
-    ("[data\n", ["not valid TOML"]),
-])
+@pytest.mark.parametrize(
+    "text, fragments",
+    [
+        ("[dta]\ntrain = ['a']\n", ["dta", "expected one of the tables data, model, params"]),
+        ("[data]\ntrian = ['a']\n", ["data.trian", "expected one of train, dev"]),
+        ("[data]\ntrain = 3\n", ["data.train", "a list of file names", "found 3"]),
+        ("[data]\nformat = 'csv'\n", ["data.format", "one of auto, conll", "'csv'"]),
+        ("[model]\nseed = 'x'\n", ["model.seed", "expected an integer", "'x'"]),
+        ("[model]\nselect = 1\n", ["model.select", "expected true or false"]),
+        ("[model]\nmax_seconds = -1\n", ["model.max_seconds", "a number >= 0"]),
+        ("[data]\ntrain = ['a']\n[params]\nradiuss = 3\n", ["params.radiuss", "radius"]),
+        ("[data]\ntrain = ['a']\n[params]\nradius = -3\n", ["params.radius"]),
+        ("[data]\ntrain = ['a']\n[params]\nepochs = 2.5\n", ["params.epochs"]),
+        ("[data\n", ["not valid TOML"]),
+    ],
+)
 def test_a_mistake_is_one_line_naming_the_file_and_key(tmp_path, text, fragments):
     cfg = _write(tmp_path / "bad.toml", text)
     result = run_cli("train", "--config", cfg, "-o", tmp_path / "m.tgm", "-q")
@@ -179,8 +198,9 @@ def test_a_model_without_a_configuration_says_so(tmp_path):
     from tagger.io import load_corpus
 
     model = tmp_path / "api.tgm"
-    Tagger(features="chunk", params={"epochs": 1}, select=False).fit(
-        load_corpus(SAMPLE)).save(model)
+    Tagger(features="chunk", params={"epochs": 1}, select=False).fit(load_corpus(SAMPLE)).save(
+        model
+    )
     result = run_cli("train", "--config-from", model, "-o", tmp_path / "b.tgm")
     _one_error_line(result, 1, str(model), "keeps no training configuration", "init-config")
 
@@ -205,7 +225,7 @@ def test_check_refuses_params_for_auto():
 
 
 def test_the_command_lines_own_copies_agree_with_the_package():
-    # written out in tagger.cli.commands so that `tagger --help` imports neither learners nor readers
+    # written out in tagger.cli.commands: `tagger --help` imports neither learners nor readers
     from tagger.cli.commands import DEFAULT_LEARNER_NAME, FORMAT_CHOICES, OUTPUT_FORMATS
     from tagger.io.formats import FORMATS
     from tagger.io.formats import OUTPUT_FORMATS as WRITTEN

@@ -8,8 +8,9 @@ import pytest
 
 from tagger.api import Tagger
 from tagger.cli.plots import plot_available
-from tagger.io import read_corpus
 from tagger.errors import TaggerError
+from tagger.io import read_corpus
+
 from _helpers import SAMPLES, run_cli
 
 TRAIN, DEV = SAMPLES / "sample_chunk.txt", SAMPLES / "sample_chunk_dev.txt"
@@ -46,7 +47,7 @@ def test_l2_path_warm_starts_from_the_previous_duals(data):
     tg.path(train, dev, [0.5, 0.5], progress=trace.append)
     first_epochs = [i for i, r in enumerate(trace) if r["epoch"] == 1]
     assert len(first_epochs) == 2
-    second = trace[first_epochs[1]:]
+    second = trace[first_epochs[1] :]
     # the same problem again: it starts where the first fit ended, near its last gap,
     # far below where a cold start begins
     end_of_first = trace[first_epochs[1] - 1]["gap"]
@@ -65,29 +66,57 @@ def test_path_needs_dev_data_and_a_parameter(data):
         Tagger(features="chunk", learner="m3n-l2").path(train, dev, [])
 
 
-
 def test_cli_path_json_and_table(data, tmp_path):
-    res = run_cli("path", TRAIN, "--dev", DEV, "--learner", "m3n-l2", "--values", "0.05,0.5",
-               "--set", "epochs=5", "--json", "-o", tmp_path / "last.tgm")
+    res = run_cli(
+        "path",
+        TRAIN,
+        "--dev",
+        DEV,
+        "--learner",
+        "m3n-l2",
+        "--values",
+        "0.05,0.5",
+        "--set",
+        "epochs=5",
+        "--json",
+        "-o",
+        tmp_path / "last.tgm",
+    )
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
     assert [r["value"] for r in rows] == [0.05, 0.5]
     assert all({"dev_f1", "dev_acc", "nonzero", "seconds"} <= set(r) for r in rows)
     last = Tagger.load(tmp_path / "last.tgm")
     assert last.n_nonzero_ == rows[-1]["nonzero"]
-    res = run_cli("path", TRAIN, "--dev", DEV, "--learner", "m3n-subgradient", "--param", "radius",
-               "--values", "5,50", "--set", "epochs=2", "-q")
+    res = run_cli(
+        "path",
+        TRAIN,
+        "--dev",
+        DEV,
+        "--learner",
+        "m3n-subgradient",
+        "--param",
+        "radius",
+        "--values",
+        "5,50",
+        "--set",
+        "epochs=2",
+        "-q",
+    )
     assert res.exit_code == 0, res.output
     lines = res.stdout.strip().splitlines()
     assert lines[0].split() == ["radius", "dev_f1", "dev_acc", "nonzero", "seconds"]
     assert [float(line.split()[0]) for line in lines[1:]] == [5.0, 50.0]
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["--values", "0.1,x"], "comma-separated numbers"),
-    (["--values", "0.1,-1"], "'C' parameter"),
-    (["--values", "1", "--param", "colour"], "no parameter 'colour'"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--values", "0.1,x"], "comma-separated numbers"),
+        (["--values", "0.1,-1"], "'C' parameter"),
+        (["--values", "1", "--param", "colour"], "no parameter 'colour'"),
+    ],
+)
 def test_cli_path_usage_errors(data, args, fragment):
     res = run_cli("path", TRAIN, "--dev", DEV, "--learner", "m3n-l2", *args)
     assert res.exit_code == 2
@@ -96,8 +125,21 @@ def test_cli_path_usage_errors(data, args, fragment):
 
 def test_cli_path_picture(data, tmp_path):
     out = tmp_path / "path.png"
-    args = ["path", TRAIN, "--dev", DEV, "--learner", "m3n-l2", "--values", "0.05,0.5",
-            "--set", "epochs=3", "-q", "--plot", out]
+    args = [
+        "path",
+        TRAIN,
+        "--dev",
+        DEV,
+        "--learner",
+        "m3n-l2",
+        "--values",
+        "0.05,0.5",
+        "--set",
+        "epochs=3",
+        "-q",
+        "--plot",
+        out,
+    ]
     res = run_cli(*args)
     if not plot_available():
         assert res.exit_code == 2 and "matplotlib" in res.output

@@ -1,5 +1,5 @@
-"""Choosing the regularization strength (tagger.training.selection): the path's order, where it stops,
-which point it keeps, the held-out split, and what `tagger train` does with it."""
+"""Choosing the regularization strength (tagger.training.selection): the path's order, where it
+stops, which point it keeps, the held-out split, and what `tagger train` does with it."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from tagger.cli import cli
-from tagger.training import selection
 from tagger.learners import LEARNERS
-from _helpers import ROOT, SAMPLE, SAMPLE_DEV
+from tagger.training import selection
 
+from _helpers import ROOT, SAMPLE, SAMPLE_DEV
 
 
 @pytest.mark.parametrize("direction", [1, -1])
@@ -25,7 +25,7 @@ def test_grid_goes_from_the_strongest_penalty_to_the_weakest(direction):
     strong = values[0]
     assert strong == 100.0 * selection.GRID_FACTOR ** (direction * selection.STRONG_STEPS)
     ratios = np.array(values[1:]) / np.array(values[:-1])
-    assert np.allclose(ratios, selection.GRID_FACTOR ** -direction)
+    assert np.allclose(ratios, selection.GRID_FACTOR**-direction)
 
 
 def test_every_learner_but_the_semi_supervised_one_has_a_strength_it_can_vary():
@@ -112,13 +112,14 @@ def test_points_without_weights_neither_win_nor_use_up_the_patience():
 
 
 def test_a_path_empty_to_its_weak_end_goes_on_to_weaker_penalties():
-    learner = _EmptyAboveLearner(0.1)   # the whole grid (down to 0.125) is empty
+    learner = _EmptyAboveLearner(0.1)  # the whole grid (down to 0.125) is empty
     problem = _Problem(lambda c: 10.0 if c == 0.0 else 50.0)
     path = selection.run_path(learner, problem, 1.0, 1, 0, "dev data")
     assert path.value == 0.0625 and path.rows[path.best]["nonzero"] == 1
     # an empty model never wins, even against a point that scores no better
-    tie = selection.run_path(_EmptyAboveLearner(2.0), _Problem(lambda c: 10.0), 1.0, 1, 0,
-                             "dev data")
+    tie = selection.run_path(
+        _EmptyAboveLearner(2.0), _Problem(lambda c: 10.0), 1.0, 1, 0, "dev data"
+    )
     assert tie.value == 1.0
 
 
@@ -150,7 +151,7 @@ def test_the_mix_path_tries_l2_at_the_chosen_strength_and_keeps_it_only_if_bette
     learner = _MixLearner()
     path = selection.run_path(learner, _Problem2(score), 1.0, 1, 0, "dev data")
     mixed = [(c, c2) for c, c2 in learner.calls if c2 > 0]
-    assert mixed == [(2.0, v) for v in selection.MIX_VALUES]   # at c = 2, smallest first
+    assert mixed == [(2.0, v) for v in selection.MIX_VALUES]  # at c = 2, smallest first
     assert path.value == 2.0 and path.mix == {"c2": 0.1}
     assert learner.settings["c"] == 2.0 and learner.settings["c2"] == 0.1
     assert path.as_info()["mix"] == {"c2": 0.1}
@@ -160,14 +161,16 @@ def test_the_mix_path_tries_l2_at_the_chosen_strength_and_keeps_it_only_if_bette
 
 def test_a_mix_that_only_ties_is_not_kept():
     learner = _MixLearner()
-    path = selection.run_path(learner, _Problem2(lambda c, c2: -abs(c - 2.0)), 1.0, 1, 0,
-                              "dev data")
+    path = selection.run_path(
+        learner, _Problem2(lambda c, c2: -abs(c - 2.0)), 1.0, 1, 0, "dev data"
+    )
     assert path.mix == {} and learner.settings["c2"] == 0.0
     assert sum(1 for r in path.rows if r.get("mix")) == selection.PATIENCE
     # and a mix the user set is not walked
     learner = _MixLearner()
-    selection.run_path(learner, _Problem2(lambda c, c2: -abs(c - 2.0)), 1.0, 1, 0, "dev data",
-                       mix=False)
+    selection.run_path(
+        learner, _Problem2(lambda c, c2: -abs(c - 2.0)), 1.0, 1, 0, "dev data", mix=False
+    )
     assert all(c2 == 0.0 for _, c2 in learner.calls)
 
 
@@ -179,9 +182,19 @@ def test_holdout_split_takes_every_tenth_sentence():
 
 
 def _train(*args):
-    return CliRunner().invoke(cli, ["train", str(SAMPLE), *map(str, args), "--learner",
-                                    "m3n-subgradient", "--set", "epochs=3"],
-                              catch_exceptions=False)
+    return CliRunner().invoke(
+        cli,
+        [
+            "train",
+            str(SAMPLE),
+            *map(str, args),
+            "--learner",
+            "m3n-subgradient",
+            "--set",
+            "epochs=3",
+        ],
+        catch_exceptions=False,
+    )
 
 
 def test_train_chooses_the_strength_on_dev_and_reports_it(tmp_path):
@@ -239,13 +252,15 @@ def test_run_path_stops_when_its_time_budget_is_spent():
 
     learner = _Learner()
     long_ago = time.perf_counter() - 100.0
-    path = selection.run_path(learner, _Problem(lambda c: -c), 1.0, 1, 0, "dev data",
-                              max_seconds=50.0, started=long_ago)
-    assert len(learner.calls) == 1 and path.value == 16.0   # one point, then the budget is out
+    path = selection.run_path(
+        learner, _Problem(lambda c: -c), 1.0, 1, 0, "dev data", max_seconds=50.0, started=long_ago
+    )
+    assert len(learner.calls) == 1 and path.value == 16.0  # one point, then the budget is out
     assert "--max-seconds 50 was reached" in path.notes[0]
     assert path.as_info()["notes"] == path.notes
-    within = selection.run_path(_Learner(), _Problem(lambda c: -c), 1.0, 1, 0, "dev data",
-                                max_seconds=1e6)
+    within = selection.run_path(
+        _Learner(), _Problem(lambda c: -c), 1.0, 1, 0, "dev data", max_seconds=1e6
+    )
     assert len(within.rows) == selection.MAX_POINTS and not within.notes
 
 
@@ -253,8 +268,12 @@ def test_a_flat_path_says_so_and_keeps_the_strongest_penalty():
     path = selection.run_path(_Learner(), _Problem(lambda c: 95.0), 1.0, 1, 0, "dev data")
     assert path.value == 16.0
     assert len(path.notes) == 1 and "scored the same" in path.notes[0]
-    assert "notes" not in selection.run_path(
-        _Learner(), _Problem(lambda c: -c), 1.0, 1, 0, "dev data").as_info()
+    assert (
+        "notes"
+        not in selection.run_path(
+            _Learner(), _Problem(lambda c: -c), 1.0, 1, 0, "dev data"
+        ).as_info()
+    )
 
 
 def _write_dev(path: Path, n_sentences: int, relabel: tuple[str, str] | None = None) -> Path:
@@ -301,17 +320,45 @@ def test_train_max_seconds_prints_one_warning_line_and_saves_the_model(tmp_path)
     import sys
 
     model = tmp_path / "m.tgm"
-    r = subprocess.run([sys.executable, str(ROOT / "cli.py"), "train", str(SAMPLE), "--dev",
-                        str(SAMPLE_DEV), "--learner", "m3n-subgradient", "--set", "epochs=3",
-                        "--max-seconds", "0.001", "-q",
-                        "-o", str(model)], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "cli.py"),
+            "train",
+            str(SAMPLE),
+            "--dev",
+            str(SAMPLE_DEV),
+            "--learner",
+            "m3n-subgradient",
+            "--set",
+            "epochs=3",
+            "--max-seconds",
+            "0.001",
+            "-q",
+            "-o",
+            str(model),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("warning: the path stopped after 1 point ")
     assert model.stat().st_size > 0
-    bad = subprocess.run([sys.executable, str(ROOT / "cli.py"), "train", str(SAMPLE),
-                          "--max-seconds", "-1", "-o", str(tmp_path / "x.tgm")],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "cli.py"),
+            "train",
+            str(SAMPLE),
+            "--max-seconds",
+            "-1",
+            "-o",
+            str(tmp_path / "x.tgm"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "--max-seconds" in bad.stderr
 
 
@@ -327,7 +374,8 @@ def test_path_of_a_model_shows_and_draws_the_stored_choice(tmp_path):
     table = CliRunner().invoke(cli, ["path", str(model)]).stdout.splitlines()
     assert len(table) == 1 + len(info["selection"]["rows"])
     assert [ln.endswith("*") for ln in table[1:]] == [
-        bool(r.get("selected")) for r in info["selection"]["rows"]]
+        bool(r.get("selected")) for r in info["selection"]["rows"]
+    ]
     picture = tmp_path / "p.png"
     drawn = CliRunner().invoke(cli, ["path", str(model), "--plot", str(picture)])
     if not plot_available():
@@ -348,8 +396,21 @@ def test_learner_auto_keeps_the_candidate_best_on_dev(tmp_path):
     from tagger.learners import AUTO_CANDIDATES
 
     model = tmp_path / "auto.tgm"
-    r = CliRunner().invoke(cli, ["train", str(SAMPLE), "--dev", str(SAMPLE_DEV), "--learner",
-                                 "auto", "-o", str(model), "-q"], catch_exceptions=False)
+    r = CliRunner().invoke(
+        cli,
+        [
+            "train",
+            str(SAMPLE),
+            "--dev",
+            str(SAMPLE_DEV),
+            "--learner",
+            "auto",
+            "-o",
+            str(model),
+            "-q",
+        ],
+        catch_exceptions=False,
+    )
     assert r.exit_code == 0, r.output
     info = json.loads(CliRunner().invoke(cli, ["inspect", str(model), "--json"]).stdout)
     rows = info["learner_choice"]["rows"]
@@ -361,13 +422,31 @@ def test_learner_auto_keeps_the_candidate_best_on_dev(tmp_path):
     # each candidate's row is what that learner alone chooses on the same data
     for row in rows:
         alone = tmp_path / f"{row['learner']}.tgm"
-        assert CliRunner().invoke(cli, ["train", str(SAMPLE), "--dev", str(SAMPLE_DEV),
-                                        "--learner", row["learner"], "-o", str(alone),
-                                        "-q"]).exit_code == 0
+        assert (
+            CliRunner()
+            .invoke(
+                cli,
+                [
+                    "train",
+                    str(SAMPLE),
+                    "--dev",
+                    str(SAMPLE_DEV),
+                    "--learner",
+                    row["learner"],
+                    "-o",
+                    str(alone),
+                    "-q",
+                ],
+            )
+            .exit_code
+            == 0
+        )
         own = json.loads(CliRunner().invoke(cli, ["inspect", str(alone), "--json"]).stdout)
         assert own["selection"]["value"] == row["value"] and own["n_nonzero"] == row["nonzero"]
-    bad = CliRunner().invoke(cli, ["train", str(SAMPLE), "--learner", "auto", "--set", "c1=1",
-                                   "-o", str(tmp_path / "x.tgm")])
+    bad = CliRunner().invoke(
+        cli,
+        ["train", str(SAMPLE), "--learner", "auto", "--set", "c1=1", "-o", str(tmp_path / "x.tgm")],
+    )
     assert bad.exit_code == 2 and "--learner auto chooses" in bad.output
 
 
@@ -395,25 +474,40 @@ def test_cheap_path_points_then_the_chosen_one_trained_fully(longer_helps):
     learner = _CheapPathLearner()
     path = selection.run_path(learner, problem, 1.0, 1, 0, "dev data")
     assert learner.calls[:-1] == [(16.0, 1), (8.0, 1), (4.0, 1), (2.0, 1)]
-    assert learner.calls[-1] == (8.0, 5)          # the chosen point, with the full budget
+    assert learner.calls[-1] == (8.0, 5)  # the chosen point, with the full budget
     assert learner.settings == {"c": 8.0, "budget": 5}
     chosen = path.rows[path.best]
     if longer_helps:
         assert path.weights[1] == 5.0 and chosen["refit"] and chosen["dev_acc"] == 3.4
         assert path.trace == [{"epoch": 5}] and not path.notes
-        assert path.recipe == {}   # the learner's own settings trained the kept weights
+        assert path.recipe == {}  # the learner's own settings trained the kept weights
     else:
         assert path.weights[1] == 1.0 and "refit" not in chosen and chosen["dev_acc"] == 3.0
         assert chosen["refit_score"] == pytest.approx(2.6) and not path.notes
-        assert path.recipe == {"budget": 1}   # the path's cheaper settings did
+        assert path.recipe == {"budget": 1}  # the path's cheaper settings did
 
 
 def test_train_walks_the_mix_unless_c2_is_set(tmp_path):
     def rows(*extra):
         model = tmp_path / "m.tgm"
-        r = CliRunner().invoke(cli, ["train", str(SAMPLE), "--dev", str(SAMPLE_DEV), "-o",
-                                     str(model), "--learner", "crf-l1", "--set", "epochs=20",
-                                     "-q", *extra], catch_exceptions=False)
+        r = CliRunner().invoke(
+            cli,
+            [
+                "train",
+                str(SAMPLE),
+                "--dev",
+                str(SAMPLE_DEV),
+                "-o",
+                str(model),
+                "--learner",
+                "crf-l1",
+                "--set",
+                "epochs=20",
+                "-q",
+                *extra,
+            ],
+            catch_exceptions=False,
+        )
         assert r.exit_code == 0, r.output
         info = json.loads(CliRunner().invoke(cli, ["inspect", str(model), "--json"]).stdout)
         return info["selection"]["rows"], info["params"]

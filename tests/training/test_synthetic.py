@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -26,11 +25,11 @@ def test_shapes_and_layout(data):
     assert set(np.unique(data.y)) == {0, 1}
     m = data.model
     assert m.n_labels == L and m.n_attrs == d
-    assert m.n_state == 2 * d                      # the 200 state feature functions
-    assert m.n_weights == 2 * d + L * L + 2 * L    # + 4 transitions, + start/end
+    assert m.n_state == 2 * d  # the 200 state feature functions
+    assert m.n_weights == 2 * d + L * L + 2 * L  # + 4 transitions, + start/end
     assert data.relevant.sum() == 30 and data.relevant_params.sum() == 60
-    assert (data.true_weights[:m.n_state][~data.relevant_params] == 0).all()
-    assert (data.true_weights[:m.n_state][data.relevant_params] > 0).all()
+    assert (data.true_weights[: m.n_state][~data.relevant_params] == 0).all()
+    assert (data.true_weights[: m.n_state][data.relevant_params] > 0).all()
     assert np.count_nonzero(m.transitions(data.true_weights)) == 4
     assert (np.bincount(data.groups[data.relevant]) == 3).all()
     # token i's values are the raw inputs of that token, feature j at attribute j
@@ -41,8 +40,7 @@ def test_shapes_and_layout(data):
 
 
 def test_other_sizes():
-    small = generate(n_sequences=20, length=5, n_features=2000, n_relevant=12, group_size=4,
-                     seed=1)
+    small = generate(n_sequences=20, length=5, n_features=2000, n_relevant=12, group_size=4, seed=1)
     assert small.X.n_tokens == 100 and small.model.n_state == 4000
     assert small.relevant.sum() == 12 and small.groups.max() == 2
     with pytest.raises(ValueError, match="multiple of group_size"):
@@ -52,7 +50,7 @@ def test_other_sizes():
 def test_model_scores_the_real_values(data):
     # the chain model over the Featurized values scores tokens as x . W does
     d, L = 100, 2
-    W = data.true_weights[:data.model.n_state].reshape(d, L)
+    W = data.true_weights[: data.model.n_state].reshape(d, L)
     expected = (data.inputs[:50] @ W).reshape(-1, L)
     X, _ = data.subset(np.arange(50))
     got = data.model.state_scores(X, data.true_weights)
@@ -75,14 +73,19 @@ def test_groups_are_correlated_and_irrelevant_features_are_not(data):
 
 
 def test_same_seed_same_data_other_seed_other_data():
-    a, b, c = generate(n_sequences=50, seed=3), generate(n_sequences=50, seed=3), generate(n_sequences=50, seed=4)
+    a, b, c = (
+        generate(n_sequences=50, seed=3),
+        generate(n_sequences=50, seed=3),
+        generate(n_sequences=50, seed=4),
+    )
     assert np.array_equal(a.inputs, b.inputs) and np.array_equal(a.y, b.y)
     assert np.array_equal(a.true_weights, b.true_weights)
     assert not np.array_equal(a.inputs, c.inputs)
     sets = generate_sets(3, seed=0, n_sequences=30)
     again = generate_sets(3, seed=0, n_sequences=30)
-    assert all(np.array_equal(s.y, t.y) and np.array_equal(s.inputs, t.inputs)
-               for s, t in zip(sets, again))
+    assert all(
+        np.array_equal(s.y, t.y) and np.array_equal(s.inputs, t.inputs) for s, t in zip(sets, again)
+    )
     # each set has its own generating CRF
     assert not np.array_equal(sets[0].true_weights, sets[1].true_weights)
 
@@ -119,12 +122,20 @@ def _exact_marginals(state, trans):
 def test_gibbs_samples_follow_the_crf():
     # short chains: the exact marginals come from brute-force enumeration; the sampled labels
     # must match them in aggregate (sum of y - p over 4000 positions is about N(0, sum p(1-p)))
-    data = generate(n_sequences=1000, length=4, n_features=6, n_relevant=6, group_size=3,
-                    weight_range=(-1.0, 1.0), gibbs_sweeps=30, seed=11)
+    data = generate(
+        n_sequences=1000,
+        length=4,
+        n_features=6,
+        n_relevant=6,
+        group_size=3,
+        weight_range=(-1.0, 1.0),
+        gibbs_sweeps=30,
+        seed=11,
+    )
     W = data.true_weights[:12].reshape(6, 2)
     trans = data.model.transitions(data.true_weights)
     exact = [_exact_marginals(x @ W, trans) for x in data.inputs]
-    p = np.array([m for m, _ in exact])                                    # (n, T)
+    p = np.array([m for m, _ in exact])  # (n, T)
     y = data.y.reshape(1000, 4)
     z = (y - p).sum(axis=0) / np.sqrt((p * (1 - p)).sum(axis=0))
     assert np.abs(z).max() < 4.5

@@ -47,8 +47,13 @@ class CRFLearner(Learner):
         return CRFObjective(problem.model, problem.X, problem.y, fixed=fixed)
 
     def _row(self, problem, iteration, objective, nll, w, evals, clock, **extra) -> None:
-        row = {"epoch": iteration, "objective": float(objective), "nll": float(nll),
-               "nonzero": int(np.count_nonzero(w)), "grad_evals": int(evals)}
+        row = {
+            "epoch": iteration,
+            "objective": float(objective),
+            "nll": float(nll),
+            "nonzero": int(np.count_nonzero(w)),
+            "grad_evals": int(evals),
+        }
         # every evaluation of crf-l1 / crf-l2 is a gradient over all weights
         row.setdefault("full_grads", int(evals))
         row.update(extra)

@@ -28,15 +28,24 @@ from __future__ import annotations
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.chain import (ChainModel, FeatureBatch, Featurized, fb_buffers, fb_sentence,
-                          fb_tables, scatter_expectations, sentence_state_scores,
-                          state_grad_from_marginals)
+from tagger.chain import (
+    ChainModel,
+    FeatureBatch,
+    Featurized,
+    fb_buffers,
+    fb_sentence,
+    fb_tables,
+    scatter_expectations,
+    sentence_state_scores,
+    state_grad_from_marginals,
+)
 from tagger.jit import njit, prange, thread_count
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
-def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg, cost, inv_tau,
-              miss_buf):
+def _nll_grad(
+    layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg, cost, inv_tau, miss_buf
+):
     """nll_buf[c] and grad_buf[c] = the chunk's NLL and gradient (sentences
     chunk_bounds[c]..chunk_bounds[c+1]-1); both overwritten. When ``marg`` has a row per
     token, the node marginals P(y_i = l | x) are also written there.
@@ -64,8 +73,9 @@ def _nll_grad(layout, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg, 
             T = b - a
             if T == 0:
                 continue
-            log_z, gold_score = sentence_log_z(layout, X, w, a, b, gold, trans, tables,
-                                               (buffers, state, node, edge), cost, inv_tau)
+            log_z, gold_score = sentence_log_z(
+                layout, X, w, a, b, gold, trans, tables, (buffers, state, node, edge), cost, inv_tau
+            )
             nll += log_z - gold_score
             for i in range(a, b):
                 miss += 1.0 - node[i - a, gold[i]]
@@ -169,8 +179,20 @@ class CRFObjective:
         tau = self.temperature
         if tau != 1.0:
             trans = trans * (1.0 / tau)
-        _nll_grad(model.layout, batch, w, trans, self.gold, self.bounds, self.grad_buf,
-                  self.nll_buf, self.marginals, self.cost, 1.0 / tau, self.miss_buf)
+        _nll_grad(
+            model.layout,
+            batch,
+            w,
+            trans,
+            self.gold,
+            self.bounds,
+            self.grad_buf,
+            self.nll_buf,
+            self.marginals,
+            self.cost,
+            1.0 / tau,
+            self.miss_buf,
+        )
         np.sum(self.grad_buf, axis=0, out=grad)
         if not self.free.all():
             grad[~self.free] = 0.0
@@ -252,8 +274,9 @@ class WorkingSetObjective:
             _, g = self(w)
         model = self.model
         full = np.empty(model.n_weights)
-        state_grad_from_marginals(model.layout, self.t_ptr, self.t_tok, self.t_val,
-                                  self.marginals, self.gold, full)
-        model.edge_weights(full)[:] = g[len(self.index) - model.n_edge:]
+        state_grad_from_marginals(
+            model.layout, self.t_ptr, self.t_tok, self.t_val, self.marginals, self.gold, full
+        )
+        model.edge_weights(full)[:] = g[len(self.index) - model.n_edge :]
         self.n_full += 1
         return full

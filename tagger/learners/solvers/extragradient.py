@@ -270,11 +270,11 @@ class ExtragradientSolver:
         ws, st = self.ws, self.settings
         K, R = ws.n_cols, ws.n_rows
         w = np.zeros(K)
-        w[:len(self.w)] = self.w
+        w[: len(self.w)] = self.w
         if len(self.w) == 0 and getattr(self, "_w0", None) is not None:
             w[:] = self._w0[ws.coords]
         v = np.zeros(R)
-        v[:len(self.v)] = self.v
+        v[: len(self.v)] = self.v
         H = sp.csr_matrix((ws.val, ws.col, ws.ptr), shape=(R, K))
         T = H.T.tocsr()
         Hp, Hc, Hv = H.indptr.astype(np.int64), H.indices.astype(np.int64), H.data
@@ -287,8 +287,9 @@ class ExtragradientSolver:
             absH = np.abs(Hv)
             tw = 1.0 / np.maximum(np.bincount(H.indices, weights=absH, minlength=K), 1e-12)
             txi = 1.0 / np.maximum(np.bincount(rsent, minlength=N).astype(float), 1.0)
-            sv = 1.0 / (np.bincount(np.repeat(np.arange(R), np.diff(Hp)), weights=absH,
-                                    minlength=R) + 1.0)
+            sv = 1.0 / (
+                np.bincount(np.repeat(np.arange(R), np.diff(Hp)), weights=absH, minlength=R) + 1.0
+            )
         else:
             tw, txi, sv = np.ones(K), np.ones(N), np.ones(R)
         tol = max(st["gap_tol"], st["early_gap_tol"]) if self.loose else st["gap_tol"]
@@ -297,15 +298,24 @@ class ExtragradientSolver:
         a = st["step_scale"] / (1.02 * norm)
         if self.omega is None:
             # PDLP's first primal weight: ||c|| / ||b||
-            self.omega = math.sqrt(K + self.C ** 2 * N) / math.sqrt(R) if st["restart"] else 1.0
+            self.omega = math.sqrt(K + self.C**2 * N) / math.sqrt(R) if st["restart"] else 1.0
         lo, hi = np.zeros(K), np.full(K, np.inf)
         if self.box is not None:
             k = len(self.box[0])
             lo[:k], hi[:k] = self.box
         np.clip(w, lo, hi, out=w)
         its, primal, dual, self.omega = extragradient(
-            A, self.C, (w, self.xi, v), (lo, hi), (a * tw, a * txi, a * sv), self.omega, st["max_iter"],
-            st["check_every"], tol, st["restart"])
+            A,
+            self.C,
+            (w, self.xi, v),
+            (lo, hi),
+            (a * tw, a * txi, a * sv),
+            self.omega,
+            st["max_iter"],
+            st["check_every"],
+            tol,
+            st["restart"],
+        )
         self.w, self.v = w, v
         gap = (primal - dual) / max(1.0, abs(primal))
         self.last = {"lp_iterations": int(its), "lp_gap": float(gap)}

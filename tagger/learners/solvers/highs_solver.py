@@ -45,9 +45,16 @@ class HighsSolver:
 
     def _add_cols(self, n: int, cost: float) -> None:
         if n:
-            self.h.addCols(n, np.full(n, cost), np.zeros(n), np.full(n, self.inf), 0,
-                           np.zeros(n, dtype=np.int32), np.empty(0, dtype=np.int32),
-                           np.empty(0))
+            self.h.addCols(
+                n,
+                np.full(n, cost),
+                np.zeros(n),
+                np.full(n, self.inf),
+                0,
+                np.zeros(n, dtype=np.int32),
+                np.empty(0, dtype=np.int32),
+                np.empty(0),
+            )
 
     def warm_start(self, w_full: np.ndarray) -> None:
         pass  # the simplex warm-starts from its own basis
@@ -59,8 +66,9 @@ class HighsSolver:
         k = len(lower)
         idx = np.arange(self.N, self.N + k, dtype=np.int32)
         upper = np.where(np.isfinite(upper), upper, self.inf)
-        self.h.changeColsBounds(k, idx, np.asarray(lower, dtype=np.float64),
-                                np.asarray(upper, dtype=np.float64))
+        self.h.changeColsBounds(
+            k, idx, np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+        )
 
     def _sync(self) -> None:
         ws = self.ws
@@ -70,7 +78,7 @@ class HighsSolver:
             self.cols = ws.n_cols
         if ws.n_rows > self.rows:
             ptr, col, val = ws.rows_since(self.rows)
-            sent = ws.sentence[self.rows:]
+            sent = ws.sentence[self.rows :]
             n = len(sent)
             counts = np.diff(ptr)
             if self.signed:
@@ -89,8 +97,15 @@ class HighsSolver:
             starts = np.zeros(n, dtype=np.int32)
             starts[1:] = np.cumsum(counts2 + 1)[:-1]
             lower = self._rhs(self.rows)
-            self.h.addRows(n, lower, np.full(n, self.inf), len(cols), starts,
-                           cols[order].astype(np.int32), vals[order])
+            self.h.addRows(
+                n,
+                lower,
+                np.full(n, self.inf),
+                len(cols),
+                starts,
+                cols[order].astype(np.int32),
+                vals[order],
+            )
             self.rows = ws.n_rows
 
     def _rhs(self, first: int) -> np.ndarray:
@@ -109,10 +124,10 @@ class HighsSolver:
         ws = self.ws
         full = np.zeros(ws.n_weights)
         if self.signed:
-            body = x[self.N:self.N + 2 * ws.n_cols]
+            body = x[self.N : self.N + 2 * ws.n_cols]
             full[ws.coords] = body[0::2] - body[1::2]
         else:
-            full[ws.coords] = x[self.N:self.N + ws.n_cols]
+            full[ws.coords] = x[self.N : self.N + ws.n_cols]
         return full, float(info.objective_function_value)
 
 
@@ -127,7 +142,7 @@ def _quiet_highs(highspy):
     sys.stdout.flush()
     try:
         saved = os.dup(1)
-    except OSError:   # no standard output to protect
+    except OSError:  # no standard output to protect
         return highspy.Highs()
     try:
         with open(os.devnull, "w") as null:

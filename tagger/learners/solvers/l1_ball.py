@@ -90,7 +90,8 @@ def project_l1_ball(v: np.ndarray, radius: float) -> np.ndarray:
         raise bad_value("radius", "a float in (0, inf)", radius, "project_l1_ball")
     w = np.array(v, dtype=np.float64, copy=True).ravel()
     if not np.all(np.isfinite(w)):
-        raise bad_value("v", "a vector of finite floats", "NaN or infinite entries",
-                        "project_l1_ball")
+        raise bad_value(
+            "v", "a vector of finite floats", "NaN or infinite entries", "project_l1_ball"
+        )
     project_l1_ball_into(w, float(radius), np.empty_like(w))
     return w.reshape(np.shape(v))

@@ -20,9 +20,16 @@ import numpy as np
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.chain import labeling_score
 from tagger.constraints import Counts, apply_switch, switch_penalty_delta
-from tagger.constraints.penalties import (CorpusRules, InstanceRules, PenaltyRules,
-                                          corpus_penalty, instance_penalty, run_corpus, run_phi,
-                                          segments_of)
+from tagger.constraints.penalties import (
+    CorpusRules,
+    InstanceRules,
+    PenaltyRules,
+    corpus_penalty,
+    instance_penalty,
+    run_corpus,
+    run_phi,
+    segments_of,
+)
 from tagger.jit import njit, prange
 
 
@@ -31,33 +38,38 @@ def aug_max_marginals(state, trans, y, a, b, M, fwd, bwd):
     """M[t, l] = best loss-augmented score (Hamming to y[a:b]) of a path through (t, l);
     rows a..b-1 of ``state`` are the sequence's state scores. Returns the max (= max_l M[t, l])."""
     L = state.shape[1]
-    for l in range(L):
-        fwd[a, l] = state[a, l] + (1.0 if l != y[a] else 0.0)
+    for lab in range(L):
+        fwd[a, lab] = state[a, lab] + (1.0 if lab != y[a] else 0.0)
     for t in range(a + 1, b):
-        for l in range(L):
+        for lab in range(L):
             best = -np.inf
             for k in range(L):
-                v = fwd[t - 1, k] + trans[k, l]
+                v = fwd[t - 1, k] + trans[k, lab]
                 if v > best:
                     best = v
-            fwd[t, l] = best + state[t, l] + (1.0 if l != y[t] else 0.0)
-    for l in range(L):
-        bwd[b - 1, l] = 0.0
+            fwd[t, lab] = best + state[t, lab] + (1.0 if lab != y[t] else 0.0)
+    for lab in range(L):
+        bwd[b - 1, lab] = 0.0
     for t in range(b - 2, a - 1, -1):
         for k in range(L):
             best = -np.inf
-            for l in range(L):
-                v = trans[k, l] + state[t + 1, l] + (1.0 if l != y[t + 1] else 0.0) + bwd[t + 1, l]
+            for lab in range(L):
+                v = (
+                    trans[k, lab]
+                    + state[t + 1, lab]
+                    + (1.0 if lab != y[t + 1] else 0.0)
+                    + bwd[t + 1, lab]
+                )
                 if v > best:
                     best = v
             bwd[t, k] = best
     top = -np.inf
     for t in range(a, b):
-        for l in range(L):
-            M[t, l] = fwd[t, l] + bwd[t, l]
-    for l in range(L):
-        if M[a, l] > top:
-            top = M[a, l]
+        for lab in range(L):
+            M[t, lab] = fwd[t, lab] + bwd[t, lab]
+    for lab in range(L):
+        if M[a, lab] > top:
+            top = M[a, lab]
     return top
 
 
@@ -70,20 +82,20 @@ def _aug_top_after_run(state, trans, y, a, b, r0, r1, fwd, bwd, scratch):
     ``scratch``), O((r1 - r0) L^2)."""
     L = state.shape[1]
     for t in range(r0, r1):
-        for l in range(L):
+        for lab in range(L):
             if t == a:
                 best = 0.0
             else:
                 best = -np.inf
                 for k in range(L):
                     prev = fwd[t - 1, k] if t == r0 else scratch[t - 1 - r0, k]
-                    v = prev + trans[k, l]
+                    v = prev + trans[k, lab]
                     if v > best:
                         best = v
-            scratch[t - r0, l] = best + state[t, l] + (1.0 if l != y[t] else 0.0)
+            scratch[t - r0, lab] = best + state[t, lab] + (1.0 if lab != y[t] else 0.0)
     top = -np.inf
-    for l in range(L):
-        v = scratch[r1 - 1 - r0, l] + bwd[r1 - 1, l]
+    for lab in range(L):
+        v = scratch[r1 - 1 - r0, lab] + bwd[r1 - 1, lab]
         if v > top:
             top = v
     return top
@@ -186,23 +198,29 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
             # if the move is taken
             F0 = labeling_score(state[a:b], trans, y[a:b])
             if has_pen:
-                run_phi(y, ind, a, b, r0, r1, new, kind, mask, other, row, segs[s], phi[s],
-                        phi_new)
+                run_phi(y, ind, a, b, r0, r1, new, kind, mask, other, row, segs[s], phi[s], phi_new)
                 run_corpus(y, ind, a, b, r0, r1, new, ckind, cmask, crow, cn1, cd1)
             for k in range(r0, r1):
                 y[k] = new
-            delta = cu * ((_aug_top_after_run(state, trans, y, a, b, r0, r1, fwd, bwd, B2)
-                           - labeling_score(state[a:b], trans, y[a:b])) - (top[s] - F0))
+            delta = cu * (
+                (
+                    _aug_top_after_run(state, trans, y, a, b, r0, r1, fwd, bwd, B2)
+                    - labeling_score(state[a:b], trans, y[a:b])
+                )
+                - (top[s] - F0)
+            )
             if has_pen:
-                delta += instance_penalty(phi_new, lo, hi, rho, squared) - \
-                    instance_penalty(phi[s], lo, hi, rho, squared)
+                delta += instance_penalty(phi_new, lo, hi, rho, squared) - instance_penalty(
+                    phi[s], lo, hi, rho, squared
+                )
                 if ckind.shape[0] > 0:
                     n_seq = c_offsets.shape[0] - 1
                     for k in range(ckind.shape[0]):
                         dnum[k] = num[k] + cn1[k]
                         dden[k] = den[k] + cd1[k]
-                    delta += corpus_penalty(dnum, dden, target, tol_c, crho, csquared, n_seq) \
-                        - corpus_penalty(num, den, target, tol_c, crho, csquared, n_seq)
+                    delta += corpus_penalty(
+                        dnum, dden, target, tol_c, crho, csquared, n_seq
+                    ) - corpus_penalty(num, den, target, tol_c, crho, csquared, n_seq)
             if delta < -1e-12:
                 top[s] = aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
                 if has_pen:
@@ -233,11 +251,11 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
         if i + 1 < b:
             dF += trans[new, y[i + 1]] - trans[old, y[i + 1]]
         new_top = -np.inf
-        for l in range(L):
-            v = M[i, l]
-            if l == old:
+        for lab in range(L):
+            v = M[i, lab]
+            if lab == old:
                 v += 1.0
-            elif l == new:
+            elif lab == new:
                 v -= 1.0
             if v > new_top:
                 new_top = v
@@ -268,10 +286,15 @@ def no_constraints(N: int, offsets: np.ndarray, L: int) -> tuple[PenaltyRules, C
     z, zi, zl = np.zeros(0), np.zeros(0, np.int32), np.zeros((0, L), np.bool_)
     zb = np.zeros(0, np.bool_)
     n = len(offsets) - 1
-    return (PenaltyRules(np.zeros((1, N), np.uint8), offsets,
-                         InstanceRules(zi, zl, zl, zi, z, z, z, zb),
-                         CorpusRules(zi, zl, zi, z, z, z, zb)),
-            Counts(np.zeros((n, 0)), np.zeros((n, L), np.int64), np.zeros(0), np.zeros(0)))
+    return (
+        PenaltyRules(
+            np.zeros((1, N), np.uint8),
+            offsets,
+            InstanceRules(zi, zl, zl, zi, z, z, z, zb),
+            CorpusRules(zi, zl, zi, z, z, z, zb),
+        ),
+        Counts(np.zeros((n, 0)), np.zeros((n, L), np.int64), np.zeros(0), np.zeros(0)),
+    )
 
 
 @njit(**NUMBA_OPTS)

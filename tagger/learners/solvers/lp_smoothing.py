@@ -63,8 +63,9 @@ def _smoothed_hinge_grad(layout, X, w, trans, gold, chunk_bounds, inv_tau, grad_
             T = b - a
             if T == 0:
                 continue
-            log_z, gold_score = sentence_log_z(layout, X, w, a, b, gold, trans, tables,
-                                               (buffers, state, node, edge), 0.0, inv_tau)
+            log_z, gold_score = sentence_log_z(
+                layout, X, w, a, b, gold, trans, tables, (buffers, state, node, edge), 0.0, inv_tau
+            )
             log_p = min(gold_score - log_z, 0.0)
             p = math.exp(log_p)
             q = -math.expm1(log_p)
@@ -80,8 +81,9 @@ class SmoothedLPObjective:
     def __init__(self, model: ChainModel, X, y: np.ndarray, C: float):
         self.model, self.X, self.C = model, X, C
         self.gold = np.ascontiguousarray(y, dtype=np.int32)
-        self.batch = FeatureBatch(X.indptr, X.attrs, np.ascontiguousarray(X.vals, np.float64),
-                                  X.offsets)
+        self.batch = FeatureBatch(
+            X.indptr, X.attrs, np.ascontiguousarray(X.vals, np.float64), X.offsets
+        )
         self.bounds = balanced_chunks(X.offsets, 2 * thread_count())
         n_chunks = len(self.bounds) - 1
         self.grad_buf = np.empty((n_chunks, model.n_weights))
@@ -93,8 +95,17 @@ class SmoothedLPObjective:
         tau = self.temperature
         w = np.ascontiguousarray(w, dtype=np.float64)
         trans = np.ascontiguousarray(self.model.transitions(w)) * (1.0 / tau)
-        _smoothed_hinge_grad(self.model.layout, self.batch, w, trans, self.gold, self.bounds,
-                             1.0 / tau, self.grad_buf, self.value_buf)
+        _smoothed_hinge_grad(
+            self.model.layout,
+            self.batch,
+            w,
+            trans,
+            self.gold,
+            self.bounds,
+            1.0 / tau,
+            self.grad_buf,
+            self.value_buf,
+        )
         self.n_evals += 1
         grad = self.C * self.grad_buf.sum(axis=0)
         grad += 1.0

@@ -26,7 +26,7 @@ plain L-BFGS (no orthant constraints) with the same backtracking line search.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -41,8 +41,9 @@ MAX_LINESEARCH = 40
 ADAPT_AFTER = 5
 
 
-def pseudo_gradient(w: np.ndarray, g: np.ndarray, c1: float, out: np.ndarray | None = None
-                    ) -> np.ndarray:
+def pseudo_gradient(
+    w: np.ndarray, g: np.ndarray, c1: float, out: np.ndarray | None = None
+) -> np.ndarray:
     """The orthant-wise pseudo-gradient of ``f + c1 ||w||_1`` (Andrew & Gao 2007, eq. 4)."""
     if out is None:
         out = np.empty_like(g)
@@ -103,8 +104,14 @@ class OWLQN:
     ``fun(w) -> (f(w), grad f(w))``. Call :meth:`step` once per iteration.
     """
 
-    def __init__(self, fun: Callable[[np.ndarray], tuple[float, np.ndarray]], w0: np.ndarray,
-                 c1: float, memory: int = 10, adaptive_step: bool = False):
+    def __init__(
+        self,
+        fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
+        w0: np.ndarray,
+        c1: float,
+        memory: int = 10,
+        adaptive_step: bool = False,
+    ):
         self.fun = fun
         self.c1 = float(c1)
         self.w = np.array(w0, dtype=np.float64, copy=True)
@@ -115,7 +122,7 @@ class OWLQN:
         self.S = np.zeros((self.m, n))
         self.Y = np.zeros((self.m, n))
         self.rho = np.zeros(self.m)
-        self.order: list[int] = []       # slots in use, oldest first
+        self.order: list[int] = []  # slots in use, oldest first
         self.n_steps = 0
         self.last_step_size = 0.0
         # first trial step of the line search: 1, or with ``adaptive_step`` the last accepted
@@ -135,8 +142,14 @@ class OWLQN:
     def _two_loop(self, q: np.ndarray) -> np.ndarray:
         """H q for the L-BFGS inverse Hessian approximation."""
         q = q.copy()
-        _two_loop(self.S, self.Y, self.rho, np.asarray(self.order, dtype=np.int64), q,
-                  np.empty(max(len(self.order), 1)))
+        _two_loop(
+            self.S,
+            self.Y,
+            self.rho,
+            np.asarray(self.order, dtype=np.int64),
+            q,
+            np.empty(max(len(self.order), 1)),
+        )
         return q
 
     def _remember(self, s: np.ndarray, y: np.ndarray) -> None:
@@ -158,6 +171,7 @@ class OWLQN:
         there: those coordinates did not move and their gradient changes were not seen, which
         is the L-BFGS memory of the subspace the pairs were taken in (a working set that
         grows)."""
+
         def spread(old, fill=0.0):
             new = np.full(old.shape[:-1] + (n,), fill)
             new[..., pos] = old
@@ -177,9 +191,9 @@ class OWLQN:
         if not pg.any():
             return False
         d = -self._two_loop(pg)
-        l1 = self.c1 > 0.0              # c1 = 0: plain L-BFGS, no orthant constraints
+        l1 = self.c1 > 0.0  # c1 = 0: plain L-BFGS, no orthant constraints
         if l1:
-            d[d * pg >= 0.0] = 0.0      # keep the direction in -pg's orthant
+            d[d * pg >= 0.0] = 0.0  # keep the direction in -pg's orthant
         if not d.any() or dot(d, pg) >= 0.0:
             return False
         if l1:
@@ -195,7 +209,7 @@ class OWLQN:
         for _ in range(MAX_LINESEARCH):
             wn = self.w + alpha * d
             if l1:
-                wn[wn * xi <= 0.0] = 0.0    # coordinates crossing zero stop at zero
+                wn[wn * xi <= 0.0] = 0.0  # coordinates crossing zero stop at zero
             fn, gn = self.fun(wn)
             Fn = fn + self.c1 * float(np.abs(wn).sum()) if l1 else fn
             if Fn <= F0 + ARMIJO * dot(pg, wn - self.w):

@@ -52,10 +52,21 @@ from typing import NamedTuple
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.chain import (ChainModel, FeatureBatch, Featurized, SparseAccumulator,
-                          add_difference, labeling_score, loss_augmented_viterbi_into,
-                          release_param_table, sentence_param_table, sentence_state_scores,
-                          sentence_state_scores_table, set_table_weight, transitions_of)
+from tagger.chain import (
+    ChainModel,
+    FeatureBatch,
+    Featurized,
+    SparseAccumulator,
+    add_difference,
+    labeling_score,
+    loss_augmented_viterbi_into,
+    release_param_table,
+    sentence_param_table,
+    sentence_state_scores,
+    sentence_state_scores_table,
+    set_table_weight,
+    transitions_of,
+)
 from tagger.errors import bad_value
 from tagger.jit import njit, prange
 from tagger.learners.base import Learner, TrainingProblem
@@ -66,19 +77,19 @@ from tagger.learners.base import Learner, TrainingProblem
 class CompetitorSets(NamedTuple):
     """Each example's working set of competing labelings and their duals (M slots each)."""
 
-    size: np.ndarray    # int32[n]: members of example i's set
-    alpha: np.ndarray   # float64[n, M]: dual of member m of example i
-    loss: np.ndarray    # float64[n, M]: its Hamming loss
+    size: np.ndarray  # int32[n]: members of example i's set
+    alpha: np.ndarray  # float64[n, M]: dual of member m of example i
+    loss: np.ndarray  # float64[n, M]: its Hamming loss
     labels: np.ndarray  # int32[M, n_tokens]: member m's labeling, stacked over examples
 
 
 class DualState(NamedTuple):
     """Example weights and the primal iterate kept in step with the duals."""
 
-    C: np.ndarray   # float64[n]: example weights C_i
+    C: np.ndarray  # float64[n]: example weights C_i
     s2: np.ndarray  # float64[n_weights]: squared per-weight scaling
-    u: np.ndarray   # float64[n_weights]: sum of the duals' feature differences
-    w: np.ndarray   # float64[n_weights]: effective weights s2 * u
+    u: np.ndarray  # float64[n_weights]: sum of the duals' feature differences
+    w: np.ndarray  # float64[n_weights]: effective weights s2 * u
 
 
 class Scratch(NamedTuple):
@@ -86,7 +97,7 @@ class Scratch(NamedTuple):
 
     acc: SparseAccumulator
     param_attr: np.ndarray  # int64[n_state]: each state parameter's attribute
-    attr_row: np.ndarray    # int64[n_attrs]: -1, or the attribute's row in a parameter table
+    attr_row: np.ndarray  # int64[n_attrs]: -1, or the attribute's row in a parameter table
 
 
 # --------------------------------------------------------------------------------- kernels
@@ -148,7 +159,7 @@ def _sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats,
         b = offsets[i + 1]
         if b <= a or (Cw[i] <= 0.0 and ws_n[i] == 0):
             continue
-        state = state_buf[:b - a]
+        state = state_buf[: b - a]
         n_rows = 0
         if table:
             n_rows = sentence_param_table(layout, X, w, a, b, attr_row, row_attr, ptable)
@@ -286,11 +297,11 @@ def _hinges(layout, X, w, gold, skip, out):
 class SDMResult:
     """Where a :meth:`SDMSolver.solve` call ended."""
 
-    epochs: int          # passes made by this call
-    primal: float        # (1/2)||w||^2 + sum_i C_i R_i(w)
-    dual: float          # the dual objective (a lower bound of the primal)
-    gap: float           # (primal - dual) / max(primal, tiny)
-    converged: bool      # gap <= tol
+    epochs: int  # passes made by this call
+    primal: float  # (1/2)||w||^2 + sum_i C_i R_i(w)
+    dual: float  # the dual objective (a lower bound of the primal)
+    gap: float  # (primal - dual) / max(primal, tiny)
+    converged: bool  # gap <= tol
 
 
 def restrict_featurized(X: Featurized, keep_attr: np.ndarray) -> Featurized:
@@ -315,8 +326,8 @@ class SDMSolver:
     ``SDMSolver(model, X, y, C=1.0, scale=None, max_working_set=32, max_inner=10, seed=0)``
 
     model, X, y
-        the parameter layout (:class:`~tagger.chain.layout.ChainModel`), featurized sentences and the
-        gold label ids (int32, one per token) playing y_i in the hinge.
+        the parameter layout (:class:`~tagger.chain.layout.ChainModel`), featurized sentences and
+        the gold label ids (int32, one per token) playing y_i in the hinge.
     C
         a float (every example) or a float array with one weight C_i >= 0 per sentence.
     scale
@@ -342,12 +353,23 @@ class SDMSolver:
     solver keeps its own copy of y; the caller's arrays are never modified.
     """
 
-    def __init__(self, model: ChainModel, X: Featurized, y: np.ndarray, C=1.0,
-                 scale: np.ndarray | None = None, max_working_set: int = 32,
-                 max_inner: int = 10, seed: int = 0, eps: float = 1e-9, scratch=None):
+    def __init__(
+        self,
+        model: ChainModel,
+        X: Featurized,
+        y: np.ndarray,
+        C=1.0,
+        scale: np.ndarray | None = None,
+        max_working_set: int = 32,
+        max_inner: int = 10,
+        seed: int = 0,
+        eps: float = 1e-9,
+        scratch=None,
+    ):
         if max_working_set < 1:
-            raise bad_value("max_working_set", "an integer in [1, inf)", max_working_set,
-                            "SDMSolver")
+            raise bad_value(
+                "max_working_set", "an integer in [1, inf)", max_working_set, "SDMSolver"
+            )
         self.model = model
         self.X = X
         self.vals = X.vals
@@ -359,8 +381,11 @@ class SDMSolver:
         self.w = np.zeros(n_w)
         self._refresh_w()
         # the working sets grow with the data: a scratch space (tagger.io.scratch) may map them
-        zeros = np.zeros if scratch is None else (
-            lambda shape, dtype=np.float64: scratch.zeros("working-sets", shape, dtype))
+        zeros = (
+            np.zeros
+            if scratch is None
+            else (lambda shape, dtype=np.float64: scratch.zeros("working-sets", shape, dtype))
+        )
         self.ws_n = np.zeros(n, dtype=np.int32)
         self.ws_alpha = zeros((n, max_working_set))
         self.ws_loss = zeros((n, max_working_set))
@@ -373,18 +398,28 @@ class SDMSolver:
 
     # ---- checks
     def _scratch(self):
-        self.scratch = Scratch(SparseAccumulator.new(self.model.n_weights),
-                               self.model.state_param_attr(),
-                               np.full(self.model.n_attrs, -1, dtype=np.int64))
+        self.scratch = Scratch(
+            SparseAccumulator.new(self.model.n_weights),
+            self.model.state_param_attr(),
+            np.full(self.model.n_attrs, -1, dtype=np.int64),
+        )
 
     def _check_labels(self, y) -> np.ndarray:
         y = np.asarray(y)
         if y.shape != (self.X.n_tokens,) or y.dtype.kind not in "iu":
-            raise bad_value("y", f"{self.X.n_tokens} integer label ids (one per token)",
-                            f"shape {y.shape} dtype {y.dtype}", "SDMSolver")
+            raise bad_value(
+                "y",
+                f"{self.X.n_tokens} integer label ids (one per token)",
+                f"shape {y.shape} dtype {y.dtype}",
+                "SDMSolver",
+            )
         if y.size and (y.min() < 0 or y.max() >= self.model.n_labels):
-            raise bad_value("y", f"label ids in [0, {self.model.n_labels})",
-                            f"ids from {y.min()} to {y.max()}", "SDMSolver")
+            raise bad_value(
+                "y",
+                f"label ids in [0, {self.model.n_labels})",
+                f"ids from {y.min()} to {y.max()}",
+                "SDMSolver",
+            )
         return np.array(y, dtype=np.int32)
 
     def _check_weights(self, C) -> np.ndarray:
@@ -397,16 +432,23 @@ class SDMSolver:
     def _check_scale(self, scale) -> np.ndarray:
         s = np.asarray(scale, dtype=np.float64)
         if s.shape != (self.model.n_weights,) or not np.all(np.isfinite(s)):
-            raise bad_value("scale", f"{self.model.n_weights} finite floats (one per weight)",
-                            f"shape {s.shape}", "SDMSolver")
+            raise bad_value(
+                "scale",
+                f"{self.model.n_weights} finite floats (one per weight)",
+                f"shape {s.shape}",
+                "SDMSolver",
+            )
         return np.abs(s)
 
     def kernel_records(self) -> tuple:
         """(layout, batch, dual state, competitor sets): what the SDM kernels take."""
         X = self.X
-        return (self.model.layout, FeatureBatch(X.indptr, X.attrs, self.vals, X.offsets),
-                DualState(self.C, self.s2, self.u, self.w),
-                CompetitorSets(self.ws_n, self.ws_alpha, self.ws_loss, self.ws_lab))
+        return (
+            self.model.layout,
+            FeatureBatch(X.indptr, X.attrs, self.vals, X.offsets),
+            DualState(self.C, self.s2, self.u, self.w),
+            CompetitorSets(self.ws_n, self.ws_alpha, self.ws_loss, self.ws_lab),
+        )
 
     # ---- changes between calls (all keep the duals feasible)
     def set_labels(self, y: np.ndarray) -> int:
@@ -457,12 +499,15 @@ class SDMSolver:
         m = self.model
         keep_state = np.asarray(keep_state, dtype=bool)
         if keep_state.shape != (m.n_state,):
-            raise bad_value("keep_state", f"{m.n_state} booleans", f"shape {keep_state.shape}",
-                            "SDMSolver.restrict")
+            raise bad_value(
+                "keep_state",
+                f"{m.n_state} booleans",
+                f"shape {keep_state.shape}",
+                "SDMSolver.restrict",
+            )
         marker = np.concatenate([keep_state.astype(np.float64), np.ones(m.n_edge)])
         model, _, keep_attr = m.compact(marker)
-        index = np.concatenate([np.flatnonzero(keep_state),
-                                m.edge_indices()]).astype(np.int64)
+        index = np.concatenate([np.flatnonzero(keep_state), m.edge_indices()]).astype(np.int64)
         self.model = model
         self.X = restrict_featurized(self.X, keep_attr)
         self.vals = self.X.vals
@@ -512,12 +557,33 @@ class SDMSolver:
         order = self.rng.permutation(self.X.n_sentences).astype(np.int64)
         self.stats = np.zeros(3, dtype=np.int64)
         layout, X, dual, ws = self.kernel_records()
-        _sdm_epoch(layout, X, self.y, dual, ws, order, self.max_inner, self.eps, self.scratch,
-                   self.stats, True, self.w is self.u)
+        _sdm_epoch(
+            layout,
+            X,
+            self.y,
+            dual,
+            ws,
+            order,
+            self.max_inner,
+            self.eps,
+            self.scratch,
+            self.stats,
+            True,
+            self.w is self.u,
+        )
         self.epochs_done += 1
 
-    def solve(self, epochs: int = 50, tol: float = 1e-3, *, y=None, C=None, scale=None,
-              callback=None, check_every: int = 1) -> SDMResult:
+    def solve(
+        self,
+        epochs: int = 50,
+        tol: float = 1e-3,
+        *,
+        y=None,
+        C=None,
+        scale=None,
+        callback=None,
+        check_every: int = 1,
+    ) -> SDMResult:
         """Optimise from the current duals (a warm start) for at most ``epochs`` passes.
 
         ``y`` / ``C`` / ``scale`` given here are applied first (see :meth:`set_labels`,
@@ -527,8 +593,7 @@ class SDMSolver:
         decoding pass over the weighted examples) is computed only after every k-th pass and
         the last one, and the callback called only then."""
         if check_every < 1:
-            raise bad_value("check_every", "an integer in [1, inf)", check_every,
-                            "SDMSolver.solve")
+            raise bad_value("check_every", "an integer in [1, inf)", check_every, "SDMSolver.solve")
         if y is not None:
             self.set_labels(y)
         if C is not None:

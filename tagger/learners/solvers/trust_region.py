@@ -21,8 +21,8 @@ The point w is then separated exactly (second-best Viterbi gives P(w)). A *serio
 (P(w) <= P(c) - 0.1 (P(c) - m(w))) moves the center to w, and doubles r when the model
 predicted at least half the actual decrease while the box bound; a *null* step keeps c, adds
 the rows violated at w and halves r. The start is the minimizer of the smoothed objective
-(:mod:`tagger.learners.solvers.lp_smoothing`), a point where the separation finds the competitors that
-bind near the optimum, where w = 0 makes every labeling tie.
+(:mod:`tagger.learners.solvers.lp_smoothing`), a point where the separation finds the competitors
+that bind near the optimum, where w = 0 makes every labeling tie.
 
 Stopping rule, the certificate of plain column generation in two forms: either the box does
 not bind at w (so w solves the LP over the working sets) and no sentence has a labeling
@@ -49,6 +49,7 @@ from scipy.optimize import Bounds, minimize
 from tagger.learners.base import Stopwatch, TrainingProblem, log
 from tagger.learners.solvers.lp_smoothing import SmoothedLPObjective
 from tagger.learners.solvers.working_sets import WorkingSets
+
 
 class ColumnGenerationLearner(Protocol):
     """What :func:`stabilized_generation` asks of the learner it trains."""
@@ -79,8 +80,9 @@ TEMPERATURES = (1.0, 0.5, 0.25, 0.1, 0.05)
 SERIOUS = 0.1
 
 
-def smoothed_start(problem: TrainingProblem, C: float, iterations: int,
-                   report=None) -> tuple[np.ndarray, int]:
+def smoothed_start(
+    problem: TrainingProblem, C: float, iterations: int, report=None
+) -> tuple[np.ndarray, int]:
     """The minimizer of the smoothed objective under w >= 0 (L-BFGS-B, ``iterations`` per
     temperature); ``report(row)`` is called after each temperature. Returns (w, gradient
     evaluations)."""
@@ -90,17 +92,30 @@ def smoothed_start(problem: TrainingProblem, C: float, iterations: int,
     bounds = Bounds(np.zeros(model.n_weights), np.full(model.n_weights, np.inf))
     for tau in TEMPERATURES:
         objective.temperature = tau
-        result = minimize(objective, w, jac=True, method="L-BFGS-B", bounds=bounds,
-                          options={"maxiter": iterations, "ftol": 1e-10, "gtol": 1e-8})
+        result = minimize(
+            objective,
+            w,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=bounds,
+            options={"maxiter": iterations, "ftol": 1e-10, "gtol": 1e-8},
+        )
         w = np.maximum(result.x, 0.0)
         if report is not None:
-            report({"temperature": tau, "smoothed_objective": float(result.fun),
-                    "lbfgs_iterations": int(result.nit), "nonzero": int(np.count_nonzero(w))})
+            report(
+                {
+                    "temperature": tau,
+                    "smoothed_objective": float(result.fun),
+                    "lbfgs_iterations": int(result.nit),
+                    "nonzero": int(np.count_nonzero(w)),
+                }
+            )
     return w, objective.n_evals
 
 
-def stabilized_generation(learner: ColumnGenerationLearner, problem: TrainingProblem,
-                          settings: dict, w0) -> np.ndarray:
+def stabilized_generation(
+    learner: ColumnGenerationLearner, problem: TrainingProblem, settings: dict, w0
+) -> np.ndarray:
     """The trust-region column generation of the module docstring; returns the weights."""
     C, eps = settings["C"], settings["epsilon"]
     clock = Stopwatch()
@@ -109,11 +124,16 @@ def stabilized_generation(learner: ColumnGenerationLearner, problem: TrainingPro
     if w0 is not None:
         center = np.maximum(np.asarray(w0, dtype=np.float64), 0.0)
     elif settings["smoothing"] > 0:
+
         def report(row):
             # the start's stages go to the log (the console shows them) but are not
             # progress rows: those are one per LP round, epoch 1, 2, ...
-            log.info("%s: start %s time=%.2f", learner.name,
-                     " ".join(f"{k}={v:.6g}" for k, v in row.items()), clock())
+            log.info(
+                "%s: start %s time=%.2f",
+                learner.name,
+                " ".join(f"{k}={v:.6g}" for k, v in row.items()),
+                clock(),
+            )
 
         center, evals = smoothed_start(problem, C, settings["smoothing"], report)
     else:
@@ -150,8 +170,9 @@ def stabilized_generation(learner: ColumnGenerationLearner, problem: TrainingPro
         w, model_value = solver.solve()
         viol_w, f_w = evaluate(w)
         wc = w[ws.coords]
-        boxed = bool(np.any(wc >= cc + half - 1e-9)
-                     or np.any((cc - half > 0.0) & (wc <= cc - half + 1e-9)))
+        boxed = bool(
+            np.any(wc >= cc + half - 1e-9) or np.any((cc - half > 0.0) & (wc <= cc - half + 1e-9))
+        )
         xi_w = learner.slacks(ws, w)
         violated = int(np.count_nonzero(nonempty & (viol_w > xi_w + eps)))
         predicted = f_c - model_value
@@ -160,7 +181,7 @@ def stabilized_generation(learner: ColumnGenerationLearner, problem: TrainingPro
         c_optimal = predicted <= 1e-9 * max(1.0, abs(f_c))
         w_optimal = not boxed and violated == 0
         if (c_optimal or w_optimal) and solver.loose:
-            step = "tighten"      # converged at the loose tolerance: solve tightly
+            step = "tighten"  # converged at the loose tolerance: solve tightly
             solver.loose = False
         elif c_optimal or w_optimal:
             step = "optimal"
@@ -174,9 +195,18 @@ def stabilized_generation(learner: ColumnGenerationLearner, problem: TrainingPro
         else:
             step = "null"
             radius *= 0.5
-        row = {"epoch": epoch, "objective": f_c, "lp_objective": model_value, "step": step,
-               "radius": radius, "added": int(added), "rows": ws.n_rows, "columns": ws.n_cols,
-               "violated": violated, "nonzero": int(np.count_nonzero(center))}
+        row = {
+            "epoch": epoch,
+            "objective": f_c,
+            "lp_objective": model_value,
+            "step": step,
+            "radius": radius,
+            "added": int(added),
+            "rows": ws.n_rows,
+            "columns": ws.n_cols,
+            "violated": violated,
+            "nonzero": int(np.count_nonzero(center)),
+        }
         row.update(solver.last)
         if epoch == 1:
             row.update(start)

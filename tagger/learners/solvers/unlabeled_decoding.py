@@ -29,8 +29,9 @@ from tagger.errors import TaggerError
 CONNECT_TIMEOUT = "10s"
 
 
-def decode(model, U: Featurized, w: np.ndarray, constraints,
-           state: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def decode(
+    model, U: Featurized, w: np.ndarray, constraints, state: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(state scores, labels) of the sentences of ``U`` at the weights ``w``; under the hard
     rules of ``constraints`` (compiled rules and ``U``'s token indicators) when given. The
     state scores are written into ``state`` when given."""
@@ -50,11 +51,13 @@ class LocalDecoding:
 
     def __init__(self, model, U: Featurized, constraints=None, scratch=None):
         self.model, self.U = model, U
-        self.constraints = (None if constraints is None
-                            else (constraints.compiled, constraints.indicators))
+        self.constraints = (
+            None if constraints is None else (constraints.compiled, constraints.indicators)
+        )
         # one (N, L) buffer for every round's state scores, mapped with a scratch directory
-        self.state = None if scratch is None else scratch.zeros(
-            "state-scores", (U.n_tokens, model.n_labels))
+        self.state = (
+            None if scratch is None else scratch.zeros("state-scores", (U.n_tokens, model.n_labels))
+        )
 
     def __call__(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return decode(self.model, self.U, w, self.constraints, self.state)
@@ -76,14 +79,16 @@ class DaskDecoding:
         try:
             from dask.distributed import Client
         except ImportError:
-            raise TaggerError("scheduler= needs Dask: pip install 'sparse-m3n-tagger[dask]'"
-                              ) from None
+            raise TaggerError(
+                "scheduler= needs Dask: pip install 'sparse-m3n-tagger[dask]'"
+            ) from None
         try:
             self.client = Client(scheduler, timeout=CONNECT_TIMEOUT)
         except OSError as e:
-            raise TaggerError(f"no Dask scheduler answers at {scheduler} ({e}); start one "
-                              "(dask scheduler, or a LocalCluster) or leave scheduler unset"
-                              ) from None
+            raise TaggerError(
+                f"no Dask scheduler answers at {scheduler} ({e}); start one "
+                "(dask scheduler, or a LocalCluster) or leave scheduler unset"
+            ) from None
         n = U.n_sentences
         if partitions <= 0:
             partitions = 2 * max(1, len(self.client.scheduler_info()["workers"]))
@@ -95,23 +100,31 @@ class DaskDecoding:
                 parts.append((U.sentences(s0, s1), ind))
         self.parts = self.client.scatter(parts)
         self.model = self.client.scatter(model, broadcast=True)
-        self.compiled = (None if constraints is None
-                         else self.client.scatter(constraints.compiled, broadcast=True))
+        self.compiled = (
+            None
+            if constraints is None
+            else self.client.scatter(constraints.compiled, broadcast=True)
+        )
 
     def __call__(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         wf = self.client.scatter(w, broadcast=True)
-        futures = [self.client.submit(_decode_part, self.model, part, wf, self.compiled,
-                                      pure=False) for part in self.parts]
+        futures = [
+            self.client.submit(_decode_part, self.model, part, wf, self.compiled, pure=False)
+            for part in self.parts
+        ]
         results = self.client.gather(futures)
-        return (np.concatenate([r[0] for r in results]),
-                np.concatenate([r[1] for r in results]).astype(np.int32, copy=False))
+        return (
+            np.concatenate([r[0] for r in results]),
+            np.concatenate([r[1] for r in results]).astype(np.int32, copy=False),
+        )
 
     def close(self) -> None:
         self.client.close()
 
 
-def unlabeled_decoding(model, U: Featurized, constraints, scheduler: str = "",
-                       partitions: int = 0, scratch=None):
+def unlabeled_decoding(
+    model, U: Featurized, constraints, scheduler: str = "", partitions: int = 0, scratch=None
+):
     """:class:`DaskDecoding` when a scheduler address is given, else :class:`LocalDecoding`
     (its state scores in ``scratch`` when given)."""
     if scheduler:

@@ -87,7 +87,7 @@ class WorkingSetLearner(Learner):
             cand = np.flatnonzero(nonempty & (viol > xi + eps))
             added = 0
             for lo in range(0, len(cand), resolve_every):
-                r, _ = ws.add(cand[lo:lo + resolve_every])
+                r, _ = ws.add(cand[lo : lo + resolve_every])
                 added += r
                 if r:
                     w, lp_obj = solver.solve()
@@ -100,7 +100,7 @@ class WorkingSetLearner(Learner):
                 if r:
                     w, lp_obj = solver.solve()
             if added == 0 and solver.loose and epoch > 1:
-                solver.loose = False      # converged at the loose tolerance: solve tightly
+                solver.loose = False  # converged at the loose tolerance: solve tightly
                 w, lp_obj = solver.solve()
             elif added == 0 and epoch > 1:
                 break
@@ -108,10 +108,16 @@ class WorkingSetLearner(Learner):
             viol = self.violations(ws.separate(w, self.mode).copy())
             hinge = np.maximum(viol, 0.0)
             hinge[~nonempty] = 0.0
-            row = {"epoch": epoch, "objective": float(np.abs(w).sum() + C * hinge.sum()),
-                   "lp_objective": lp_obj, "added": int(added), "rows": ws.n_rows,
-                   "columns": ws.n_cols, "violated": int(np.count_nonzero(nonempty & (viol > xi + eps))),
-                   "nonzero": int(np.count_nonzero(w))}
+            row = {
+                "epoch": epoch,
+                "objective": float(np.abs(w).sum() + C * hinge.sum()),
+                "lp_objective": lp_obj,
+                "added": int(added),
+                "rows": ws.n_rows,
+                "columns": ws.n_cols,
+                "violated": int(np.count_nonzero(nonempty & (viol > xi + eps))),
+                "nonzero": int(np.count_nonzero(w)),
+            }
             row.update(solver.last)
             row["converged"] = row["violated"] == 0 and not solver.loose
             if problem.dev_score is not None:
@@ -138,22 +144,44 @@ class WorkingSetLearner(Learner):
 
 
 #: the rounds of separation and LP solves
-_ROUNDS = Param("epochs", 50, int, "at most this many rounds of separation over all sentences "
-                "and LP solves (training stops earlier when nothing is violated or the optimum "
-                "is certified)", low=1)
-_LOCAL_ROWS = Param("local_rows", False, bool, "each round also adds every violated labeling "
-                    "that changes one token of the gold labeling (its best other label): many "
-                    "small rows per round, fewer rounds")
+_ROUNDS = Param(
+    "epochs",
+    50,
+    int,
+    "at most this many rounds of separation over all sentences "
+    "and LP solves (training stops earlier when nothing is violated or the optimum "
+    "is certified)",
+    low=1,
+)
+_LOCAL_ROWS = Param(
+    "local_rows",
+    False,
+    bool,
+    "each round also adds every violated labeling "
+    "that changes one token of the gold labeling (its best other label): many "
+    "small rows per round, fewer rounds",
+)
 
 COMMON_PARAMS = (
     # ||w||_1 against the hinges, not ||w||^2 / 2 as in m3n-l2: another scale, another default
     replace(HINGE_C, default=1.0),
     _ROUNDS,
-    Param("epsilon", 1e-4, float, "precision: a labeling joins its working set when its "
-          "constraint is violated by more than this beyond the current slack", low=0.0),
-    Param("max_seconds", 0.0, float, "stop after the round during which this many seconds "
-          "have passed (0 = no limit); the last progress row then has converged=False",
-          low=0.0),
+    Param(
+        "epsilon",
+        1e-4,
+        float,
+        "precision: a labeling joins its working set when its "
+        "constraint is violated by more than this beyond the current slack",
+        low=0.0,
+    ),
+    Param(
+        "max_seconds",
+        0.0,
+        float,
+        "stop after the round during which this many seconds "
+        "have passed (0 = no limit); the last progress row then has converged=False",
+        low=0.0,
+    ),
     _LOCAL_ROWS,
 )
 #: the LP learners' stabilized column generation (tagger.learners.solvers.trust_region): up to
@@ -162,11 +190,28 @@ COMMON_PARAMS = (
 LP_PARAMS = tuple(p for p in COMMON_PARAMS if p.name not in ("local_rows", "epochs")) + (
     replace(_ROUNDS, default=1000),
     replace(_LOCAL_ROWS, default=True),
-    Param("trust_region", 1.0, float, "first radius of the box around the center each LP is "
-          "solved in (tagger.learners.solvers.trust_region); 0 = plain column generation from w = 0, "
-          "as in the paper", low=0.0),
-    Param("smoothing", 300, int, "L-BFGS-B iterations per temperature of the smoothed "
-          "objective whose minimizer starts the trust region (0 = start at w = 0)", low=0),
+    Param(
+        "trust_region",
+        1.0,
+        float,
+        "first radius of the box around the center each LP is "
+        "solved in (tagger.learners.solvers.trust_region); 0 = plain column generation from w = 0, "
+        "as in the paper",
+        low=0.0,
+    ),
+    Param(
+        "smoothing",
+        300,
+        int,
+        "L-BFGS-B iterations per temperature of the smoothed "
+        "objective whose minimizer starts the trust region (0 = start at w = 0)",
+        low=0,
+    ),
 )
-TIME_LIMIT = Param("time_limit", 0.0, float, "seconds each HiGHS solve may take (0 = no limit); "
-                   "a solve stopped by it reports lp_status", low=0.0)
+TIME_LIMIT = Param(
+    "time_limit",
+    0.0,
+    float,
+    "seconds each HiGHS solve may take (0 = no limit); a solve stopped by it reports lp_status",
+    low=0.0,
+)

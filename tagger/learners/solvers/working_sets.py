@@ -1,4 +1,5 @@
-"""Working sets of competitor labelings for the LP-based learners (cutting plane, column generation).
+"""Working sets of competitor labelings for the LP-based learners (cutting plane, column
+generation).
 
 Both LP learners keep, per training sentence i, a set S_i of labelings y and one LP row per
 labeling, over the joint-feature difference
@@ -17,13 +18,20 @@ from __future__ import annotations
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.chain import (FeatureBatch, SparseAccumulator, add_difference, labeling_score,
-                          loss_augmented_viterbi_into, second_best_viterbi_into, viterbi_into)
+from tagger.chain import (
+    FeatureBatch,
+    SparseAccumulator,
+    add_difference,
+    labeling_score,
+    loss_augmented_viterbi_into,
+    second_best_viterbi_into,
+    viterbi_into,
+)
 from tagger.jit import njit, prange
 
 #: separation modes
-LOSS_AUGMENTED = 0   # argmax_y Delta(y_i, y) + F(x_i, y); value H_i = that max - F(x_i, y_i)
-SECOND_BEST = 1      # argmax_{y != y_i} F(x_i, y);        value = F(x_i, y_i) - that max
+LOSS_AUGMENTED = 0  # argmax_y Delta(y_i, y) + F(x_i, y); value H_i = that max - F(x_i, y_i)
+SECOND_BEST = 1  # argmax_{y != y_i} F(x_i, y);        value = F(x_i, y_i) - that max
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
@@ -173,8 +181,9 @@ class WorkingSets:
         _separate(state, X.offsets, trans, self.gold, mode, self.pred, self.value)
         return self.value
 
-    def local_violations(self, w: np.ndarray,
-                         threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def local_violations(
+        self, w: np.ndarray, threshold: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Tokens whose single-label change (the best other label of the token, the rest of
         the sentence gold) is a labeling with margin below ``threshold`` of its sentence (its
         row is violated), and that label: (token indices, labels)."""
@@ -200,8 +209,7 @@ class WorkingSets:
         """Add the rows of ``self.pred`` for the given sentences (skipping labelings already in
         their sets). Returns (rows added, columns added)."""
         none = np.full(len(sents), -1, dtype=np.int64)
-        return self._add(np.asarray(sents, dtype=np.int64), self.pred, none,
-                         none.astype(np.int32))
+        return self._add(np.asarray(sents, dtype=np.int64), self.pred, none, none.astype(np.int32))
 
     def _add(self, sents, pred, tokens, labels) -> tuple[int, int]:
         """Rows of ``pred`` (with ``tokens[k]`` relabeled ``labels[k]`` for row k alone,
@@ -231,8 +239,17 @@ class WorkingSets:
         loss = np.empty(len(sents), dtype=np.float64)
         model = self.problem.model
         batch = FeatureBatch(X.indptr, X.attrs, self.vals, X.offsets)
-        nz = _difference_rows(model.layout, batch, self.gold, pred, sents, (tokens, labels),
-                              (row_ptr, idx, val), loss, self._acc)
+        nz = _difference_rows(
+            model.layout,
+            batch,
+            self.gold,
+            pred,
+            sents,
+            (tokens, labels),
+            (row_ptr, idx, val),
+            loss,
+            self._acc,
+        )
         idx, val = idx[:nz], val[:nz]
         new = np.unique(idx[self.col_of[idx] < 0])
         self.col_of[new] = np.arange(self.n_cols, self.n_cols + len(new))
@@ -261,5 +278,6 @@ class WorkingSets:
         return self.ptr[first_row:] - a, self.col[a:], self.val[a:]
 
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.coord, self.col, self.val, self.ptr, self.sentence,
-                                      self.loss))
+        return sum(
+            a.nbytes for a in (self.coord, self.col, self.val, self.ptr, self.sentence, self.loss)
+        )
