@@ -22,18 +22,18 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from tagger.chain.layout import ChainModel
-from tagger.errors import ModelFileError, NotFittedError, TaggerError, UnknownLabelError
-from tagger.evaluation.labels import LabelIndex, is_bio
-from tagger.evaluation.metrics import by_vocabulary, word_set
-from tagger.evaluation.metrics import evaluate as evaluate_labels
+from tagger.constraints.report import constraint_report
+from tagger.errors import ModelFileError, NotFittedError, TaggerError
+from tagger.evaluation.labels import LabelIndex
+from tagger.evaluation.report import check_all_known, check_some_known, evaluation_report
 from tagger.features import FeatureSpec, Featurized, Featurizer
-from tagger.inference import forward_backward_batch
-from tagger.inference.max_product import viterbi_batch_into
 from tagger.io.sources import as_sentences
 from tagger.learners import DEFAULT_LEARNER
 from tagger.model.files import load_model_file, save_model_file
 from tagger.model.header import check_header, header_meta
+from tagger.model.in_memory import from_model_bytes, model_bytes
 from tagger.model.inspect import inspect_report
+from tagger.model.predictions import Predictions, decode
 from tagger.sentence import Sentence
 from tagger.training.data import check_columns, constraint_set, labeled_list
 
@@ -42,30 +42,6 @@ if TYPE_CHECKING:
 
 #: sentences featurized and decoded together when tagging a stream
 TAG_BATCH = 4096
-
-
-class Predictions(NamedTuple):
-    """One decoded batch (:meth:`Tagger.predict_batch`): label ids stacked over the batch's
-    tokens, each sentence's offsets into them, and the (tokens, labels) node marginals when
-    they were asked for."""
-
-    ids: np.ndarray  # int32[n_tokens]
-    offsets: np.ndarray  # int64[n_sentences + 1]
-    marginals: np.ndarray | None  # float64[n_tokens, n_labels] or None
-
-    def labels(self, index: LabelIndex) -> list[list[str]]:
-        """The predicted label sequences, one per sentence."""
-        flat = np.array(index.labels, dtype=object)[self.ids].tolist()
-        offs = self.offsets.tolist()
-        return [flat[a:b] for a, b in zip(offs[:-1], offs[1:])]
-
-    def marginal_list(self) -> list[np.ndarray]:
-        """The node marginals as one (T, L) array per sentence."""
-        if self.marginals is None:
-            raise TaggerError("these predictions were decoded without marginals")
-        offs = self.offsets.tolist()
-        marginals = self.marginals
-        return [marginals[a:b] for a, b in zip(offs[:-1], offs[1:])]
 
 
 class Model(NamedTuple):
@@ -272,17 +248,8 @@ class Tagger:
         E = featurizer.encode(nonempty)
         state = model.state_scores_from_views(E, w)
         trans = np.ascontiguousarray(model.transitions(w))
-        if constraints is None:
-            ids = np.empty(int(E.offsets[-1]), dtype=np.int32)
-            viterbi_batch_into(state, E.offsets, trans, ids, np.empty(len(nonempty)))
-        else:
-            from tagger.constraints.decoding import constrained_decode
-
-            compiled = self.compile_constraints(constraints)
-            ids, _ = constrained_decode(
-                state, E.offsets, trans, compiled, compiled.indicators(nonempty)
-            )
-        node = forward_backward_batch(state, E.offsets, trans)[1] if marginals else None
+        compiled = None if constraints is None else self.compile_constraints(constraints)
+        ids, node = decode(state, E.offsets, trans, compiled, nonempty, marginals)
         return Predictions(ids, offsets, node)
 
     def compile_constraints(self, constraints):
@@ -367,37 +334,15 @@ class Tagger:
     def _violations(
         self, gold_sents: list[Sentence], constraints, predictions: Sequence[Sequence[str]] | None
     ) -> list[dict]:
-        from tagger.constraints import violation_report
-
         index = self.fitted().labels
         compiled = constraint_set(constraints).compile(index.labels)
         ti = compiled.indicators(gold_sents)
         gold = [lab for s in gold_sents for lab in s.labels or ()]
-        known = set(index.labels)
-        unknown = sorted({lab for lab in gold if lab not in known})
-        if unknown:
-            raise UnknownLabelError(
-                f"gold labels {', '.join(unknown)} are not labels of the "
-                f"model; the constraint report cannot count them"
-            )
+        check_all_known(gold, index.labels)
         if predictions is None:
             predictions = self.predict(gold_sents)
-        g = violation_report(compiled, ti, index.encode(gold))
-        p = violation_report(
-            compiled, ti, index.encode([lab for labs in predictions for lab in labs])
-        )
-        rows = []
-        for rg, rp in zip(g, p):
-            row = {"constraint": rg["constraint"], "level": rg["level"], "hard": rg["hard"]}
-            for key in ("rate", "violations", "value", "violated"):
-                if key in rg:
-                    row[f"gold_{key}"] = rg[key]
-                    row[f"pred_{key}"] = rp[key]
-            if rg["level"] == "corpus":
-                row["target"] = rg["target"]
-                row["tolerance"] = rg["tolerance"]
-            rows.append(row)
-        return rows
+        pred = [lab for labs in predictions for lab in labs]
+        return constraint_report(compiled, ti, index.encode(gold), index.encode(pred))
 
     def evaluate(
         self, sentences: Iterable[Sentence], constraints=None, vocabulary=None, violations=None
@@ -414,24 +359,11 @@ class Tagger:
             labeled_list(as_sentences(sentences), "evaluation data")
         )
         gold = [list(s.labels or ()) for s in gold_sents]
-        gold_labels = {lab for labs in gold for lab in labs}
-        known = set(index.labels)
-        if not gold_labels & known:
-            raise UnknownLabelError(
-                f"none of the evaluation data's labels ({', '.join(sorted(gold_labels)[:8])}"
-                f"{', ...' if len(gold_labels) > 8 else ''}) is a label of this model "
-                f"({', '.join(index.labels[:8])}{', ...' if len(known) > 8 else ''}); "
-                f"is it the right model, format and label column?"
-            )
+        # before decoding: a wrong model or label column is reported without tagging first
+        check_some_known(gold, index.labels)
         pred = self.predict(gold_sents, constraints=constraints)
-        # the model's labels decide chunk or token scoring: a stray gold label cannot switch it
-        result = evaluate_labels(gold, pred, chunk_level=is_bio(index.labels))
-        # gold labels the model never saw in training: always counted as errors
-        result["unknown_labels"] = sorted(gold_labels - known)
-        if vocabulary is not None:
-            result["by_vocabulary"] = by_vocabulary(
-                [s.tokens for s in gold_sents], gold, pred, word_set(vocabulary)
-            )
+        tokens = [s.tokens for s in gold_sents]
+        result = evaluation_report(gold, pred, index.labels, tokens, vocabulary)
         if violations is not None:
             result["constraints"] = self._violations(gold_sents, violations, pred)
         return result
@@ -463,21 +395,12 @@ class Tagger:
 
     def to_bytes(self) -> bytes:
         """The model file's bytes (what :meth:`save` writes)."""
-        import tempfile
-
-        with tempfile.TemporaryDirectory(prefix="tagger-") as tmp:
-            path = Path(tmp) / "model.tgm"
-            self.save(path)
-            return path.read_bytes()
+        return model_bytes(self.save)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Tagger:
-        import tempfile
-
-        with tempfile.TemporaryDirectory(prefix="tagger-") as tmp:
-            path = Path(tmp) / "model.tgm"
-            path.write_bytes(data)
-            return cls.load(path)
+        """A tagger from a model file's bytes (what :meth:`to_bytes` returns)."""
+        return from_model_bytes(data, cls.load)
 
     def tag_dataset(
         self,

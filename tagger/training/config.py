@@ -14,6 +14,11 @@ same data and seed, writes the same bytes.
 
 In Python the same settings are a :class:`TrainingConfig` (or its dict form, ``to_dict``), which
 :func:`tagger.train` takes with keyword arguments that override it as the options do.
+
+This module reads, checks and merges settings and keeps a model's configuration; the table of
+settings is :mod:`tagger.training.schema` and the file ``tagger init-config`` writes is
+:mod:`tagger.training.config_writing`. Their public names are importable from here too, the
+one place the command line, the tests and users look for the configuration.
 """
 
 from __future__ import annotations
@@ -28,9 +33,17 @@ from typing import Any
 
 from tagger.errors import ConfigError, ParameterError
 from tagger.io import toml_file
-from tagger.io.formats import FORMATS as READ_FORMATS
 from tagger.model.files import load_model_file
 from tagger.model.header import check_header
+from tagger.training.config_writing import TASKS as TASKS
+from tagger.training.config_writing import for_task as for_task
+from tagger.training.config_writing import to_toml as to_toml
+from tagger.training.schema import FORMATS as FORMATS
+from tagger.training.schema import OPTION_KEYS as OPTION_KEYS
+from tagger.training.schema import SCHEMA as SCHEMA
+from tagger.training.schema import SECTION_OF as SECTION_OF
+from tagger.training.schema import Key as Key
+from tagger.training.schema import defaults as defaults
 
 
 class SettingError(ConfigError):
@@ -42,121 +55,6 @@ class SettingError(ConfigError):
     def __init__(self, message: str, key: str):
         super().__init__(message)
         self.key = key
-
-
-@dataclass(frozen=True)
-class Key:
-    """One setting of the file: its type, default (None: decided from the data, written as a
-    comment) and what it means."""
-
-    kind: type
-    default: object
-    help: str
-    choices: tuple | None = None
-    is_path: bool = False
-
-
-FORMATS = ("auto", *READ_FORMATS)
-SCHEMA: dict[str, dict[str, Key]] = {
-    "data": {
-        "train": Key(
-            list,
-            [],
-            "labeled training files (also hf:NAME, *.parquet, *.jsonl, *.spacy), concatenated",
-            is_path=True,
-        ),
-        "dev": Key(
-            str,
-            "",
-            'labeled dev file that scores the strength\'s path; "": a held-out tenth of train does',
-            is_path=True,
-        ),
-        "test": Key(str, "", "labeled file scored along training for the trace only", is_path=True),
-        "unlabeled": Key(
-            str,
-            "",
-            "unlabeled sentences for semi-supervised training (learner ssvm-annealing)",
-            is_path=True,
-        ),
-        "constraints": Key(
-            str,
-            "",
-            "constraint file the labels imputed to the unlabeled "
-            "sentences should meet (constraints/README.md)",
-            is_path=True,
-        ),
-        "format": Key(
-            str,
-            "auto",
-            "corpus format; auto guesses it from each file's first lines",
-            choices=FORMATS,
-        ),
-        "label_column": Key(
-            int, None, "label column of CoNLL files, negative from the end (default -1)"
-        ),
-        "conllu_label": Key(
-            str, None, "CoNLL-U field holding the labels (default upos)", choices=("upos", "xpos")
-        ),
-        "fields": Key(
-            str,
-            "",
-            "for datasets and DocBin input: the columns the features read, "
-            'then the label column, e.g. "tokens,pos_tags,chunk_tags"',
-        ),
-    },
-    "model": {
-        "output": Key(str, "", "model file to write (atomically)", is_path=True),
-        "features": Key(
-            str,
-            "",
-            "feature preset (chunk, pos, citation) or a TOML template "
-            'file; "": chosen from the training data',
-        ),
-        "learner": Key(str, "", "learner ('tagger learners'), or auto; \"\": the default"),
-        "seed": Key(int, 0, "random seed"),
-        "select": Key(
-            bool,
-            True,
-            "choose the regularization strength on a path scored on "
-            "dev (false: the learner's default, or params' value)",
-        ),
-        "max_seconds": Key(float, 0.0, "time budget of that choice in seconds (0: no limit)"),
-    },
-}
-#: the setting a command-line option stands for: (section, key)
-OPTION_KEYS = {
-    "train_files": ("data", "train"),
-    "dev_file": ("data", "dev"),
-    "test_file": ("data", "test"),
-    "unlabeled_file": ("data", "unlabeled"),
-    "constraints_file": ("data", "constraints"),
-    "fmt": ("data", "format"),
-    "label_column": ("data", "label_column"),
-    "conllu_label": ("data", "conllu_label"),
-    "fields": ("data", "fields"),
-    "model_path": ("model", "output"),
-    "features": ("model", "features"),
-    "learner": ("model", "learner"),
-    "seed": ("model", "seed"),
-    "max_seconds": ("model", "max_seconds"),
-}
-
-
-#: the section of each key, for settings named without their section (keyword arguments)
-SECTION_OF = {name: section for section, keys in SCHEMA.items() for name in keys}
-
-
-def defaults() -> dict:
-    """Every setting at its default (``params`` empty: the learner's own)."""
-    cfg = {
-        section: {
-            k: (list(key.default) if isinstance(key.default, list) else key.default)
-            for k, key in keys.items()
-        }
-        for section, keys in SCHEMA.items()
-    }
-    cfg["params"] = {}
-    return cfg
 
 
 # ---------------------------------------------------------------------- reading
@@ -452,99 +350,3 @@ class TrainingConfig:
                     SCHEMA[section][name], value, source, f"{section}.{name}", None
                 )
         return TrainingConfig(**out, source=self.source)
-
-
-# ---------------------------------------------------------------------- writing
-
-
-def to_toml(cfg: dict, learner: str) -> str:
-    """``cfg`` as a commented TOML file with every setting: data and model settings, then the
-    learner's parameter table (a parameter the file does not set is written as a comment with
-    its default; the strength is commented out so that training chooses it)."""
-    from tagger.learners import AUTO, DEFAULT_LEARNER, get_learner
-
-    lines = [
-        "# Training configuration: tagger train --config THIS_FILE [options that override it]",
-        "# Paths are relative to this file's directory. A line left as a comment keeps the",
-        "# default it shows.",
-        "",
-    ]
-    for section, keys in SCHEMA.items():
-        lines.append(f"[{section}]")
-        for name, key in keys.items():
-            value = cfg[section].get(name)
-            lines.append(f"# {key.help}")
-            if value is None:
-                shown = {"label_column": -1, "conllu_label": "upos"}.get(name, "")
-                lines.append(f"# {name} = {_toml(shown)}")
-            else:
-                lines.append(f"{name} = {_toml(value)}")
-        lines.append("")
-    name = learner or DEFAULT_LEARNER
-    lines.append(f"[params]   # parameters of {name} ('tagger learners' lists every learner's)")
-    if name == AUTO:
-        lines.append("# learner auto sets its candidates' parameters itself")
-        return "\n".join(lines) + "\n"
-    cls = get_learner(name)
-    strength = getattr(cls, "strength", None)
-    for p in cls.params:
-        if strength is not None and p.name == strength[0]:
-            lines.append(f"# {p.help}; chosen on a path unless set here or select = false")
-        else:
-            lines.append(f"# {p.help}")
-        if p.name in cfg["params"]:
-            lines.append(f"{p.name} = {_toml(cfg['params'][p.name])}")
-        else:
-            lines.append(f"# {p.name} = {_toml(p.default)}")
-    return "\n".join(lines) + "\n"
-
-
-def _toml(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-#: what ``tagger init-config --task`` fills in: the samples shipped in corpora/
-TASKS: dict[str, dict[str, Any]] = {
-    "chunk": {
-        "train": ["corpora/sample_chunk.txt"],
-        "dev": "corpora/sample_chunk_dev.txt",
-        "features": "chunk",
-        "output": "chunker.tgm",
-    },
-    "pos": {
-        "train": ["corpora/sample_pos.conllu"],
-        "dev": "",
-        "features": "pos",
-        "output": "pos.tgm",
-    },
-    "citation": {
-        "train": ["corpora/sample_citations.txt"],
-        "dev": "",
-        "features": "citation",
-        "output": "citations.tgm",
-    },
-}
-
-
-def for_task(task: str | None, learner: str | None, directory: Path) -> dict:
-    """A configuration for ``task`` (the shipped sample's paths written relative to
-    ``directory``, where the file goes), or with empty data paths to fill in."""
-    cfg = defaults()
-    if learner:
-        cfg["model"]["learner"] = learner
-    if task is None:
-        return cfg
-    spec = TASKS[task]
-    root = Path(__file__).resolve().parents[2]
-    rel = [os.path.relpath(root / p, directory) for p in spec["train"]]
-    cfg["data"]["train"] = rel
-    cfg["data"]["dev"] = os.path.relpath(root / spec["dev"], directory) if spec["dev"] else ""
-    cfg["model"]["features"] = spec["features"]
-    cfg["model"]["output"] = spec["output"]
-    return cfg
