@@ -337,7 +337,10 @@ def test_dual_never_decreases_on_the_sample_chunk_corpus():
     if not path.is_file():
         pytest.skip("sample chunk corpus missing")
     tg = Tagger(
-        features="chunk", learner="m3n-l2", params={"C": 1.0, "epochs": 25, "tol": 0.0}
+        features="chunk",
+        learner="m3n-l2",
+        params={"C": 1.0, "epochs": 25, "tol": 0.0},
+        select=False,
     ).fit(read_corpus(path))
     duals = [r["dual"] for r in tg.trace_]
     primals = [r["objective"] for r in tg.trace_]
@@ -453,7 +456,7 @@ def test_table_rescoring_takes_the_same_steps_as_the_plain_gather(valued, all_pa
     the plain pass that gathers from the whole weight vector: the same steps, bit for bit,
     over several passes with full working sets, real-valued or indicator features, every or
     only the seen (attribute, label) pairs."""
-    from tagger.learners.solvers.sdm_solver import _sdm_epoch
+    from tagger.learners.solvers.sdm_kernels import sdm_epoch
 
     rng = np.random.default_rng(7)
     n, L, n_attrs = 40, 5, 60
@@ -477,7 +480,7 @@ def test_table_rescoring_takes_the_same_steps_as_the_plain_gather(valued, all_pa
         for s, table in zip(solvers, (True, False)):
             s.stats = np.zeros(3, dtype=np.int64)
             layout, batch, dual, ws = s.kernel_records()
-            _sdm_epoch(
+            sdm_epoch(
                 layout,
                 batch,
                 s.y,
