@@ -54,7 +54,6 @@ offsets) and restored with :func:`unpack_strings`; this is compact and needs no 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -69,23 +68,29 @@ from numpy.lib import format as npy_format
 from tagger import __version__
 from tagger.errors import ModelFileError
 
+# the reading and what both sides compute alike have their own modules; their names stay
+# importable from here, where the format is described
+from tagger.model.manifest import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    HEADER_NAME,
+    descr,
+    oserror_text,
+    sha256,
+)
+from tagger.model.reading import ZIP_SIGNATURE, is_model_file, load_model_file
+
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "HEADER_NAME",
+    "ZIP_SIGNATURE",
     "save_model_file",
     "load_model_file",
+    "is_model_file",
     "pack_strings",
     "unpack_strings",
 ]
-
-#: Value of the header's ``"format"`` key.
-FORMAT_NAME = "tagger-model"
-#: Version of the layout described in the module docstring. Bump it whenever a reader of the
-#: previous version could misread a new file; readers accept only their own version.
-FORMAT_VERSION = 1
-#: Name of the JSON header member.
-HEADER_NAME = "tagger.json"
 
 _ARRAY_DIR = "arrays/"
 _COMPRESSION = zipfile.ZIP_DEFLATED
@@ -93,8 +98,6 @@ _COMPRESSLEVEL = 6
 # Fixed member timestamps make the output deterministic (zip cannot store dates before 1980).
 _DATE_TIME = (1980, 1, 1, 0, 0, 0)
 _NAME_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
-_HASH_CHUNK = 1 << 24  # bytes hashed per step for arrays that are not C-contiguous
 
 
 # --------------------------------------------------------------------------------------------
@@ -124,9 +127,9 @@ def save_model_file(path: str | os.PathLike, meta: dict, arrays: Mapping[str, np
         "arrays": {
             name: {
                 "member": _member_name(name),
-                "dtype": _descr(arr.dtype),
+                "dtype": descr(arr.dtype),
                 "shape": list(arr.shape),
-                "sha256": _sha256(arr),
+                "sha256": sha256(arr),
             }
             for name, arr in prepared.items()
         },
@@ -140,7 +143,7 @@ def save_model_file(path: str | os.PathLike, meta: dict, arrays: Mapping[str, np
         )
     except OSError as e:
         raise ModelFileError(
-            f"cannot write model file {path}: {_oserror_text(e)}; check that the directory "
+            f"cannot write model file {path}: {oserror_text(e)}; check that the directory "
             f"exists and is writable."
         ) from e
     try:
@@ -166,7 +169,7 @@ def save_model_file(path: str | os.PathLike, meta: dict, arrays: Mapping[str, np
         except FileNotFoundError:
             pass
         if isinstance(e, OSError):
-            raise ModelFileError(f"cannot write model file {path}: {_oserror_text(e)}") from e
+            raise ModelFileError(f"cannot write model file {path}: {oserror_text(e)}") from e
         raise
     _fsync_directory(directory)
     return size
@@ -249,27 +252,6 @@ def _zipinfo(name: str) -> zipfile.ZipInfo:
     return info
 
 
-def _descr(dtype: np.dtype) -> Any:
-    """JSON form of ``dtype`` (tuples become lists), as stored in and compared with the manifest."""
-    return json.loads(json.dumps(npy_format.dtype_to_descr(dtype)))
-
-
-def _sha256(arr: np.ndarray) -> str:
-    """sha256 of ``arr.tobytes(order='C')`` without materialising a copy of a large array."""
-    h = hashlib.sha256()
-    if arr.size == 0 or arr.dtype.itemsize == 0:
-        return h.hexdigest()
-    if arr.flags.c_contiguous:
-        h.update(arr.reshape(-1).view(np.uint8))
-        return h.hexdigest()
-    buffersize = max(_HASH_CHUNK // arr.dtype.itemsize, 1)
-    for chunk in np.nditer(
-        arr, flags=["external_loop", "buffered", "zerosize_ok"], buffersize=buffersize, order="C"
-    ):
-        h.update(chunk.tobytes("C"))
-    return h.hexdigest()
-
-
 def _default_file_mode(path: str) -> int:
     """Mode of the file being replaced, else what ``open()`` would give a new file."""
     try:
@@ -292,204 +274,6 @@ def _fsync_directory(directory: str) -> None:
         pass
     finally:
         os.close(dfd)
-
-
-# --------------------------------------------------------------------------------------------
-# reading
-
-
-#: the first bytes of every model file (a zip archive's local file header)
-ZIP_SIGNATURE = b"PK\x03\x04"
-
-
-def is_model_file(path: str | os.PathLike) -> bool:
-    """Whether ``path`` starts as a model file does: they are zip archives, and no corpus
-    starts with a zip signature (a file that cannot be read is not one: reading it as a
-    corpus reports the problem)."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(4) == ZIP_SIGNATURE
-    except OSError:
-        return False
-
-
-def load_model_file(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
-    """Read a model file written by :func:`save_model_file`; return ``(meta, arrays)``.
-
-    Raises :class:`ModelFileError` with a one-line message if the file is missing, is not a
-    tagger model, was written with another format version, or is damaged.
-    """
-    path = os.fspath(path)
-    try:
-        with open(path, "rb") as fh:
-            magic = fh.read(4)
-            if not magic:
-                raise ModelFileError(
-                    f"model file {path} is empty (0 bytes); it was probably not written "
-                    f"completely. Copy it again from its source or retrain the model."
-                )
-            try:
-                zf = zipfile.ZipFile(fh)
-            except Exception as e:  # BadZipFile, or anything a corrupt central directory causes
-                if magic == ZIP_SIGNATURE:
-                    raise _damaged(path, f"truncated or corrupt zip archive: {_text(e)}") from e
-                raise _not_a_model(path, "it is not a zip archive") from e
-            with zf:
-                header = _read_header(zf, path)
-                return header["meta"], _read_arrays(zf, path, header["arrays"])
-    except FileNotFoundError as e:
-        raise ModelFileError(
-            f"model file {path} does not exist. Check the path, or train and save a model first."
-        ) from e
-    except IsADirectoryError as e:
-        raise ModelFileError(f"{path} is a directory, not a model file.") from e
-    except OSError as e:
-        raise ModelFileError(f"cannot read model file {path}: {_oserror_text(e)}") from e
-
-
-def _read_header(zf: zipfile.ZipFile, path: str) -> dict:
-    try:
-        zf.getinfo(HEADER_NAME)
-    except KeyError:
-        raise _not_a_model(path, f"the zip archive has no {HEADER_NAME}") from None
-    try:
-        raw = zf.read(HEADER_NAME)
-        header = json.loads(raw.decode("utf-8"))
-    except Exception as e:  # bad CRC, bad deflate stream, bad UTF-8, invalid JSON, ...
-        raise _damaged(path, f"cannot read {HEADER_NAME}: {_text(e)}") from e
-    if not isinstance(header, dict) or "format" not in header:
-        raise _not_a_model(path, f'its {HEADER_NAME} has no "format" key')
-    if header["format"] != FORMAT_NAME:
-        raise _not_a_model(
-            path, f"its {HEADER_NAME} says format {header['format']!r}, not {FORMAT_NAME!r}"
-        )
-    version = header.get("format_version")
-    if not _is_int(version):
-        raise _damaged(path, f'{HEADER_NAME} has no integer "format_version" (got {version!r})')
-    if version != FORMAT_VERSION:
-        writer = header.get("tagger_version")
-        by = f" (by tagger {writer})" if isinstance(writer, str) else ""
-        raise ModelFileError(
-            f"{path} was written with model format version {version}{by}; this tagger "
-            f"({__version__}) reads version {FORMAT_VERSION}. Retrain the model or use a matching "
-            f"tagger version."
-        )
-    if not isinstance(header.get("meta"), dict):
-        raise _damaged(path, f'{HEADER_NAME} has no "meta" object')
-    manifest = header.get("arrays")
-    if not isinstance(manifest, dict):
-        raise _damaged(path, f'{HEADER_NAME} has no "arrays" manifest')
-    for name, entry in manifest.items():
-        if not (
-            isinstance(entry, dict)
-            and isinstance(entry.get("member"), str)
-            and "dtype" in entry
-            and isinstance(entry.get("shape"), list)
-            and all(_is_int(n) and n >= 0 for n in entry["shape"])
-            and isinstance(entry.get("sha256"), str)
-            and _SHA256_HEX.fullmatch(entry["sha256"])
-        ):
-            raise _damaged(path, f"{HEADER_NAME} has an invalid manifest entry for array {name!r}")
-    return header
-
-
-def _read_arrays(zf: zipfile.ZipFile, path: str, manifest: dict) -> dict[str, np.ndarray]:
-    arrays: dict[str, np.ndarray] = {}
-    for name, entry in manifest.items():
-        member = entry["member"]
-        try:
-            zf.getinfo(member)
-        except KeyError:
-            raise _damaged(path, f"array {name!r} ({member}) is missing") from None
-        try:
-            arrays[name] = _read_member(zf, path, name, entry)
-        except ModelFileError:
-            raise
-        except MemoryError as e:
-            raise _damaged(path, f"array {name!r} does not fit in memory") from e
-        except Exception as e:  # bad CRC, truncated/invalid deflate stream, bad .npy header, ...
-            raise _damaged(path, f"cannot read array {name!r} ({member}): {_text(e)}") from e
-    return arrays
-
-
-def _read_member(zf: zipfile.ZipFile, path: str, name: str, entry: dict) -> np.ndarray:
-    with zf.open(entry["member"]) as f:
-        # Check the .npy header against the manifest before allocating or reading any data.
-        version = npy_format.read_magic(f)
-        if version == (1, 0):
-            shape, _, dtype = npy_format.read_array_header_1_0(f)
-        elif version == (2, 0):
-            shape, _, dtype = npy_format.read_array_header_2_0(f)
-        else:  # version 3.0 (utf-8 field names) has no public header reader: read_array checks
-            shape, dtype = None, None
-        if dtype is not None:
-            _check_dtype_shape(path, name, entry, dtype, shape)
-        f.seek(0)
-        try:
-            arr = npy_format.read_array(f, allow_pickle=False)
-        except ValueError as e:
-            if "allow_pickle" in str(e):
-                raise _pickled(path, name) from e
-            raise
-        _check_dtype_shape(path, name, entry, arr.dtype, arr.shape)
-        # Reading to the end makes zipfile verify the member's CRC-32.
-        trailing = f.read(1)
-        if trailing:
-            raise _damaged(path, f"array {name!r} has bytes after its data")
-        f.read()
-    if _sha256(arr) != entry["sha256"]:
-        raise _damaged(path, f"array {name!r} does not match its sha256 checksum")
-    return arr
-
-
-def _check_dtype_shape(path: str, name: str, entry: dict, dtype: np.dtype, shape: tuple) -> None:
-    if dtype.hasobject:
-        raise _pickled(path, name)
-    if _descr(dtype) != entry["dtype"]:
-        raise _damaged(
-            path,
-            f"array {name!r} has dtype {_descr(dtype)!r} but the manifest says {entry['dtype']!r}",
-        )
-    if tuple(shape) != tuple(entry["shape"]):
-        raise _damaged(
-            path,
-            f"array {name!r} has shape {tuple(shape)} but the manifest says "
-            f"{tuple(entry['shape'])}",
-        )
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _text(e: BaseException) -> str:
-    """An exception's message on one line."""
-    text = " ".join(str(e).split())
-    return text or type(e).__name__
-
-
-def _oserror_text(e: OSError) -> str:
-    return e.strerror or _text(e)
-
-
-def _not_a_model(path: str, why: str) -> ModelFileError:
-    return ModelFileError(
-        f"{path} is not a tagger model file ({why}). Pass a file written by the tagger's save."
-    )
-
-
-def _damaged(path: str, why: str) -> ModelFileError:
-    return ModelFileError(
-        f"model file {path} is damaged ({why}). Copy it again from its source or retrain the model."
-    )
-
-
-def _pickled(path: str, name: str) -> ModelFileError:
-    return ModelFileError(
-        f"model file {path} is not safe to load: array {name!r} is a pickled object array, which "
-        f"the tagger never writes; it was refused without unpickling. Use a model file written by "
-        f"the tagger's save."
-    )
 
 
 # --------------------------------------------------------------------------------------------
