@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from tagger.cli import cli
 from tagger.constraints import ConstraintSet
-from tagger.constraints.language import _COMMON_KEYS, _RULE_KEYS, CORPUS_RULES, INSTANCE_RULES
+from tagger.constraints.rule_checks import COMMON_KEYS, CORPUS_RULES, INSTANCE_RULES, RULE_KEYS
 from tagger.errors import ConstraintError
 from tagger.model.files import HEADER_NAME, load_model_file, save_model_file
 
@@ -558,9 +558,9 @@ BASE = {
 
 
 def _typed_constraint_files():
-    for rule, keys in _RULE_KEYS.items():
+    for rule, keys in RULE_KEYS.items():
         level = "instance" if rule in INSTANCE_RULES else "corpus"
-        for key in sorted(keys | _COMMON_KEYS):
+        for key in sorted(keys | COMMON_KEYS):
             for v in VALUES:
                 lines = [ln for ln in BASE[rule].split("\n") if ln and not ln.startswith(key)]
                 body = lines if key == "rule" else [f'rule = "{rule}"'] + lines
