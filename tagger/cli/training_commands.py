@@ -171,7 +171,7 @@ def train_cmd(config_file, config_model, settings, quiet, as_json, **options) ->
         raise click.UsageError("no model file: give -o MODEL or [model] output in --config")
     from tagger.api import train
     from tagger.cli.reports import train_record, train_summary
-    from tagger.training.config import SettingError, TrainingConfig
+    from tagger.training.config import ParameterSettingError, SettingError, TrainingConfig
     from tagger.training.run import default_learner
 
     learner = default_learner(run["learner"], bool(data["unlabeled"]))
@@ -182,6 +182,8 @@ def train_cmd(config_file, config_model, settings, quiet, as_json, **options) ->
     try:
         with TrainProgress(quiet):
             tagger = train(config, progress=None if quiet else _unlabeled_progress)
+    except ParameterSettingError:
+        raise  # a parameter's value, not the option's use: a data error (exit status 1)
     except SettingError as exc:
         raise setting_usage_error(exc) from None
     model_path = run["output"]

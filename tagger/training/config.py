@@ -57,6 +57,12 @@ class SettingError(ConfigError):
         self.key = key
 
 
+class ParameterSettingError(SettingError, ParameterError):
+    """The learner or one of its parameters as given: unknown, or out of its range. Both a
+    :class:`SettingError` (its ``key``: ``model.learner``, ``params.NAME``) and the
+    :class:`~tagger.errors.ParameterError` that ``Tagger.fit`` has always raised for them."""
+
+
 # ---------------------------------------------------------------------- reading
 
 
@@ -174,16 +180,18 @@ def merge(cfg: dict, options: dict, settings: dict) -> dict:
 
 
 def learner_params(cfg: dict, learner: str, source: str) -> dict:
-    """The ``params`` table checked against ``learner``'s parameter table (typed values)."""
+    """The ``params`` table checked against ``learner``'s parameter table (typed values);
+    a mistake raises :class:`ParameterSettingError` naming ``source`` and the key."""
     from tagger.learners import AUTO, get_learner
 
     params = cfg["params"]
     if learner == AUTO:
         if params:
-            raise ConfigError(
+            raise ParameterSettingError(
                 f"{source}: params: learner auto chooses each candidate's "
                 f"parameters itself; name a learner in model.learner or remove "
-                f"the [params] table"
+                f"the [params] table",
+                "params",
             )
         return {}
     cls = get_learner(learner)
@@ -191,18 +199,21 @@ def learner_params(cfg: dict, learner: str, source: str) -> dict:
     out = {}
     for name, value in params.items():
         if name not in table:
-            raise ConfigError(
+            raise ParameterSettingError(
                 f"{source}: params.{name}: expected a parameter of {learner} "
-                f"({_names(table)}), found '{name}'; correct or remove it"
+                f"({_names(table)}), found '{name}'; correct or remove it",
+                f"params.{name}",
             )
         try:
-            out[name] = table[name].validate(value, learner)
+            out[name] = table[name].validate(value, cls.__name__)
         except ParameterError as exc:
-            raise ConfigError(f"{source}: params.{name}: {exc}") from None
+            raise ParameterSettingError(
+                f"{source}: params.{name}: {exc}", f"params.{name}"
+            ) from None
     try:
         cls(**out).validated()
     except ParameterError as exc:
-        raise ConfigError(f"{source}: params: {exc}") from None
+        raise ParameterSettingError(f"{source}: params: {exc}", "params") from None
     return out
 
 

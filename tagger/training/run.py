@@ -40,7 +40,13 @@ from tagger.io.sources import (
 from tagger.learners import AUTO, DEFAULT_LEARNER, get_learner
 from tagger.sentence import Sentence
 from tagger.training.auto import fit_auto
-from tagger.training.config import SettingError, TrainingConfig, for_model, learner_params
+from tagger.training.config import (
+    ParameterSettingError,
+    SettingError,
+    TrainingConfig,
+    for_model,
+    learner_params,
+)
 from tagger.training.data import constraint_set
 from tagger.training.fit import FitSettings, Fitted, Progress, fit_learner
 
@@ -138,7 +144,7 @@ def fit(
         try:
             get_learner(learner)
         except ParameterError as exc:
-            raise SettingError(f"{exc}; see 'tagger learners'", "model.learner") from None
+            raise ParameterSettingError(f"{exc}; see 'tagger learners'", "model.learner") from None
     params = learner_params(config.to_dict(), learner, config.source)
     try:
         check_output(

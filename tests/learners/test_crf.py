@@ -251,7 +251,7 @@ def test_smaller_c1_more_nonzeros():
 
 def test_marginals_are_the_model_probabilities():
     train = toy_chain(60, seed=1)
-    tg = Tagger(features=SPEC, learner="crf-l2", params={"c2": 0.5}).fit(train)
+    tg = Tagger(features=SPEC, learner="crf-l2", params={"c2": 0.5}, select=False).fit(train)
     sents = [Sentence([["a1", "amb", "zzz"]]), Sentence([["c2"]])]
     margs = tg.predict_marginals(sents)
     assert [m.shape for m in margs] == [(3, 3), (1, 3)]
@@ -271,7 +271,7 @@ def test_marginals_are_the_model_probabilities():
 
 
 def test_marginals_refused_for_max_margin_models():
-    tg = Tagger(features=SPEC, learner="m3n-subgradient", params={"epochs": 2}).fit(
+    tg = Tagger(features=SPEC, learner="m3n-subgradient", params={"epochs": 2}, select=False).fit(
         toy_chain(30, 0)
     )
     with pytest.raises(TaggerError, match="not probabilities"):
@@ -352,7 +352,7 @@ def test_label_table_maps_gold_labels():
         )
     # training and evaluation both see the mapped labels
     train = [Sentence([["the", "dog", "ran"], ["DT", "NN", "VBD"]], ["B-NP", "I-NP", "B-VP"])] * 5
-    tg = Tagger(features=spec, learner="crf-l2", params={"epochs": 20}).fit(train)
+    tg = Tagger(features=spec, learner="crf-l2", params={"epochs": 20}, select=False).fit(train)
     assert sorted(tg.labels_.labels) == ["B-NP", "I-NP", "O"]
     assert tg.evaluate(train)["f1"] == 1.0
 

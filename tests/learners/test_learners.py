@@ -79,7 +79,9 @@ def train() -> list[Sentence]:
 
 @pytest.fixture(scope="module")
 def fitted(train) -> dict[str, Tagger]:
-    return {name: Tagger(features=SPEC, learner=name, seed=3).fit(train) for name in NAMES}
+    return {
+        name: Tagger(features=SPEC, learner=name, seed=3, select=False).fit(train) for name in NAMES
+    }
 
 
 # ------------------------------------------------------------------------------ 1. separable chain
@@ -199,7 +201,7 @@ _BAD_CASES = [
 def test_bad_parameter_is_rejected_with_its_range(name, param, value, train):
     p = LEARNERS[name].param(param)
     with pytest.raises(ParameterError) as info:
-        Tagger(features=SPEC, learner=name, params={param: value}).fit(train)
+        Tagger(features=SPEC, learner=name, params={param: value}, select=False).fit(train)
     msg = str(info.value)
     assert "\n" not in msg
     assert f"'{param}'" in msg
@@ -229,7 +231,7 @@ def test_bad_parameter_is_rejected_with_its_range(name, param, value, train):
 )
 def test_bad_parameter_messages_by_example(name, params, fragments, train):
     with pytest.raises(ParameterError) as info:
-        Tagger(features=SPEC, learner=name, params=params).fit(train)
+        Tagger(features=SPEC, learner=name, params=params, select=False).fit(train)
     for fragment in fragments:
         assert fragment in str(info.value)
 
@@ -237,7 +239,7 @@ def test_bad_parameter_messages_by_example(name, params, fragments, train):
 @pytest.mark.parametrize("name", NAMES)
 def test_unknown_parameter_is_rejected(name, train):
     with pytest.raises(ParameterError) as info:
-        Tagger(features=SPEC, learner=name, params={"colour": 1}).fit(train)
+        Tagger(features=SPEC, learner=name, params={"colour": 1}, select=False).fit(train)
     msg = str(info.value)
     assert "'colour'" in msg
     for p in LEARNERS[name].params:  # lists what is allowed
@@ -250,12 +252,12 @@ def test_parameters_are_checked_before_the_data(name):
     first = LEARNERS[name].params[0]
     bad = {first.name: 0} if first.kind is not bool else {first.name: "maybe"}
     with pytest.raises(ParameterError, match=f"'{first.name}'"):
-        Tagger(features=SPEC, learner=name, params=bad).fit([])
+        Tagger(features=SPEC, learner=name, params=bad, select=False).fit([])
 
 
 def test_unknown_learner():
     with pytest.raises(ParameterError, match="unknown learner 'nope'.*m3n-subgradient"):
-        Tagger(features=SPEC, learner="nope").fit(toy_chain(3, 0))
+        Tagger(features=SPEC, learner="nope", select=False).fit(toy_chain(3, 0))
     with pytest.raises(ParameterError, match="m3n-l2-subgradient"):
         get_learner("nope")
 
@@ -288,7 +290,7 @@ def test_parameter_table(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_same_seed_same_weights(name, fitted, train):
-    again = Tagger(features=SPEC, learner=name, seed=3).fit(train)
+    again = Tagger(features=SPEC, learner=name, seed=3, select=False).fit(train)
     np.testing.assert_array_equal(again.weights_, fitted[name].weights_)
     np.testing.assert_array_equal(again.model_.attr_ptr, fitted[name].model_.attr_ptr)
     assert [r["objective"] for r in again.trace_] == [r["objective"] for r in fitted[name].trace_]
@@ -298,7 +300,10 @@ def test_same_seed_same_weights(name, fitted, train):
 def test_different_seeds_may_differ(name, fitted, train):
     if not any(p.name == "shuffle" for p in LEARNERS[name].params):
         pytest.skip("the learner has no random order")
-    others = [Tagger(features=SPEC, learner=name, seed=s).fit(train).weights_ for s in (4, 5)]
+    others = [
+        Tagger(features=SPEC, learner=name, seed=s, select=False).fit(train).weights_
+        for s in (4, 5)
+    ]
     ref = fitted[name].weights_
     assert any(w.shape != ref.shape or not np.array_equal(w, ref) for w in others)
 
@@ -307,8 +312,8 @@ def test_different_seeds_may_differ(name, fitted, train):
 def test_seed_must_be_an_integer(name, train):
     from tagger.errors import TaggerError
 
-    with pytest.raises(TaggerError, match="seed must be an integer"):
-        Tagger(features=SPEC, learner=name, seed="1").fit(train)
+    with pytest.raises(TaggerError, match="seed: expected an integer"):
+        Tagger(features=SPEC, learner=name, seed="1", select=False).fit(train)
 
 
 # ------------------------------------------------------------------------------ 5. progress
@@ -319,7 +324,7 @@ def test_progress_rows(name, train):
     rows = []
     dev = toy_chain(40, seed=11)
     epochs = 4
-    tg = Tagger(features=SPEC, learner=name, params=_epochs(name, epochs), seed=1)
+    tg = Tagger(features=SPEC, learner=name, params=_epochs(name, epochs), seed=1, select=False)
     tg.fit(train, dev=dev, progress=rows.append)
     seen = [r["epoch"] for r in rows]
     # a stopping rule may end training early: convergence, or a stage that scored lower on
@@ -355,7 +360,7 @@ def test_progress_reports_chunk_f1_for_bio_labels(name):
         pytest.skip("sample chunk corpora are missing")
     train, dev = list(read_corpus(path)), list(read_corpus(dev_path))
     rows = []
-    tg = Tagger(features="chunk", learner=name, params=_epochs(name, 2), seed=0)
+    tg = Tagger(features="chunk", learner=name, params=_epochs(name, 2), seed=0, select=False)
     tg.fit(train, dev=dev, progress=rows.append)
     if LEARNERS[name].closed_form:
         assert len(rows) == 1
@@ -365,7 +370,7 @@ def test_progress_reports_chunk_f1_for_bio_labels(name):
     assert rows[-1]["dev_f1"] == round(100 * result["f1"], 2)
     assert rows[-1]["dev_acc"] == round(100 * result["accuracy"], 2)
     no_dev = []
-    Tagger(features="chunk", learner=name, params=_epochs(name, 1)).fit(
+    Tagger(features="chunk", learner=name, params=_epochs(name, 1), select=False).fit(
         train, progress=no_dev.append
     )
     assert not any(k.startswith("dev_") for k in no_dev[0])
@@ -377,7 +382,9 @@ def test_progress_reports_chunk_f1_for_bio_labels(name):
 @pytest.mark.parametrize("name", ["m3n-subgradient", "m3n-l2-subgradient"])
 def test_full_batch_rows_measure_the_hinge_and_the_final_weights(name, train):
     # a batch of at least N sentences is the full batch
-    tg = Tagger(features=SPEC, learner=name, params={"epochs": 5, "batch_size": 10**6}, seed=0)
+    tg = Tagger(
+        features=SPEC, learner=name, params={"epochs": 5, "batch_size": 10**6}, seed=0, select=False
+    )
     tg.fit(train)
     rows = tg.trace_
     assert [r["batch"] for r in rows] == [len(train)] * 5
@@ -415,6 +422,7 @@ def test_smaller_radius_fewer_nonzero_weights_inside_the_ball(chunk_sample):
             learner="m3n-subgradient",
             params={"radius": radius, "epochs": 6},
             seed=0,
+            select=False,
         ).fit(chunk_sample)
         l1 = float(np.abs(tg.weights_).sum())
         assert l1 <= radius + 1e-9
@@ -478,6 +486,7 @@ def test_l1_ball_holds_for_every_variant(params, chunk_sample):
         learner="m3n-subgradient",
         params={"radius": radius, "epochs": 3, **params},
         seed=2,
+        select=False,
     ).fit(chunk_sample)
     assert float(np.abs(tg.weights_).sum()) <= radius + 1e-9
     for row in tg.trace_:
@@ -487,11 +496,15 @@ def test_l1_ball_holds_for_every_variant(params, chunk_sample):
 
 def test_sparser_than_the_l2_variant(chunk_sample):
     l1 = Tagger(
-        features="chunk", learner="m3n-subgradient", params={"radius": 20.0, "epochs": 5}, seed=0
+        features="chunk",
+        learner="m3n-subgradient",
+        params={"radius": 20.0, "epochs": 5},
+        seed=0,
+        select=False,
     ).fit(chunk_sample)
-    l2 = Tagger(features="chunk", learner="m3n-l2-subgradient", params={"epochs": 5}, seed=0).fit(
-        chunk_sample
-    )
+    l2 = Tagger(
+        features="chunk", learner="m3n-l2-subgradient", params={"epochs": 5}, seed=0, select=False
+    ).fit(chunk_sample)
     assert l1.info_["n_params"] == l2.info_["n_params"]
     assert l1.n_nonzero_ < l2.n_nonzero_
 
@@ -502,7 +515,11 @@ def test_sparser_than_the_l2_variant(chunk_sample):
 @pytest.mark.parametrize("lam", [1e-4, 1e-2, 1.0, 25.0])
 def test_l2_variant_stays_in_its_ball(lam, chunk_sample):
     tg = Tagger(
-        features="chunk", learner="m3n-l2-subgradient", params={"lambda": lam, "epochs": 3}, seed=0
+        features="chunk",
+        learner="m3n-l2-subgradient",
+        params={"lambda": lam, "epochs": 3},
+        seed=0,
+        select=False,
     ).fit(chunk_sample)
     norm = float(np.linalg.norm(tg.weights_))
     assert norm <= 1.0 / math.sqrt(lam) * (1 + 1e-12)

@@ -50,6 +50,7 @@ def test_a_label_only_the_rules_name_is_learned_from_the_unlabeled_text(tmp_path
         learner="ssvm-annealing",
         params={"steps": 2, "epochs": 5, "start_epochs": 5},
         seed=0,
+        select=False,
     ).fit(train, dev=with_zip(8, True), unlabeled=with_zip(40, False), constraints=str(rules))
     evidence = tg.info_["evidence"]
     assert evidence["zip"]["labeled"] == 0 and evidence["zip"]["imputed"] > 0

@@ -182,7 +182,11 @@ def _annealed(data, seed=0, **params):
 
     base = {"steps": 2, "epochs": 2, "start_epochs": 2}
     return Tagger(
-        features="citation", learner="ssvm-annealing", params={**base, **params}, seed=seed
+        features="citation",
+        learner="ssvm-annealing",
+        params={**base, **params},
+        seed=seed,
+        select=False,
     ).fit(data["train"], dev=data["dev"], unlabeled=data["unlabeled"], constraints=data["rules"])
 
 
@@ -223,6 +227,7 @@ def test_restarts_need_a_dev_set(address_task):
             features="citation",
             learner="ssvm-annealing",
             params={"restarts": 2, "steps": 1, "epochs": 2, "start_epochs": 2},
+            select=False,
         ).fit(
             address_task["train"],
             unlabeled=address_task["unlabeled"],
