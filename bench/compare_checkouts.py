@@ -1,13 +1,16 @@
 """The `ours` row of bench/chunking.py for several checkouts of the project, in one run.
 
     python bench/compare_checkouts.py --repo BEFORE --repo AFTER [--rounds 2] [--quick]
+                                      [--json PATH]
 
 Each checkout runs its own ``bench/chunking.py --systems ours`` with its own package first on
 ``PYTHONPATH`` (training workers and the ``tagger tag`` subprocess included), the checkouts
 taking turns for ``--rounds`` rounds so that a change in the machine's load falls on both. The
 table gives each checkout's median over the rounds of training seconds, end-to-end and
 decode-only tagging speed, and the model's F1 and non-zero weights, with the load average
-before each run: a refactoring should leave every column within noise.
+before each run: a refactoring should leave every column within noise. The rounds, the medians,
+each checkout's commit, the machine and the loads also go to ``--json`` (default
+``bench/out/compare_checkouts.json``).
 """
 
 from __future__ import annotations
@@ -68,6 +71,12 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--rounds", type=int, default=2, help="turns each checkout takes")
     ap.add_argument("--quick", action="store_true", help="chunking.py --quick")
+    ap.add_argument(
+        "--json",
+        type=Path,
+        default=HERE / "out" / "compare_checkouts.json",
+        help="where the results go",
+    )
     args = ap.parse_args(argv)
     repos = [r.resolve() for r in args.repo]
     results: dict[Path, list[dict]] = {r: [] for r in repos}
@@ -94,7 +103,32 @@ def main(argv=None) -> int:
         f"; median of {args.rounds} alternating rounds per checkout"
     )
     print(C.markdown_table(head, rows))
-    print(f"load average at end: {' '.join(map(str, C.load_average()))}")
+    end_load = C.load_average()
+    print(f"load average at end: {' '.join(map(str, end_load))}")
+    C.write_json(
+        args.json,
+        {
+            "machine": C.machine(),
+            "command": C.command_line(),
+            "quick": args.quick,
+            "rounds": args.rounds,
+            "load_average_at_end": end_load,
+            "checkouts": [
+                {
+                    "repo": str(repo),
+                    "commit": commit_of(repo),
+                    "load_averages_before_runs": loads[repo],
+                    "runs": results[repo],
+                    "median": {
+                        key: statistics.median(r[key] for r in results[repo])
+                        for key, _, _ in COLUMNS
+                    },
+                }
+                for repo in repos
+            ],
+        },
+    )
+    print(f"results: {args.json}", file=sys.stderr)
     return 0
 
 
