@@ -45,7 +45,7 @@ import _common as C  # noqa: E402
 CRFSUITE_SYSTEMS = ("crfsuite-l2", "crfsuite-l1")
 SYSTEMS = ("ours", "m3n-l2", "m3n-em") + CRFSUITE_SYSTEMS  # the default rows
 LEARNER = "m3n-subgradient"
-#: settings of the learner rows, chosen on a dev split of train.txt (README, Benchmarks)
+#: settings of the learner rows, chosen on a dev split of train.txt (docs/benchmarks.md)
 BENCH_PARAMS: dict[str, dict] = {
     # a larger ball with its tail of small weights cut (see m3n_subgradient's docstring)
     "m3n-subgradient": {"radius": 8000.0, "max_nonzero": 40000},

@@ -58,7 +58,7 @@ GRIDS = {
     "crf-l2": ("c2", [0.1, 1.0, 10.0, 100.0], {}),
 }
 # lp-simplex / lp-extragradient are left out by default: on these data the margin-1 LP is
-# solved by (nearly) w = 0 at any C we tried (README, synthetic study); part 4 checks them
+# solved by (nearly) w = 0 at any C we tried (docs/synthetic.md); part 4 checks them
 DEFAULT = [
     "m3n-subgradient",
     "m3n-l2-subgradient",

@@ -1,10 +1,10 @@
-"""Every marked snippet of the README runs (the "spaCy and Hugging Face datasets" section's, the
-configuration files').
+"""Every marked snippet of the documentation runs: the README's (its configuration files) and
+then docs/integrations.md's (spaCy and Hugging Face datasets).
 
 A fenced block preceded by ``<!-- ecosystem-test -->`` must succeed; one preceded by
 ``<!-- ecosystem-test: offline -->`` needs the Hugging Face hub, so it runs with the hub's
 endpoint pointed at a closed local port and must fail at once with the promised one-line
-message. The blocks run in README order in one temporary directory holding ``corpora/``.
+message. The blocks run in that order in one temporary directory holding ``corpora/``.
 """
 
 from __future__ import annotations
@@ -23,10 +23,15 @@ from _helpers import ROOT
 MARK = re.compile(r"<!-- ecosystem-test(: offline)? -->\n```(bash|python)\n(.*?)```", re.S)
 
 
+#: the pages whose marked snippets run, in the order they run
+PAGES = ("README.md", "docs/integrations.md")
+
+
 def _blocks():
     return [
         (bool(m.group(1)), m.group(2), m.group(3))
-        for m in MARK.finditer((ROOT / "README.md").read_text())
+        for page in PAGES
+        for m in MARK.finditer((ROOT / page).read_text())
     ]
 
 

@@ -9,7 +9,7 @@ minimised by L-BFGS (Liu & Nocedal 1989): by default the quasi-Newton core of ou
 c1 = 0 (two-loop recursion, backtracking Armijo line search), or scipy's L-BFGS-B (Byrd, Lu,
 Nocedal & Zhu 1995; no bounds, so plain L-BFGS) with ``solver="scipy"``. Both minimise the same
 function; scipy's Fortran-derived routine costs O(n m) work of its own per call that measured
-as much as a gradient evaluation on CoNLL-2000 (see the README), hence the default.
+as much as a gradient evaluation on CoNLL-2000 (see docs/crf.md), hence the default.
 """
 
 from __future__ import annotations

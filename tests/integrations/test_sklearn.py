@@ -144,7 +144,7 @@ def test_the_readme_example_runs(tmp_path):
     import subprocess
     import sys
 
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "integrations.md").read_text()
     section = text[text.index("## scikit-learn") :]
     section = section[: section.index("\n## ", 3)]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
