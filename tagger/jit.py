@@ -29,7 +29,8 @@ import threading
 # tagged by the interpreted kernels when numba has not started. Interpreted, a token costs
 # about 0.25 us per squared label plus its templates: 65 us with 16 labels, 224 us with the
 # default chunker's 22 labels and 19 templates, 604 us with 42 POS tags, so this budget is
-# 0.25-0.5 s of tagging, under the 0.7-1.5 s that starting numba takes (docs/integrations.md, "Start-up").
+# 0.25-0.5 s of tagging, under the 0.7-1.5 s that starting numba takes (docs/integrations.md,
+# "Start-up").
 INTERPRETED_WORK = 1_000_000
 
 _kernels: list[Kernel] = []

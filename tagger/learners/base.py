@@ -24,7 +24,8 @@ log = logging.getLogger("tagger.train")
 
 @dataclass(frozen=True)
 class Param:
-    """One row of a learner's parameter table: used by validation, ``--help`` and ``tagger learners``."""
+    """One row of a learner's parameter table: used by validation, ``--help`` and
+    ``tagger learners``."""
 
     name: str
     default: Any
