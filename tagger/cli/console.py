@@ -169,15 +169,18 @@ def check_plot(path: str | None, inputs) -> None:
 
 
 def check_features(value: str | None) -> str | None:
-    """A feature preset name or an existing TOML file; anything else is a usage error."""
-    from tagger.features import PRESETS
+    """A feature preset name or an existing TOML file (the training rule,
+    :func:`tagger.training.run.check_features`); anything else is a usage error of
+    ``--features``."""
+    if value is None:
+        return None
+    from tagger.training.config import SettingError
+    from tagger.training.run import check_features as feature_rule
 
-    if value is None or value in PRESETS or os.path.isfile(value):
-        return value
-    raise click.BadParameter(
-        f"{value!r} is neither a preset ({', '.join(PRESETS)}) nor an existing TOML file",
-        param_hint="'--features'",
-    )
+    try:
+        return feature_rule(value)
+    except SettingError as exc:
+        raise setting_usage_error(exc) from None
 
 
 def check_output(path: str | None, inputs, option: str = "'-o' / '--output'") -> None:

@@ -170,7 +170,7 @@ def fit(
         train = _labeled(objects.get("train"), data["train"], read)
         dev = _labeled(objects.get("dev"), data["dev"], read)
         test = _labeled(objects.get("test"), data["test"], read)
-    features = objects.get("features") or _check_features(run["features"])
+    features = objects.get("features") or check_features(run["features"])
     if not features:
         train = list(train)
         features = default_preset(train)
@@ -225,8 +225,9 @@ def feature_spec(
     return FeatureSpec.load(features), sentences
 
 
-def _check_features(value: str) -> str:
-    """A preset name or an existing TOML file ("" passes: chosen from the data)."""
+def check_features(value: str) -> str:
+    """A preset name or an existing TOML file ("" passes: chosen from the data); anything else
+    is a :class:`SettingError` of ``model.features`` (``tagger path`` applies it too)."""
     if not value or value in PRESETS or os.path.isfile(value):
         return value
     raise SettingError(
