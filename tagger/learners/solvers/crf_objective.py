@@ -12,8 +12,11 @@ Summed over sentences, not averaged: the same scale as CRFsuite, so ``c2 ||w||^2
 The state scores come from the model's per-sentence kernel, log Z and the marginals from the
 forward-backward kernel, both called sentence by sentence inside one parallel region (a single
 pass over the data per evaluation); :func:`tagger.chain.scatter_expectations` scatters
-``marginal - gold`` into the gradient, in parallel over chunks of sentences (one gradient
-buffer per chunk, summed afterwards, so the result does not depend on thread timing).
+``marginal - gold`` into the gradient, in parallel over chunks of sentences: one gradient
+buffer per chunk, summed afterwards in chunk order (:func:`sum_rows_into`). The chunks are cut
+by the data alone (:func:`fixed_chunks`), never by the number of threads, and each is summed
+by one thread in sentence order, so the objective, its gradient and the weights trained from
+them are the same bits whatever the number of threads.
 Attribute values (``Featurized.values``, real-valued features) are honoured: an empty array
 means every attribute is an indicator with value 1.
 
@@ -39,7 +42,7 @@ from tagger.chain import (
     sentence_state_scores,
     state_grad_from_marginals,
 )
-from tagger.jit import njit, prange, thread_count
+from tagger.jit import njit, prange
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
@@ -121,6 +124,39 @@ def chunk_buffers(offsets, s0, s1, L):
     return (fb_buffers(tmax, L), np.empty((tmax, L)), np.empty((tmax, L)), np.empty((L, L)))
 
 
+#: the per-chunk gradient buffers of one objective take at most about this many bytes...
+CHUNK_BUFFER_BYTES = 64 * 2**20
+#: ...but there are at least MIN_CHUNKS chunks (two threads get two each) and at most
+#: MAX_CHUNKS (more would only add to the buffers to clear and sum)
+MIN_CHUNKS, MAX_CHUNKS = 4, 64
+
+
+def fixed_chunks(offsets: np.ndarray, n_weights: int) -> np.ndarray:
+    """Sentence boundaries of the chunks a parallel objective is cut into. Their number
+    depends on the data alone (the buffers' memory, :data:`CHUNK_BUFFER_BYTES`), never on the
+    thread count: a thread sums each chunk in one order and the chunks are added in one order,
+    so results do not change with ``--threads``."""
+    by_memory = CHUNK_BUFFER_BYTES // (8 * max(int(n_weights), 1))
+    return balanced_chunks(offsets, int(min(MAX_CHUNKS, max(MIN_CHUNKS, by_memory))))
+
+
+@njit(**NUMBA_PARALLEL_OPTS)
+def sum_rows_into(buf, out):
+    """out[j] = buf[0, j] + buf[1, j] + ... in row order, in parallel over blocks of columns
+    (each column summed by one thread, in the same order whatever the thread count)."""
+    n_rows, n = buf.shape
+    block = 4096
+    for k in prange((n + block - 1) // block):
+        lo = k * block
+        hi = min(n, lo + block)
+        for j in range(lo, hi):
+            out[j] = buf[0, j] if n_rows else 0.0
+        for r in range(1, n_rows):
+            row = buf[r]
+            for j in range(lo, hi):
+                out[j] += row[j]
+
+
 def balanced_chunks(offsets: np.ndarray, n_chunks: int) -> np.ndarray:
     """Sentence boundaries of ``n_chunks`` chunks holding about equal numbers of tokens."""
     n = len(offsets) - 1
@@ -152,8 +188,7 @@ class CRFObjective:
         self.gold = np.ascontiguousarray(y, dtype=np.int32)
         self.vals = np.ascontiguousarray(X.vals, dtype=np.float64)
         self.n_weights = model.n_weights
-        chunks = 2 * thread_count()
-        self.bounds = balanced_chunks(X.offsets, chunks)
+        self.bounds = fixed_chunks(X.offsets, self.n_weights)
         self.grad_buf = np.empty((len(self.bounds) - 1, self.n_weights))
         self.nll_buf = np.empty(len(self.bounds) - 1)
         self.free = _free_mask(model, fixed)
@@ -193,7 +228,7 @@ class CRFObjective:
             1.0 / tau,
             self.miss_buf,
         )
-        np.sum(self.grad_buf, axis=0, out=grad)
+        sum_rows_into(self.grad_buf, grad)
         if not self.free.all():
             grad[~self.free] = 0.0
         self.n_evals += 1

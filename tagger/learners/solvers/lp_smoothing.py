@@ -35,8 +35,13 @@ import numpy as np
 
 from tagger._config import NUMBA_PARALLEL_OPTS
 from tagger.chain import ChainModel, FeatureBatch, fb_tables, scatter_expectations
-from tagger.jit import njit, prange, thread_count
-from tagger.learners.solvers.crf_objective import balanced_chunks, chunk_buffers, sentence_log_z
+from tagger.jit import njit, prange
+from tagger.learners.solvers.crf_objective import (
+    chunk_buffers,
+    fixed_chunks,
+    sentence_log_z,
+    sum_rows_into,
+)
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
@@ -84,7 +89,7 @@ class SmoothedLPObjective:
         self.batch = FeatureBatch(
             X.indptr, X.attrs, np.ascontiguousarray(X.vals, np.float64), X.offsets
         )
-        self.bounds = balanced_chunks(X.offsets, 2 * thread_count())
+        self.bounds = fixed_chunks(X.offsets, model.n_weights)
         n_chunks = len(self.bounds) - 1
         self.grad_buf = np.empty((n_chunks, model.n_weights))
         self.value_buf = np.empty(n_chunks)
@@ -107,6 +112,8 @@ class SmoothedLPObjective:
             self.value_buf,
         )
         self.n_evals += 1
-        grad = self.C * self.grad_buf.sum(axis=0)
+        grad = np.empty(self.model.n_weights)
+        sum_rows_into(self.grad_buf, grad)
+        grad *= self.C
         grad += 1.0
         return float(w.sum() + self.C * tau * self.value_buf.sum()), grad
