@@ -20,6 +20,7 @@ from tagger.cli.options import (
     fields_option,
     format_option,
     label_column_option,
+    threads_option,
 )
 
 
@@ -236,6 +237,7 @@ def tag_cmd(
     help="The training file: also report accuracy on the tokens whose word it holds "
     "and on the others (read in the format of TEST).",
 )
+@threads_option
 def eval_cmd(
     model_path,
     test_path,
@@ -247,6 +249,7 @@ def eval_cmd(
     constraints_file,
     decode_constraints,
     vocabulary_path,
+    threads,
 ) -> None:
     """Score MODEL on the labeled TEST file: accuracy, precision, recall, F1.
 
@@ -256,10 +259,12 @@ def eval_cmd(
     from tagger.cli.reports import constraint_table
     from tagger.evaluation.metrics import format_report, format_vocabulary
     from tagger.io.sources import open_labeled
+    from tagger.training.run import use_threads
 
     cset = load_constraints(constraints_file)
     if cset is None and decode_constraints:
         raise click.UsageError("--decode-constraints needs --constraints FILE")
+    use_threads(threads)
     tagger = Tagger.load(model_path)
     test = open_labeled(test_path, fmt, label_column, fields, conllu_label or tagger.conllu_label_)
     decode_under = cset if decode_constraints else None

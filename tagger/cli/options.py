@@ -37,6 +37,15 @@ conllu_label_option = click.option(
     "[default: upos for training; tag and eval use the model's]",
 )
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+threads_option = click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Threads of the numba kernels (more than the usable cores are cut to them; the "
+    "model is the same whatever the count)  [default: NUMBA_NUM_THREADS, else "
+    "OMP_NUM_THREADS, else every core this process may use]",
+)
 fields_option = click.option(
     "--fields",
     default=None,

@@ -27,6 +27,7 @@ from tagger.cli.options import (
     label_column_option,
     list_learners_callback,
     seed_option,
+    threads_option,
 )
 from tagger.training.progress import TrainProgress
 
@@ -92,6 +93,7 @@ from tagger.training.progress import TrainProgress
     help="Labeled dev file scored after every epoch.",
 )
 @seed_option
+@threads_option
 @fields_option
 @click.option(
     "--unlabeled",
@@ -280,6 +282,7 @@ def _unlabeled_progress(row: dict) -> None:
     help="Other learner parameters (repeatable).",
 )
 @seed_option
+@threads_option
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as one JSON list.")
 @click.option(
     "--plot",
@@ -310,6 +313,7 @@ def path_cmd(
     learner,
     settings,
     seed,
+    threads,
     as_json,
     plot_path,
     model_path,
@@ -340,7 +344,9 @@ def path_cmd(
     from tagger.cli.reports import path_table
     from tagger.io import gc_paused
     from tagger.io.sources import default_preset, open_labeled
+    from tagger.training.run import use_threads
 
+    use_threads(threads)
     with gc_paused():
         train = open_labeled(train_file, fmt, label_column, conllu_label=conllu_label)
         dev = open_labeled(dev_file, fmt, label_column, conllu_label=conllu_label)

@@ -12,6 +12,8 @@ preset, which is chosen from the data):
 - ``params`` are checked against the learner's parameter table (``auto`` takes none);
 - the output path must be writable and not one of the inputs;
 - the constraint file is read and checked, and refused without unlabeled data;
+- the kernels get their threads (:func:`use_threads`; not kept in the model, whose weights
+  do not depend on them);
 - the feature preset, when none is named, follows the training data
   (:func:`tagger.io.sources.default_preset`);
 - the model keeps the resolved configuration (:func:`tagger.training.config.for_model`) when
@@ -21,12 +23,14 @@ preset, which is chosen from the data):
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tagger.errors import ParameterError, TaggerError
+from tagger import jit
+from tagger.errors import ParameterError, TaggerError, TaggerWarning
 from tagger.features import PRESETS, FeatureSpec
 from tagger.io import gc_paused
 from tagger.io.atomic import OutputPathError, check_output
@@ -160,6 +164,7 @@ def fit(
             "constraints guide the labels imputed to unlabeled text)",
             "data.unlabeled",
         )
+    use_threads(config.threads)
     read = dict(
         format=data["format"],
         label_column=data["label_column"],
@@ -204,6 +209,17 @@ def fit(
         run["max_seconds"],
         run["output"],
     )
+
+
+def use_threads(requested: int | None) -> int:
+    """Let the kernels use ``requested`` threads, or without a request those the environment
+    names or every usable core (:func:`tagger.jit.resolve_threads`); a request above the
+    usable cores is cut to them with a warning. Returns the count."""
+    n, note = jit.resolve_threads(requested)
+    if note:
+        warnings.warn(note, TaggerWarning, stacklevel=3)
+    jit.set_threads(n)
+    return n
 
 
 def default_learner(learner: str, unlabeled: bool) -> str:

@@ -26,9 +26,23 @@ class Key:
     help: str
     choices: tuple | None = None
     is_path: bool = False
+    #: the smallest and largest value allowed (numbers; None: no bound but a number's >= 0)
+    minimum: int | None = None
+    maximum: int | None = None
 
 
 FORMATS = ("auto", *READ_FORMATS)
+#: the settings written before any section of the file (they belong to no section)
+TOP_LEVEL: dict[str, Key] = {
+    "threads": Key(
+        int,
+        None,
+        "threads of the numba kernels; default: NUMBA_NUM_THREADS, else OMP_NUM_THREADS, else "
+        "every core this process may use (not kept in the model: the weights do not depend "
+        "on it)",
+        minimum=1,
+    ),
+}
 SCHEMA: dict[str, dict[str, Key]] = {
     "data": {
         "train": Key(
@@ -119,8 +133,9 @@ SECTION_OF = {name: section for section, keys in SCHEMA.items() for name in keys
 
 
 def defaults() -> dict:
-    """Every setting at its default (``params`` empty: the learner's own)."""
-    cfg = {
+    """Every setting at its default (``params`` empty: the learner's own; the top-level
+    settings, :data:`TOP_LEVEL`, by their names)."""
+    cfg: dict = {
         section: {
             k: (list(key.default) if isinstance(key.default, list) else key.default)
             for k, key in keys.items()
@@ -128,4 +143,5 @@ def defaults() -> dict:
         for section, keys in SCHEMA.items()
     }
     cfg["params"] = {}
+    cfg.update({name: key.default for name, key in TOP_LEVEL.items()})
     return cfg
