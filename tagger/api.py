@@ -181,13 +181,13 @@ class Tagger:
         ``{param, value, dev_f1 (chunk labels), dev_acc, nonzero, seconds}``; the Tagger
         keeps the last model.
         """
+        from tagger.training.config import checked_seed
         from tagger.training.fit import FitSettings, fit_path
         from tagger.training.run import feature_spec
 
+        seed = checked_seed(self.seed, "Tagger.path()")
         spec, sentences = feature_spec(self.features, sentences)
-        settings = FitSettings(
-            spec, self.learner or DEFAULT_LEARNER, dict(self.params), int(self.seed)
-        )
+        settings = FitSettings(spec, self.learner or DEFAULT_LEARNER, dict(self.params), seed)
         fitted, rows = fit_path(settings, sentences, dev, values, param, progress)
         self._take(
             fitted.featurizer,

@@ -30,8 +30,8 @@ def constraints_group() -> None:
 
 
 @constraints_group.command("check")
-@click.argument("constraints_file", metavar="FILE", type=click.Path(dir_okay=False))
-@click.argument("data_files", metavar="[DATA]...", nargs=-1, type=click.Path(dir_okay=False))
+@click.argument("constraints_file", metavar="FILE", type=click.Path())
+@click.argument("data_files", metavar="[DATA]...", nargs=-1, type=click.Path())
 @format_option
 @label_column_option
 @conllu_label_option
@@ -62,7 +62,7 @@ def constraints_check_cmd(
 
 
 @click.command("tag")
-@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.argument("model_path", metavar="MODEL", type=click.Path())
 @click.argument("inputs", metavar="[INPUT]...", nargs=-1)
 @click.option(
     "-o",
@@ -106,7 +106,7 @@ def constraints_check_cmd(
     "--constraints",
     "constraints_file",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Decode under this constraint file: hard rules enforced (exactly where "
     "an expanded-state Viterbi can), soft ones weighed in by label switching.",
 )
@@ -203,8 +203,8 @@ def tag_cmd(
 
 
 @click.command("eval")
-@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
-@click.argument("test_path", metavar="TEST", type=click.Path(dir_okay=False))
+@click.argument("model_path", metavar="MODEL", type=click.Path())
+@click.argument("test_path", metavar="TEST", type=click.Path())
 @format_option
 @click.option(
     "--label-column",
@@ -220,7 +220,7 @@ def tag_cmd(
     "--constraints",
     "constraints_file",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Also report how often each constraint of this file is violated by the "
     "gold labels and by the predictions.",
 )
@@ -233,7 +233,7 @@ def tag_cmd(
     "--vocabulary",
     "vocabulary_path",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="The training file: also report accuracy on the tokens whose word it holds "
     "and on the others (read in the format of TEST).",
 )
@@ -297,7 +297,7 @@ def eval_cmd(
 
 
 @click.command("inspect")
-@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.argument("model_path", metavar="MODEL", type=click.Path())
 @click.option(
     "--top",
     type=click.IntRange(min=0),
@@ -316,12 +316,12 @@ def inspect_cmd(model_path, top, as_json) -> None:
 
 
 @click.command("trace")
-@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.argument("model_path", metavar="MODEL", type=click.Path())
 @click.option(
     "--plot",
     "plot_path",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Also draw dev (and test) accuracy along training as a PNG (needs matplotlib).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the trace rows as JSON.")

@@ -36,7 +36,16 @@ conllu_label_option = click.option(
     help="CoNLL-U field holding the labels: upos (universal tags) or xpos (the treebank's own)  "
     "[default: upos for training; tag and eval use the model's]",
 )
-seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+#: the largest seed (tagger.training.schema.SEED_MAX: the learners' generators take 32 bits)
+SEED_MAX = 2**32 - 1
+seed_option = click.option(
+    "--seed",
+    type=click.IntRange(0, SEED_MAX),
+    default=0,
+    show_default=True,
+    metavar="N",
+    help=f"Random seed, 0 to {SEED_MAX}.",
+)
 threads_option = click.option(
     "--threads",
     type=click.IntRange(min=1),

@@ -16,8 +16,9 @@ from tagger.cli.console import (
     path_param,
     path_values,
     resolved_config,
-    setting_usage_error,
+    setting_error,
     to_json,
+    typed_options,
 )
 from tagger.cli.options import (
     DEFAULT_LEARNER_NAME,
@@ -33,20 +34,20 @@ from tagger.training.progress import TrainProgress
 
 
 @click.command("train")
-@click.argument("train_files", metavar="[TRAIN]...", nargs=-1, type=click.Path(dir_okay=False))
+@click.argument("train_files", metavar="[TRAIN]...", nargs=-1, type=click.Path())
 @click.option(
     "-o",
     "--output",
     "model_path",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Model file to write (atomically); needed unless the --config file names it.",
 )
 @click.option(
     "--config",
     "config_file",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Training configuration (TOML, see 'tagger init-config'); the other options "
     "given override it.",
 )
@@ -54,7 +55,7 @@ from tagger.training.progress import TrainProgress
     "--config-from",
     "config_model",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     metavar="MODEL",
     help="Train again with the configuration stored in MODEL (its "
     "data, features, learner, parameters and seed); the other "
@@ -89,7 +90,7 @@ from tagger.training.progress import TrainProgress
     "--dev",
     "dev_file",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Labeled dev file scored after every epoch.",
 )
 @seed_option
@@ -99,7 +100,7 @@ from tagger.training.progress import TrainProgress
     "--unlabeled",
     "unlabeled_file",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Unlabeled sentences for a semi-supervised learner (read in batches; "
     "implies --learner ssvm-annealing unless another is given).",
 )
@@ -107,7 +108,7 @@ from tagger.training.progress import TrainProgress
     "--constraints",
     "constraints_file",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Constraint file (TOML, see constraints/README.md) the imputed labels of "
     "the unlabeled sentences should meet.",
 )
@@ -115,7 +116,7 @@ from tagger.training.progress import TrainProgress
     "--test",
     "test_file",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Labeled file scored along training for the trace only (never used to choose anything).",
 )
 @click.option(
@@ -177,17 +178,20 @@ def train_cmd(config_file, config_model, settings, quiet, as_json, **options) ->
     from tagger.training.run import default_learner
 
     learner = default_learner(run["learner"], bool(data["unlabeled"]))
-    learner_settings(learner, ())  # an unknown learner is a usage error
+    if source is None or "learner" in typed_options():
+        learner_settings(learner, ())  # an unknown learner typed is a usage error
     if source is None:  # --set carries the parameters
         cfg["params"] = learner_settings(learner, settings)
     config = TrainingConfig(**cfg, source=source or "the command line")
     try:
         with TrainProgress(quiet):
             tagger = train(config, progress=None if quiet else _unlabeled_progress)
-    except ParameterSettingError:
-        raise  # a parameter's value, not the option's use: a data error (exit status 1)
+    except ParameterSettingError as exc:
+        if exc.key != "model.learner":
+            raise  # a parameter's value in the file: a data error (exit status 1)
+        raise setting_error(exc, source) from None
     except SettingError as exc:
-        raise setting_usage_error(exc) from None
+        raise setting_error(exc, source) from None
     model_path = run["output"]
     size = os.path.getsize(model_path)
     if as_json:
@@ -197,7 +201,7 @@ def train_cmd(config_file, config_model, settings, quiet, as_json, **options) ->
 
 
 @click.command("init-config")
-@click.argument("output", metavar="FILE", default="-", required=False)
+@click.argument("output", metavar="[FILE]", default="-", required=False)
 @click.option(
     "--task",
     type=click.Choice(sorted(("chunk", "pos", "citation"))),
@@ -211,11 +215,14 @@ def train_cmd(config_file, config_model, settings, quiet, as_json, **options) ->
     metavar="NAME",
     help=f"The learner whose parameter table [params] lists  [default: {DEFAULT_LEARNER_NAME}]",
 )
-def init_config_cmd(output, task, learner) -> None:
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+def init_config_cmd(output, task, learner, force) -> None:
     """Write a training configuration (TOML) with every setting and its default to FILE
-    (default: standard output); train with 'tagger train --config FILE'."""
+    (default: standard output); train with 'tagger train --config FILE'. An existing FILE is
+    kept unless --force is given."""
     from pathlib import Path
 
+    from tagger.errors import TaggerError
     from tagger.io.atomic import atomic_text_output
     from tagger.training import config as training_config
 
@@ -224,6 +231,11 @@ def init_config_cmd(output, task, learner) -> None:
     directory = Path(output).resolve().parent if output != "-" else Path.cwd()
     cfg = training_config.for_task(task, learner, directory)
     check_output(output, [])
+    if output != "-" and os.path.lexists(output) and not force:
+        raise TaggerError(
+            f"{output} exists; init-config writes a new file: choose another name, or give "
+            f"--force to replace it"
+        )
     with atomic_text_output(output) as out:
         out.write(training_config.to_toml(cfg, learner or ""))
     if output != "-":
@@ -236,12 +248,12 @@ def _unlabeled_progress(row: dict) -> None:
 
 
 @click.command("path")
-@click.argument("train_file", metavar="TRAIN|MODEL", type=click.Path(dir_okay=False))
+@click.argument("train_file", metavar="TRAIN|MODEL", type=click.Path())
 @click.option(
     "--dev",
     "dev_file",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Labeled dev file scored at every value (required with TRAIN).",
 )
 @click.option(
@@ -288,7 +300,7 @@ def _unlabeled_progress(row: dict) -> None:
     "--plot",
     "plot_path",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Write a picture of dev score and non-zero weights against the parameter "
     "(PNG/SVG/PDF; needs matplotlib).",
 )
@@ -297,7 +309,7 @@ def _unlabeled_progress(row: dict) -> None:
     "--output",
     "model_path",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Also save the model of the last value.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")

@@ -32,7 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from tagger.errors import ConfigError, ParameterError
+from tagger.features import PRESETS
 from tagger.io import toml_file
+from tagger.io.hf import BUILDERS as HF_BUILDERS
+from tagger.io.hf import PREFIX as HF_PREFIX
 from tagger.model.files import load_model_file
 from tagger.model.header import check_header
 from tagger.training.config_writing import TASKS as TASKS
@@ -152,16 +155,34 @@ def _value(key: Key, value: Any, source: str, where: str, base: Path | None) -> 
         raise _error(source, where, f"an integer {within}", value, "correct the value")
     if key.choices is not None and value not in key.choices:
         raise _error(source, where, f"one of {_names(key.choices)}", value, "correct the value")
+    if key.is_path == "preset" and value in PRESETS:
+        return value
     if key.is_path:
         return _path(str(value), base)
     return value
 
 
+def checked_seed(seed: Any, source: str) -> int:
+    """``seed`` if it is a seed the learners take (a whole number from 0 to ``SEED_MAX``),
+    else a :class:`ConfigError` naming ``source``: the one check of a seed, however training
+    is asked for (``tagger train``, ``tagger.train``, ``Tagger.fit`` and ``Tagger.path``, the
+    estimator, the spaCy component)."""
+    return _value(SCHEMA["model"]["seed"], seed, source, "seed", None)
+
+
 def _path(value: str, base: Path | None) -> str:
-    """A file name joined to ``base`` (and normalized); hf: names and ``-`` as they are."""
-    if not value or base is None or value.startswith("hf:") or value == "-":
+    """A file name joined to ``base`` (and normalized), also the file of a source read by
+    one of datasets' builders (``hf:conll:FILE?split=...``); hub names (``hf:NAME``) and
+    ``-`` (standard input) as they are."""
+    if not value or base is None or value == "-":
         return value
-    return os.path.normpath(os.path.join(base, value))
+    if value.startswith(HF_PREFIX):
+        builder, sep, rest = value[len(HF_PREFIX) :].partition(":")
+        if not sep or builder not in HF_BUILDERS:
+            return value  # a dataset on the hub
+        name, query, options = rest.partition("?")
+        return f"{HF_PREFIX}{builder}:{_path(name, base)}{query}{options}" if name else value
+    return os.path.normpath(os.path.join(base, os.path.expanduser(value)))
 
 
 def _error(source: str, where: str, expected: str, found, fix: str) -> ConfigError:
@@ -242,8 +263,10 @@ def for_model(cfg: dict, learner: str, params: dict, select: bool) -> dict:
     cwd = Path.cwd()
     for section, keys in SCHEMA.items():
         for name, key in keys.items():
+            value: Any = out[section].get(name)
+            if key.is_path == "preset" and value in PRESETS:
+                continue
             if key.is_path and name in out[section]:
-                value = out[section][name]
                 out[section][name] = (
                     [_path(v, cwd) for v in value] if isinstance(value, list) else _path(value, cwd)
                 )

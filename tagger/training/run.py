@@ -160,11 +160,12 @@ def fit(
     cset = constraint_set(objects.get("constraints", data["constraints"] or None))
     if cset is not None and not given("unlabeled"):
         raise SettingError(
-            "--constraints in training needs --unlabeled FILE (the "
-            "constraints guide the labels imputed to unlabeled text)",
+            "constraints in training need unlabeled data (--unlabeled FILE, or [data] "
+            "unlabeled): they guide the labels imputed to unlabeled text",
             "data.unlabeled",
         )
     use_threads(config.threads)
+    warn_about_scoring_training_data(config, objects)
     read = dict(
         format=data["format"],
         label_column=data["label_column"],
@@ -209,6 +210,39 @@ def fit(
         run["max_seconds"],
         run["output"],
     )
+
+
+def warn_about_scoring_training_data(config: TrainingConfig, objects: Mapping[str, Any]) -> None:
+    """A warning when the dev (or test) data are the training data, as a file name or as the
+    same object: a score on them measures how well the model fits what it learned, not how it
+    tags new text, so the strength chosen on them tends to the weakest and the scores are high."""
+    train = objects.get("train")
+    names = [n for n in config.data["train"] if os.path.isfile(n)] if train is None else []
+    for key in ("dev", "test"):
+        value = objects.get(key)
+        if value is not None:
+            same = value is train
+        else:
+            name = config.data[key]
+            same = bool(name) and any(_same_file(name, n) for n in names)
+        if not same:
+            continue
+        what = config.data[key] if value is None else "the same sentences"
+        chosen = ", and the strength chosen on them tends to the weakest" if key == "dev" else ""
+        warnings.warn(
+            f"the {key} data are the training data ({what}): their scores measure how well "
+            f"the model fits what it learned, not how it tags new text{chosen}; give {key} "
+            f"data apart from the training data",
+            TaggerWarning,
+            stacklevel=4,
+        )
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
 
 
 def use_threads(requested: int | None) -> int:

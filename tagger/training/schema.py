@@ -25,13 +25,17 @@ class Key:
     default: object
     help: str
     choices: tuple | None = None
-    is_path: bool = False
+    #: a file name (relative to the configuration file); "preset": a feature preset's name
+    #: or else a file name
+    is_path: bool | str = False
     #: the smallest and largest value allowed (numbers; None: no bound but a number's >= 0)
     minimum: int | None = None
     maximum: int | None = None
 
 
 FORMATS = ("auto", *READ_FORMATS)
+#: the largest seed: the learners' random generators take seeds of 32 bits, none negative
+SEED_MAX = 2**32 - 1
 #: the settings written before any section of the file (they belong to no section)
 TOP_LEVEL: dict[str, Key] = {
     "threads": Key(
@@ -97,9 +101,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "",
             "feature preset (chunk, pos, citation) or a TOML template "
             'file; "": chosen from the training data',
+            is_path="preset",
         ),
         "learner": Key(str, "", "learner ('tagger learners'), or auto; \"\": the default"),
-        "seed": Key(int, 0, "random seed"),
+        "seed": Key(int, 0, "random seed", minimum=0, maximum=SEED_MAX),
         "select": Key(
             bool,
             True,
