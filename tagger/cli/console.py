@@ -215,8 +215,15 @@ def check_plot(path: str | None, inputs) -> None:
     cannot be drawn or written there."""
     if path is None:
         return
-    from tagger.cli.plots import plot_available
+    from tagger.cli.plots import PICTURE_FORMATS, plot_available
 
+    suffix = os.path.splitext(path)[1].lower().lstrip(".")
+    if suffix not in PICTURE_FORMATS:
+        raise click.BadParameter(
+            f"{path}: the picture's format follows its name's extension: give a name ending "
+            f"in {', '.join('.' + f for f in PICTURE_FORMATS)}",
+            param_hint="'--plot'",
+        )
     check_output(path, inputs)
     if not plot_available():
         raise click.UsageError("--plot needs matplotlib (pip install matplotlib)")

@@ -69,7 +69,7 @@ def constraints_check_cmd(
     "--output",
     "output_path",
     default="-",
-    metavar="OUTPUT",
+    metavar="FILE",
     help="Output file  [default: standard output]",
 )
 @format_option
@@ -89,6 +89,7 @@ def constraints_check_cmd(
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
+    metavar="N",
     help="Cores to use. 1 tags in this process on one thread; N > 1 streams the "
     "input through N worker processes in blocks (constant memory, output in the "
     "input's order), or, where the input cannot be cut into blocks (--marginals, "
@@ -107,6 +108,7 @@ def constraints_check_cmd(
     "constraints_file",
     default=None,
     type=click.Path(),
+    metavar="FILE",
     help="Decode under this constraint file: hard rules enforced (exactly where "
     "an expanded-state Viterbi can), soft ones weighed in by label switching.",
 )
@@ -221,6 +223,7 @@ def tag_cmd(
     "constraints_file",
     default=None,
     type=click.Path(),
+    metavar="FILE",
     help="Also report how often each constraint of this file is violated by the "
     "gold labels and by the predictions.",
 )
@@ -234,6 +237,7 @@ def tag_cmd(
     "vocabulary_path",
     default=None,
     type=click.Path(),
+    metavar="FILE",
     help="The training file: also report accuracy on the tokens whose word it holds "
     "and on the others (read in the format of TEST).",
 )
@@ -303,6 +307,7 @@ def eval_cmd(
     type=click.IntRange(min=0),
     default=10,
     show_default=True,
+    metavar="N",
     help="Features shown per label.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print Tagger.inspect() as JSON.")
@@ -322,7 +327,9 @@ def inspect_cmd(model_path, top, as_json) -> None:
     "plot_path",
     default=None,
     type=click.Path(),
-    help="Also draw dev (and test) accuracy along training as a PNG (needs matplotlib).",
+    metavar="FILE",
+    help="Also draw dev (and test) scores along training (PNG/SVG/PDF by the extension; "
+    "needs matplotlib).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the trace rows as JSON.")
 def trace_cmd(model_path, plot_path, as_json) -> None:

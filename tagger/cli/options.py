@@ -13,6 +13,9 @@ FORMAT_CHOICES = ("auto", "conll", "conllu", "inline", "tab", "text", "raw")
 OUTPUT_FORMATS = ("jsonl", "conll", "tab", "text")  # tagger.io.formats.OUTPUT_FORMATS
 #: shown in --help without importing the learners (tests check it is DEFAULT_LEARNER)
 DEFAULT_LEARNER_NAME = "m3n-owlqn"
+#: the --set example of `tagger train --help`: parameters of the default learner (a test
+#: checks that it accepts them)
+SET_EXAMPLE = ("c1=0.5", "stages=3")
 
 format_option = click.option(
     "--format",
@@ -27,6 +30,7 @@ label_column_option = click.option(
     "--label-column",
     type=int,
     default=None,
+    metavar="N",
     help="Label column of CoNLL files (negative counts from the end)  [default: -1]",
 )
 conllu_label_option = click.option(
@@ -44,7 +48,7 @@ seed_option = click.option(
     default=0,
     show_default=True,
     metavar="N",
-    help=f"Random seed, 0 to {SEED_MAX}.",
+    help="Random seed.",
 )
 threads_option = click.option(
     "--threads",

@@ -22,6 +22,7 @@ from tagger.cli.console import (
 )
 from tagger.cli.options import (
     DEFAULT_LEARNER_NAME,
+    SET_EXAMPLE,
     conllu_label_option,
     fields_option,
     format_option,
@@ -41,6 +42,7 @@ from tagger.training.progress import TrainProgress
     "model_path",
     default=None,
     type=click.Path(),
+    metavar="FILE",
     help="Model file to write (atomically); needed unless the --config file names it.",
 )
 @click.option(
@@ -48,6 +50,7 @@ from tagger.training.progress import TrainProgress
     "config_file",
     default=None,
     type=click.Path(),
+    metavar="FILE",
     help="Training configuration (TOML, see 'tagger init-config'); the other options "
     "given override it.",
 )
@@ -84,13 +87,15 @@ from tagger.training.progress import TrainProgress
     "settings",
     multiple=True,
     metavar="KEY=VALUE",
-    help="A learner parameter, e.g. --set radius=500 --set epochs=10 (repeatable).",
+    help="A learner parameter (repeatable; 'tagger learners' lists each learner's), e.g. "
+    f"--set {SET_EXAMPLE[0]} --set {SET_EXAMPLE[1]} for {DEFAULT_LEARNER_NAME}.",
 )
 @click.option(
     "--dev",
     "dev_file",
     default=None,
     type=click.Path(),
+    metavar="FILE",
     help="Labeled dev file scored after every epoch.",
 )
 @seed_option
@@ -101,6 +106,7 @@ from tagger.training.progress import TrainProgress
     "unlabeled_file",
     default=None,
     type=click.Path(),
+    metavar="FILE",
     help="Unlabeled sentences for a semi-supervised learner (read in batches; "
     "implies --learner ssvm-annealing unless another is given).",
 )
@@ -109,6 +115,7 @@ from tagger.training.progress import TrainProgress
     "constraints_file",
     default=None,
     type=click.Path(),
+    metavar="FILE",
     help="Constraint file (TOML, see constraints/README.md) the imputed labels of "
     "the unlabeled sentences should meet.",
 )
@@ -117,6 +124,7 @@ from tagger.training.progress import TrainProgress
     "test_file",
     default=None,
     type=click.Path(),
+    metavar="FILE",
     help="Labeled file scored along training for the trace only (never used to choose anything).",
 )
 @click.option(
@@ -132,6 +140,7 @@ from tagger.training.progress import TrainProgress
     type=click.FloatRange(min=0),
     default=0,
     show_default=True,
+    metavar="SECONDS",
     help="Time budget of the choice: no new point of the path starts after this many "
     "seconds of training, and the best so far is kept (0: no limit).",
 )
@@ -254,6 +263,7 @@ def _unlabeled_progress(row: dict) -> None:
     "dev_file",
     default=None,
     type=click.Path(),
+    metavar="FILE",
     help="Labeled dev file scored at every value (required with TRAIN).",
 )
 @click.option(
@@ -301,8 +311,9 @@ def _unlabeled_progress(row: dict) -> None:
     "plot_path",
     default=None,
     type=click.Path(),
+    metavar="FILE",
     help="Write a picture of dev score and non-zero weights against the parameter "
-    "(PNG/SVG/PDF; needs matplotlib).",
+    "(PNG/SVG/PDF by the extension; needs matplotlib).",
 )
 @click.option(
     "-o",
@@ -310,6 +321,7 @@ def _unlabeled_progress(row: dict) -> None:
     "model_path",
     default=None,
     type=click.Path(),
+    metavar="FILE",
     help="Also save the model of the last value.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
