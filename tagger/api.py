@@ -181,13 +181,13 @@ class Tagger:
         ``{param, value, dev_f1 (chunk labels), dev_acc, nonzero, seconds}``; the Tagger
         keeps the last model.
         """
+        from tagger.training.config import checked_seed
         from tagger.training.fit import FitSettings, fit_path
         from tagger.training.run import feature_spec
 
+        seed = checked_seed(self.seed, "Tagger.path()")
         spec, sentences = feature_spec(self.features, sentences)
-        settings = FitSettings(
-            spec, self.learner or DEFAULT_LEARNER, dict(self.params), int(self.seed)
-        )
+        settings = FitSettings(spec, self.learner or DEFAULT_LEARNER, dict(self.params), seed)
         fitted, rows = fit_path(settings, sentences, dev, values, param, progress)
         self._take(
             fitted.featurizer,
@@ -472,9 +472,12 @@ def train(
     file; ``settings`` win over it as ``tagger train``'s options do, each named by its key
     (``train``, ``dev``, ``test``, ``unlabeled``, ``constraints``, ``format``,
     ``label_column``, ``conllu_label``, ``fields``, ``output``, ``features``, ``learner``,
-    ``seed``, ``select``, ``max_seconds``; None leaves a setting as it is), ``params`` merged
-    over the learner's parameters. Data are file names and sources (read as the command line
-    reads them) or sentences and datasets; the constraints may be a
+    ``seed``, ``select``, ``max_seconds``, ``threads``; None leaves a setting as it is),
+    ``params`` merged over the learner's parameters. ``threads`` (the numba kernels' threads;
+    default ``NUMBA_NUM_THREADS``, else ``OMP_NUM_THREADS``, else every core the process may
+    use) does not change the weights and is not kept in the model. Data are file names and
+    sources (read as the command line reads them) or sentences and datasets; the constraints
+    may be a
     :class:`~tagger.constraints.ConstraintSet`, the features a :class:`FeatureSpec`.
     ``progress`` receives the learner's progress rows.
 

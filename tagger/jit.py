@@ -22,8 +22,11 @@ Once numba has started, :func:`njit` returns numba's dispatcher directly.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
+from collections.abc import Mapping
+from pathlib import Path
 
 # Inputs up to this much work (tokens times squared labels: the Viterbi's inner loop) are
 # tagged by the interpreted kernels when numba has not started. Interpreted, a token costs
@@ -133,6 +136,103 @@ def set_threads(n: int) -> None:
 
 def _apply_threads(numba, n: int) -> None:
     numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))
+
+
+#: the environment variables that set the thread count when no option does, in this order
+THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def usable_cores(
+    affinity: set[int] | None = None, cgroup_root: str | os.PathLike | None = None
+) -> int:
+    """The cores this process may really use: those of its CPU affinity mask (``taskset``,
+    ``os.sched_getaffinity``; ``os.cpu_count`` where there is none), fewer when a cgroup CPU
+    quota (a container's ``--cpus``) allows less, at least 1.
+
+    ``affinity`` and ``cgroup_root`` (default ``/sys/fs/cgroup``) stand in for the process's
+    own, so that the rule can be checked without changing the machine."""
+    if affinity is None:
+        try:
+            affinity = os.sched_getaffinity(0)
+        except (AttributeError, OSError):  # not on Linux
+            affinity = set(range(os.cpu_count() or 1))
+    cores = max(1, len(affinity))
+    quota = cgroup_cores(Path("/sys/fs/cgroup" if cgroup_root is None else cgroup_root))
+    return cores if quota is None else max(1, min(cores, quota))
+
+
+def cgroup_cores(root: Path) -> int | None:
+    """Whole cores the cgroup CPU quota under ``root`` allows (None: no quota, or none found):
+    ``cpu.max`` of cgroup v2, else ``cpu.cfs_quota_us`` and ``cpu.cfs_period_us`` of v1."""
+
+    def text(*parts: str) -> str | None:
+        try:
+            return (root.joinpath(*parts)).read_text()
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    cpu_max = text("cpu.max")
+    if cpu_max is not None:
+        return quota_cores(cpu_max=cpu_max)
+    for folder in ("cpu", "cpu,cpuacct", ""):
+        quota = text(folder, "cpu.cfs_quota_us") if folder else text("cpu.cfs_quota_us")
+        period = text(folder, "cpu.cfs_period_us") if folder else text("cpu.cfs_period_us")
+        if quota is not None and period is not None:
+            return quota_cores(cfs_quota=quota, cfs_period=period)
+    return None
+
+
+def quota_cores(
+    cpu_max: str | None = None, cfs_quota: str | None = None, cfs_period: str | None = None
+) -> int | None:
+    """Whole cores a cgroup quota allows, from the files' contents: ``cpu.max`` (v2, ``"QUOTA
+    PERIOD"`` or ``"max PERIOD"``) or ``cpu.cfs_quota_us`` and ``cpu.cfs_period_us`` (v1, a
+    quota of -1 for none). The floor of quota / period, at least 1 (a quota of half a core
+    still runs one thread); None when there is no quota or the contents are not understood."""
+    if cpu_max is not None:
+        fields = cpu_max.split()
+        if not fields or fields[0] == "max":
+            return None
+        quota_text, period_text = fields[0], fields[1] if len(fields) > 1 else "100000"
+    elif cfs_quota is not None and cfs_period is not None:
+        quota_text, period_text = cfs_quota.strip(), cfs_period.strip()
+    else:
+        return None
+    try:
+        quota, period = int(quota_text), int(period_text)
+    except ValueError:
+        return None
+    if quota <= 0 or period <= 0:
+        return None
+    return max(1, quota // period)
+
+
+def resolve_threads(
+    requested: int | None,
+    environ: Mapping[str, str] | None = None,
+    usable: int | None = None,
+) -> tuple[int, str | None]:
+    """The threads a run uses, and a warning to show when it had to use fewer than asked.
+
+    ``requested`` (an option, a configuration key, a keyword; None when none was given) wins;
+    then the first of :data:`THREAD_VARIABLES` set to a positive whole number; then every
+    usable core (:func:`usable_cores`). A request above the usable cores is cut to them, with
+    the warning; a variable above them is cut silently (it is often set for a whole machine)."""
+    environ = os.environ if environ is None else environ
+    usable = usable_cores() if usable is None else usable
+    if requested is not None:
+        if requested > usable:
+            cores = f"{usable} core{'s' if usable > 1 else ''}"
+            return usable, (
+                f"{requested} threads asked for, but this process may use {cores} (its CPU "
+                f"affinity and cgroup quota); using {usable}"
+            )
+        return requested, None
+    for name in THREAD_VARIABLES:
+        value = environ.get(name, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return min(int(value), usable), None
+    return usable, None
 
 
 def thread_count() -> int:

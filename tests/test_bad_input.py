@@ -1,9 +1,10 @@
 """Bad input, case by case, through the command line as a user meets it.
 
 Every case runs one ``tagger`` command in a directory of its own and asserts the promised end:
-exit status 1 with exactly one line ``error: ...`` on stderr for bad data, exit status 2 with
-click's usage error for a bad command line, no traceback either way, the fragments the message
-must contain, and that no file that existed before the command was changed or left behind
+exactly one line ``error: ...`` on stderr, exit status 1 for bad data (anything wrong in a
+file, a missing or unreadable file, an unusable output path) and 2 for a bad command line (its
+line then points at the command's ``--help``), no traceback, the fragments the message must
+contain, and that no file that existed before the command was changed or left behind
 half-written (no ``.part`` / ``.tmp`` files).
 """
 
@@ -396,42 +397,42 @@ CASES += [
     Case(
         "train-output-is-input",
         ["train", "g.txt", "-o", "g.txt"],
-        2,
+        1,
         ("also an input",),
         {"g.txt": GOOD},
     ),
     Case(
         "train-output-is-dev",
         ["train", "g.txt", "--dev", "d.txt", "-o", "d.txt"],
-        2,
+        1,
         ("also an input",),
         {"g.txt": GOOD, "d.txt": GOOD},
     ),
     Case(
         "tag-output-is-model",
         ["tag", "{m}", "g.txt", "-o", "m.tgm"],
-        2,
+        1,
         ("also an input",),
         {"g.txt": GOOD},
     ),
     Case(
         "tag-output-is-input",
         ["tag", "{m}", "g.txt", "-o", "g.txt"],
-        2,
+        1,
         ("also an input",),
         {"g.txt": GOOD},
     ),
     Case(
         "train-output-dir-missing",
         ["train", "g.txt", "-o", "no/such/dir/out.tgm"],
-        2,
+        1,
         ("does not exist",),
         {"g.txt": GOOD},
     ),
     Case(
         "tag-output-dir-missing",
         ["tag", "{m}", "g.txt", "-o", "no/such/out.txt"],
-        2,
+        1,
         ("no/such/out.txt", "does not exist"),
         {"g.txt": GOOD},
     ),
@@ -449,27 +450,27 @@ CASES += [
             "-o",
             "no/m.tgm",
         ],
-        2,
+        1,
         ("does not exist",),
         {"g.txt": GOOD},
     ),
-    Case("trace-plot-dir-missing", ["trace", "{m}", "--plot", "no/p.png"], 2, ("does not exist",)),
+    Case("trace-plot-dir-missing", ["trace", "{m}", "--plot", "no/p.png"], 1, ("does not exist",)),
     Case(
         "train-output-is-directory",
         ["train", "g.txt", "-o", "sub"],
-        2,
+        1,
         (),
         {"g.txt": GOOD, "sub/keep.txt": "x"},
     ),
     Case(
         "tag-output-is-directory",
         ["tag", "{m}", "g.txt", "-o", "sub"],
-        2,
+        1,
         (),
         {"g.txt": GOOD, "sub/keep.txt": "x"},
     ),
     Case(
-        "train-input-is-directory", ["train", "sub", "-o", "out.tgm"], 2, (), {"sub/keep.txt": "x"}
+        "train-input-is-directory", ["train", "sub", "-o", "out.tgm"], 1, (), {"sub/keep.txt": "x"}
     ),
     Case(
         "marginals-of-max-margin-model",
@@ -478,6 +479,73 @@ CASES += [
         ("CRF",),
         {"g.txt": GOOD},
     ),
+]
+
+
+# ------------------------------------------------------------------------------ configuration files
+
+# a setting that a configuration file gives wrongly is a data error naming the file and its key,
+# whichever option would have set it on the command line
+RUN_TOML = '[data]\ntrain = ["g.txt"]\n[model]\n'
+CONFIG_CASES = {
+    "unknown-learner": ('learner = "nosuch"\noutput = "m2.tgm"', ("model.learner", "nosuch")),
+    "unknown-preset": ('features = "nosuch"\noutput = "m2.tgm"', ("model.features", "nosuch")),
+    "features-file-missing": (
+        'features = "feats.toml"\noutput = "m2.tgm"',
+        ("model.features", "feats.toml"),
+    ),
+    "output-dir-missing": ('output = "no/m2.tgm"', ("model.output", "does not exist")),
+    "output-is-input": ('output = "g.txt"', ("model.output", "also an input")),
+    "output-is-directory": ('output = "sub"', ("model.output", "directory")),
+    "seed-negative": ('seed = -5\noutput = "m2.tgm"', ("model.seed", "-5")),
+    "seed-too-large": ('seed = 4294967296\noutput = "m2.tgm"', ("model.seed",)),
+    "threads-zero": ('output = "m2.tgm"', ("threads", "expected an integer >= 1")),
+}
+for name, (model_lines, says) in CONFIG_CASES.items():
+    text = RUN_TOML + model_lines + "\n"
+    if name == "threads-zero":
+        text = "threads = 0\n" + text
+    CASES.append(
+        Case(
+            f"train-config-{name}",
+            ["train", "--config", "conf/run.toml"],
+            1,
+            ("conf/run.toml", *says),
+            {"conf/run.toml": text, "conf/g.txt": GOOD, "conf/sub/keep.txt": "x"},
+        )
+    )
+CASES += [
+    Case(
+        "train-config-constraints-without-unlabeled",
+        ["train", "--config", "run.toml"],
+        1,
+        ("run.toml", "data.unlabeled"),
+        {
+            "run.toml": '[data]\ntrain = ["g.txt"]\nconstraints = "c.toml"\n'
+            '[model]\noutput = "m2.tgm"\n',
+            "g.txt": GOOD,
+            "c.toml": 'labels = ["B-NP"]\n[[instance]]\nrule = "start"\nlabels = ["B-NP"]\n',
+        },
+    ),
+    Case("seed-negative", ["train", "g.txt", "-o", "o.tgm", "--seed", "-5"], 2, ("--seed",)),
+    Case("path-seed-negative", ["path", "g.txt", "--seed", "-1"], 2, ("--seed",)),
+    Case("threads-zero", ["train", "g.txt", "-o", "o.tgm", "--threads", "0"], 2, ("--threads",)),
+    Case("threads-text", ["eval", "{m}", "g.txt", "--threads", "x"], 2, ("--threads",)),
+    Case(
+        "init-config-replaces-a-model",
+        ["init-config", "m.tgm"],
+        1,
+        ("m.tgm", "--force"),
+    ),
+    Case(
+        "init-config-replaces-a-corpus",
+        ["init-config", "g.txt", "--task", "chunk"],
+        1,
+        ("g.txt", "--force"),
+        {"g.txt": GOOD},
+    ),
+    Case("init-config-dir-missing", ["init-config", "nodir/x.toml"], 1, ("does not exist",)),
+    Case("init-config-unknown-learner", ["init-config", "--learner", "nosuch"], 2, ("nosuch",)),
 ]
 
 
@@ -511,10 +579,9 @@ def test_bad_input(case, model, tmp_path, monkeypatch):
     assert result.exit_code == case.code, (result.exit_code, result.output)
     assert "Traceback" not in result.output
     lines = result.stderr.splitlines()
-    if case.code == 1:
-        assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    else:
-        assert lines and lines[-1].startswith("Error: "), result.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    if case.code == 2:  # a usage error points at the command's help, in the same line
+        assert "--help')" in lines[0], lines[0]
     for fragment in case.says:
         assert fragment in result.stderr, (fragment, result.stderr)
     after = _snapshot(tmp_path)

@@ -2,10 +2,11 @@
 
 Each command parses its options, makes one API call and prints the result; the training
 commands are in :mod:`tagger.cli.training_commands`, those that use a model or check a file in
-:mod:`tagger.cli.model_commands`. Usage errors (unknown options, an unknown learner, a bad
-``--set`` key or value) exit 2 through click's own handling; data errors (any
-:class:`tagger.errors.TaggerError`, a missing or unreadable file, text that is not UTF-8) exit 1
-with one line ``error: <message>`` on stderr and no traceback.
+:mod:`tagger.cli.model_commands`. Every error is one line ``error: <message>`` on stderr and no
+traceback (:class:`tagger.cli.console.TaggerGroup`): usage errors (unknown options, an unknown
+learner, a bad ``--set`` key or value, options that conflict) exit 2; data errors (any
+:class:`tagger.errors.TaggerError`, a missing or unreadable file, text that is not UTF-8, an
+output that cannot be written) exit 1; Ctrl-C exits 130 and SIGTERM 143.
 
 Heavy modules (numpy, numba, the API) are imported inside the commands so that
 ``tagger --help`` answers at once.
@@ -22,7 +23,19 @@ from tagger.cli.options import DEFAULT_LEARNER_NAME, FORMAT_CHOICES, OUTPUT_FORM
 __all__ = ["cli", "main", "DEFAULT_LEARNER_NAME", "FORMAT_CHOICES", "OUTPUT_FORMATS"]
 
 
-@click.group(cls=TaggerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+EXIT_STATUSES = """\b
+Exit status: 0 done; 1 a data error (a file, model, corpus or configuration value is wrong,
+missing or unreadable, or an output cannot be written there); 2 a usage error (an unknown
+option, a malformed value, options that conflict); 130 interrupted (Ctrl-C); 143 terminated
+(SIGTERM). Every error is one line on standard error, "error: ..."; warnings are "warning: ..."
+lines."""
+
+
+@click.group(
+    cls=TaggerGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=EXIT_STATUSES,
+)
 @click.version_option(package_name="tagger", prog_name="tagger")
 def cli() -> None:
     """Sparse sequence tagging: L1-regularized max-margin Markov networks.

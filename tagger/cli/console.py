@@ -24,8 +24,57 @@ def quiet_broken_pipe() -> None:
         pass
 
 
+#: the exit statuses of the command line (``tagger --help`` and docs/reference.md list them)
+EXIT_DATA_ERROR = 1
+EXIT_USAGE_ERROR = 2
+EXIT_SIGINT = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+EXIT_SIGTERM = 143  # 128 + SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, so that it unwinds as for Ctrl-C: outputs being
+    written are removed, worker processes stopped; the status is 143 rather than 130."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
+def usage_line(exc: click.UsageError) -> str:
+    """A usage error as one line: ``error: MESSAGE (see 'tagger CMD --help')``."""
+    from tagger.errors import one_line
+
+    message = one_line(exc.format_message()).rstrip(".")
+    if message[:1].isupper() and not message[1:2].isupper():
+        message = message[0].lower() + message[1:]
+    ctx = exc.ctx
+    path = ctx.command_path if ctx is not None else "tagger"
+    return f"error: {message} (see '{path} --help')"
+
+
 class TaggerGroup(click.Group):
-    """A click group that turns data errors into one line on stderr and exit status 1."""
+    """A click group whose every error is one line on stderr: ``error: ...`` with exit status
+    1 for data errors, 2 for usage errors (click's own three lines folded into one), 130 for
+    Ctrl-C and 143 for SIGTERM (``error: interrupted``)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:
+            click.echo(usage_line(exc), err=True)
+            sys.exit(EXIT_USAGE_ERROR)
+        except click.ClickException as exc:
+            from tagger.errors import one_line
+
+            click.echo(f"error: {one_line(exc.format_message())}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort as exc:  # Ctrl-C while click itself reads or parses
+            click.echo("error: interrupted", err=True)
+            terminated = isinstance(exc.__context__, Terminated)
+            sys.exit(EXIT_SIGTERM if terminated else EXIT_SIGINT)
+        sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: click.Context):
         from tagger.errors import TaggerError, describe, one_line
@@ -37,15 +86,19 @@ class TaggerGroup(click.Group):
             ctx.exit(0)
         except (TaggerError, OSError, UnicodeDecodeError) as exc:
             click.echo(f"error: {one_line(describe(exc))}", err=True)
-            ctx.exit(1)
-        except KeyboardInterrupt:
+            ctx.exit(EXIT_DATA_ERROR)
+        except KeyboardInterrupt as exc:
             click.echo("error: interrupted", err=True)
-            ctx.exit(130)
+            ctx.exit(EXIT_SIGTERM if isinstance(exc, Terminated) else EXIT_SIGINT)
 
 
 def run(group: click.Group) -> None:
     """Run the command line and exit with its status, flushing what stdout still buffers."""
     _show_tagger_warnings()
+    try:  # SIGTERM unwinds as Ctrl-C does (not in a thread other than the main one)
+        signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:
+        pass
     try:
         group.main(prog_name="tagger")
     except SystemExit as exc:
@@ -55,6 +108,7 @@ def run(group: click.Group) -> None:
     # the command is over: a Ctrl-C from here on would only turn a finished run (its output
     # written, its status decided) into one killed while the interpreter shuts down
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:  # what is still buffered (short outputs such as `tagger learners | head -1`)
         sys.stdout.flush()
     except BrokenPipeError:
@@ -161,9 +215,16 @@ def check_plot(path: str | None, inputs) -> None:
     cannot be drawn or written there."""
     if path is None:
         return
-    from tagger.cli.plots import plot_available
+    from tagger.cli.plots import PICTURE_FORMATS, plot_available
 
-    check_output(path, inputs, "'--plot'")
+    suffix = os.path.splitext(path)[1].lower().lstrip(".")
+    if suffix not in PICTURE_FORMATS:
+        raise click.BadParameter(
+            f"{path}: the picture's format follows its name's extension: give a name ending "
+            f"in {', '.join('.' + f for f in PICTURE_FORMATS)}",
+            param_hint="'--plot'",
+        )
+    check_output(path, inputs)
     if not plot_available():
         raise click.UsageError("--plot needs matplotlib (pip install matplotlib)")
 
@@ -180,38 +241,58 @@ def check_features(value: str | None) -> str | None:
     try:
         return feature_rule(value)
     except SettingError as exc:
-        raise setting_usage_error(exc) from None
+        raise setting_error(exc, None) from None
 
 
-def check_output(path: str | None, inputs, option: str = "'-o' / '--output'") -> None:
+def check_output(path: str | None, inputs) -> None:
     """Refuse, before any work, an output that would replace one of the ``inputs`` or that
-    cannot be written where it is asked for (a usage error naming the path)."""
-    from tagger.io.atomic import OutputPathError
+    cannot be written where it is asked for: an :class:`~tagger.io.atomic.OutputPathError`
+    naming the path (a data error, exit status 1, as every problem with a file is)."""
     from tagger.io.atomic import check_output as check_path
 
-    try:
-        check_path(path, inputs)
-    except OutputPathError as exc:
-        raise click.BadParameter(str(exc), param_hint=option) from None
+    check_path(path, inputs)
 
 
-#: the option that sets each setting of a training run (SettingError.key)
+#: the option that sets each setting of a training run (SettingError.key): its parameter
+#: name and how a message names it
 SETTING_OPTIONS = {
-    "model.learner": "'--learner'",
-    "model.features": "'--features'",
-    "model.output": "'-o' / '--output'",
-    "params": "'--set'",
+    "model.learner": ("learner", "'--learner'"),
+    "model.features": ("features", "'--features'"),
+    "data.unlabeled": ("constraints_file", "'--constraints'"),
+    "params": ("settings", "'--set'"),
 }
 
 
-def setting_usage_error(exc) -> click.UsageError:
+def typed_options() -> set[str]:
+    """The parameters of the current command given on the command line (not defaults)."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    return {
+        name for name in ctx.params if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+    }
+
+
+def setting_error(exc, source: str | None) -> Exception:
     """A training setting refused by :func:`tagger.api.train` (a
-    :class:`~tagger.training.config.SettingError`) as the usage error of the option that set
-    it (exit status 2)."""
-    option = SETTING_OPTIONS.get(exc.key)
-    if option is None:
-        return click.UsageError(str(exc))
-    return click.BadParameter(str(exc), param_hint=option)
+    :class:`~tagger.training.config.SettingError`): the usage error of the option that set it
+    when it was typed (exit status 2), else, when it came from the configuration file or
+    model ``source``, one line naming that file and the key (exit status 1). An unusable output
+    path is a data error either way."""
+    from tagger.training.config import ConfigError
+
+    name, option = SETTING_OPTIONS.get(exc.key, (None, None))
+    if exc.key == "model.output":
+        if source is None or "model_path" in typed_options():
+            return exc
+    elif source is None or (name is not None and name in typed_options()):
+        if option is None:
+            return click.UsageError(str(exc))
+        return click.BadParameter(str(exc), param_hint=option)
+    message = str(exc)
+    if message.startswith(f"{source}:"):
+        return exc
+    return ConfigError(f"{source}: {exc.key}: {message}")
 
 
 def resolved_config(config_file, config_model, options: dict) -> tuple[dict, str | None]:

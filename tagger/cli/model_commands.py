@@ -20,6 +20,7 @@ from tagger.cli.options import (
     fields_option,
     format_option,
     label_column_option,
+    threads_option,
 )
 
 
@@ -29,8 +30,8 @@ def constraints_group() -> None:
 
 
 @constraints_group.command("check")
-@click.argument("constraints_file", metavar="FILE", type=click.Path(dir_okay=False))
-@click.argument("data_files", metavar="[DATA]...", nargs=-1, type=click.Path(dir_okay=False))
+@click.argument("constraints_file", metavar="FILE", type=click.Path())
+@click.argument("data_files", metavar="[DATA]...", nargs=-1, type=click.Path())
 @format_option
 @label_column_option
 @conllu_label_option
@@ -61,14 +62,14 @@ def constraints_check_cmd(
 
 
 @click.command("tag")
-@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.argument("model_path", metavar="MODEL", type=click.Path())
 @click.argument("inputs", metavar="[INPUT]...", nargs=-1)
 @click.option(
     "-o",
     "--output",
     "output_path",
     default="-",
-    metavar="OUTPUT",
+    metavar="FILE",
     help="Output file  [default: standard output]",
 )
 @format_option
@@ -88,6 +89,7 @@ def constraints_check_cmd(
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
+    metavar="N",
     help="Cores to use. 1 tags in this process on one thread; N > 1 streams the "
     "input through N worker processes in blocks (constant memory, output in the "
     "input's order), or, where the input cannot be cut into blocks (--marginals, "
@@ -105,7 +107,8 @@ def constraints_check_cmd(
     "--constraints",
     "constraints_file",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
+    metavar="FILE",
     help="Decode under this constraint file: hard rules enforced (exactly where "
     "an expanded-state Viterbi can), soft ones weighed in by label switching.",
 )
@@ -202,8 +205,8 @@ def tag_cmd(
 
 
 @click.command("eval")
-@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
-@click.argument("test_path", metavar="TEST", type=click.Path(dir_okay=False))
+@click.argument("model_path", metavar="MODEL", type=click.Path())
+@click.argument("test_path", metavar="TEST", type=click.Path())
 @format_option
 @click.option(
     "--label-column",
@@ -219,7 +222,8 @@ def tag_cmd(
     "--constraints",
     "constraints_file",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
+    metavar="FILE",
     help="Also report how often each constraint of this file is violated by the "
     "gold labels and by the predictions.",
 )
@@ -232,10 +236,12 @@ def tag_cmd(
     "--vocabulary",
     "vocabulary_path",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
+    metavar="FILE",
     help="The training file: also report accuracy on the tokens whose word it holds "
     "and on the others (read in the format of TEST).",
 )
+@threads_option
 def eval_cmd(
     model_path,
     test_path,
@@ -247,6 +253,7 @@ def eval_cmd(
     constraints_file,
     decode_constraints,
     vocabulary_path,
+    threads,
 ) -> None:
     """Score MODEL on the labeled TEST file: accuracy, precision, recall, F1.
 
@@ -256,10 +263,12 @@ def eval_cmd(
     from tagger.cli.reports import constraint_table
     from tagger.evaluation.metrics import format_report, format_vocabulary
     from tagger.io.sources import open_labeled
+    from tagger.training.run import use_threads
 
     cset = load_constraints(constraints_file)
     if cset is None and decode_constraints:
         raise click.UsageError("--decode-constraints needs --constraints FILE")
+    use_threads(threads)
     tagger = Tagger.load(model_path)
     test = open_labeled(test_path, fmt, label_column, fields, conllu_label or tagger.conllu_label_)
     decode_under = cset if decode_constraints else None
@@ -292,12 +301,13 @@ def eval_cmd(
 
 
 @click.command("inspect")
-@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.argument("model_path", metavar="MODEL", type=click.Path())
 @click.option(
     "--top",
     type=click.IntRange(min=0),
     default=10,
     show_default=True,
+    metavar="N",
     help="Features shown per label.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print Tagger.inspect() as JSON.")
@@ -311,13 +321,15 @@ def inspect_cmd(model_path, top, as_json) -> None:
 
 
 @click.command("trace")
-@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.argument("model_path", metavar="MODEL", type=click.Path())
 @click.option(
     "--plot",
     "plot_path",
     default=None,
-    type=click.Path(dir_okay=False),
-    help="Also draw dev (and test) accuracy along training as a PNG (needs matplotlib).",
+    type=click.Path(),
+    metavar="FILE",
+    help="Also draw dev (and test) scores along training (PNG/SVG/PDF by the extension; "
+    "needs matplotlib).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the trace rows as JSON.")
 def trace_cmd(model_path, plot_path, as_json) -> None:

@@ -13,6 +13,9 @@ FORMAT_CHOICES = ("auto", "conll", "conllu", "inline", "tab", "text", "raw")
 OUTPUT_FORMATS = ("jsonl", "conll", "tab", "text")  # tagger.io.formats.OUTPUT_FORMATS
 #: shown in --help without importing the learners (tests check it is DEFAULT_LEARNER)
 DEFAULT_LEARNER_NAME = "m3n-owlqn"
+#: the --set example of `tagger train --help`: parameters of the default learner (a test
+#: checks that it accepts them)
+SET_EXAMPLE = ("c1=0.5", "stages=3")
 
 format_option = click.option(
     "--format",
@@ -27,6 +30,7 @@ label_column_option = click.option(
     "--label-column",
     type=int,
     default=None,
+    metavar="N",
     help="Label column of CoNLL files (negative counts from the end)  [default: -1]",
 )
 conllu_label_option = click.option(
@@ -36,7 +40,25 @@ conllu_label_option = click.option(
     help="CoNLL-U field holding the labels: upos (universal tags) or xpos (the treebank's own)  "
     "[default: upos for training; tag and eval use the model's]",
 )
-seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+#: the largest seed (tagger.training.schema.SEED_MAX: the learners' generators take 32 bits)
+SEED_MAX = 2**32 - 1
+seed_option = click.option(
+    "--seed",
+    type=click.IntRange(0, SEED_MAX),
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="Random seed.",
+)
+threads_option = click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Threads of the numba kernels (more than the usable cores are cut to them; the "
+    "model is the same whatever the count)  [default: NUMBA_NUM_THREADS, else "
+    "OMP_NUM_THREADS, else every core this process may use]",
+)
 fields_option = click.option(
     "--fields",
     default=None,

@@ -9,6 +9,25 @@ from pathlib import Path
 from tagger.cli.trace import SCORE_KEYS
 from tagger.errors import TaggerError
 
+#: the formats `--plot FILE` writes, chosen by the file name's extension (the same for
+#: `tagger path` and `tagger trace`)
+PICTURE_FORMATS = ("png", "svg", "pdf")
+
+
+def save_picture(fig, out: str | Path) -> None:
+    """Write ``fig`` to ``out`` in the format of its extension, through a temporary file
+    renamed over it (a failure leaves no half-written picture), and close it."""
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    tmp = out.with_name(out.name + ".tmp" + out.suffix)
+    try:
+        fig.savefig(tmp, dpi=120)
+        tmp.replace(out)
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
+
 
 def plot_available() -> bool:
     """Whether :func:`plot_path` can draw (matplotlib is an optional dependency)."""
@@ -50,15 +69,12 @@ def plot_path(rows: list[dict], out: str | Path, title: str = "") -> None:
     if title:
         ax.set_title(title)
     fig.tight_layout()
-    out = Path(out)
-    tmp = out.with_name(out.name + ".tmp" + out.suffix)
-    fig.savefig(tmp)
-    plt.close(fig)
-    tmp.replace(out)
+    save_picture(fig, out)
 
 
 def plot_trace(rows: Sequence[dict], path: str) -> None:
-    """Draw the dev / test scores of the trace against its rows into a PNG."""
+    """Draw the dev / test scores of the trace against its rows (PNG, SVG or PDF, by the
+    name's extension)."""
     try:
         import matplotlib
 
@@ -91,5 +107,4 @@ def plot_trace(rows: Sequence[dict], path: str) -> None:
     ax.set_ylabel("score")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_picture(fig, path)

@@ -14,18 +14,37 @@ def learner_table(name: str, cls) -> str:
     w0 = max([len("parameter")] + [len(r[0]) for r in rows])
     w1 = max([len("default")] + [len(r[1]) for r in rows])
     w2 = max([len("range")] + [len(r[2]) for r in rows])
-    doc = (cls.__doc__ or "").strip().splitlines()
-    lines = [f"{name}" + (f": {doc[0].strip()}" if doc else "")]
+    summary = first_sentence(cls.__doc__ or "")
+    lines = [f"{name}" + (f": {summary}" if summary else "")]
     lines.append(f"  {'parameter':<{w0}}  {'default':<{w1}}  {'range':<{w2}}  help")
     for r in rows:
         lines.append(f"  {r[0]:<{w0}}  {r[1]:<{w1}}  {r[2]:<{w2}}  {r[3]}")
     return "\n".join(lines)
 
 
+def first_sentence(doc: str) -> str:
+    """The first sentence of a docstring's first paragraph, whole however many lines it takes:
+    up to the first full stop outside parentheses that ends the text or is followed by a
+    capital letter (so ``e.g. the`` or ``et al. 2009`` do not end it)."""
+    paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    depth = 0
+    for i, ch in enumerate(paragraph):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(depth - 1, 0)
+        elif ch == "." and depth == 0:
+            after = paragraph[i + 1 : i + 3]
+            if not after or (after[0] == " " and after[1:2].isupper()):
+                return paragraph[: i + 1]
+    return paragraph
+
+
 def learners_text(learners: dict, default: str) -> str:
-    """Every learner's parameter table, the default one marked."""
+    """Every learner's parameter table, the default first and marked."""
     blocks = []
-    for name, cls in learners.items():
+    ordered = sorted(learners.items(), key=lambda item: item[0] != default)
+    for name, cls in ordered:
         text = learner_table(name, cls)
         if name == default:
             first, rest = text.split("\n", 1)

@@ -16,36 +16,41 @@ from tagger.cli.console import (
     path_param,
     path_values,
     resolved_config,
-    setting_usage_error,
+    setting_error,
     to_json,
+    typed_options,
 )
 from tagger.cli.options import (
     DEFAULT_LEARNER_NAME,
+    SET_EXAMPLE,
     conllu_label_option,
     fields_option,
     format_option,
     label_column_option,
     list_learners_callback,
     seed_option,
+    threads_option,
 )
 from tagger.training.progress import TrainProgress
 
 
 @click.command("train")
-@click.argument("train_files", metavar="[TRAIN]...", nargs=-1, type=click.Path(dir_okay=False))
+@click.argument("train_files", metavar="[TRAIN]...", nargs=-1, type=click.Path())
 @click.option(
     "-o",
     "--output",
     "model_path",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
+    metavar="FILE",
     help="Model file to write (atomically); needed unless the --config file names it.",
 )
 @click.option(
     "--config",
     "config_file",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
+    metavar="FILE",
     help="Training configuration (TOML, see 'tagger init-config'); the other options "
     "given override it.",
 )
@@ -53,7 +58,7 @@ from tagger.training.progress import TrainProgress
     "--config-from",
     "config_model",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     metavar="MODEL",
     help="Train again with the configuration stored in MODEL (its "
     "data, features, learner, parameters and seed); the other "
@@ -82,22 +87,26 @@ from tagger.training.progress import TrainProgress
     "settings",
     multiple=True,
     metavar="KEY=VALUE",
-    help="A learner parameter, e.g. --set radius=500 --set epochs=10 (repeatable).",
+    help="A learner parameter (repeatable; 'tagger learners' lists each learner's), e.g. "
+    f"--set {SET_EXAMPLE[0]} --set {SET_EXAMPLE[1]} for {DEFAULT_LEARNER_NAME}.",
 )
 @click.option(
     "--dev",
     "dev_file",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
+    metavar="FILE",
     help="Labeled dev file scored after every epoch.",
 )
 @seed_option
+@threads_option
 @fields_option
 @click.option(
     "--unlabeled",
     "unlabeled_file",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
+    metavar="FILE",
     help="Unlabeled sentences for a semi-supervised learner (read in batches; "
     "implies --learner ssvm-annealing unless another is given).",
 )
@@ -105,7 +114,8 @@ from tagger.training.progress import TrainProgress
     "--constraints",
     "constraints_file",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
+    metavar="FILE",
     help="Constraint file (TOML, see constraints/README.md) the imputed labels of "
     "the unlabeled sentences should meet.",
 )
@@ -113,7 +123,8 @@ from tagger.training.progress import TrainProgress
     "--test",
     "test_file",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
+    metavar="FILE",
     help="Labeled file scored along training for the trace only (never used to choose anything).",
 )
 @click.option(
@@ -129,6 +140,7 @@ from tagger.training.progress import TrainProgress
     type=click.FloatRange(min=0),
     default=0,
     show_default=True,
+    metavar="SECONDS",
     help="Time budget of the choice: no new point of the path starts after this many "
     "seconds of training, and the best so far is kept (0: no limit).",
 )
@@ -175,17 +187,20 @@ def train_cmd(config_file, config_model, settings, quiet, as_json, **options) ->
     from tagger.training.run import default_learner
 
     learner = default_learner(run["learner"], bool(data["unlabeled"]))
-    learner_settings(learner, ())  # an unknown learner is a usage error
+    if source is None or "learner" in typed_options():
+        learner_settings(learner, ())  # an unknown learner typed is a usage error
     if source is None:  # --set carries the parameters
         cfg["params"] = learner_settings(learner, settings)
     config = TrainingConfig(**cfg, source=source or "the command line")
     try:
         with TrainProgress(quiet):
             tagger = train(config, progress=None if quiet else _unlabeled_progress)
-    except ParameterSettingError:
-        raise  # a parameter's value, not the option's use: a data error (exit status 1)
+    except ParameterSettingError as exc:
+        if exc.key != "model.learner":
+            raise  # a parameter's value in the file: a data error (exit status 1)
+        raise setting_error(exc, source) from None
     except SettingError as exc:
-        raise setting_usage_error(exc) from None
+        raise setting_error(exc, source) from None
     model_path = run["output"]
     size = os.path.getsize(model_path)
     if as_json:
@@ -195,7 +210,7 @@ def train_cmd(config_file, config_model, settings, quiet, as_json, **options) ->
 
 
 @click.command("init-config")
-@click.argument("output", metavar="FILE", default="-", required=False)
+@click.argument("output", metavar="[FILE]", default="-", required=False)
 @click.option(
     "--task",
     type=click.Choice(sorted(("chunk", "pos", "citation"))),
@@ -209,11 +224,14 @@ def train_cmd(config_file, config_model, settings, quiet, as_json, **options) ->
     metavar="NAME",
     help=f"The learner whose parameter table [params] lists  [default: {DEFAULT_LEARNER_NAME}]",
 )
-def init_config_cmd(output, task, learner) -> None:
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+def init_config_cmd(output, task, learner, force) -> None:
     """Write a training configuration (TOML) with every setting and its default to FILE
-    (default: standard output); train with 'tagger train --config FILE'."""
+    (default: standard output); train with 'tagger train --config FILE'. An existing FILE is
+    kept unless --force is given."""
     from pathlib import Path
 
+    from tagger.errors import TaggerError
     from tagger.io.atomic import atomic_text_output
     from tagger.training import config as training_config
 
@@ -222,6 +240,11 @@ def init_config_cmd(output, task, learner) -> None:
     directory = Path(output).resolve().parent if output != "-" else Path.cwd()
     cfg = training_config.for_task(task, learner, directory)
     check_output(output, [])
+    if output != "-" and os.path.lexists(output) and not force:
+        raise TaggerError(
+            f"{output} exists; init-config writes a new file: choose another name, or give "
+            f"--force to replace it"
+        )
     with atomic_text_output(output) as out:
         out.write(training_config.to_toml(cfg, learner or ""))
     if output != "-":
@@ -234,12 +257,13 @@ def _unlabeled_progress(row: dict) -> None:
 
 
 @click.command("path")
-@click.argument("train_file", metavar="TRAIN|MODEL", type=click.Path(dir_okay=False))
+@click.argument("train_file", metavar="TRAIN|MODEL", type=click.Path())
 @click.option(
     "--dev",
     "dev_file",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
+    metavar="FILE",
     help="Labeled dev file scored at every value (required with TRAIN).",
 )
 @click.option(
@@ -280,21 +304,24 @@ def _unlabeled_progress(row: dict) -> None:
     help="Other learner parameters (repeatable).",
 )
 @seed_option
+@threads_option
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as one JSON list.")
 @click.option(
     "--plot",
     "plot_path",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
+    metavar="FILE",
     help="Write a picture of dev score and non-zero weights against the parameter "
-    "(PNG/SVG/PDF; needs matplotlib).",
+    "(PNG/SVG/PDF by the extension; needs matplotlib).",
 )
 @click.option(
     "-o",
     "--output",
     "model_path",
     default=None,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
+    metavar="FILE",
     help="Also save the model of the last value.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
@@ -310,6 +337,7 @@ def path_cmd(
     learner,
     settings,
     seed,
+    threads,
     as_json,
     plot_path,
     model_path,
@@ -340,7 +368,9 @@ def path_cmd(
     from tagger.cli.reports import path_table
     from tagger.io import gc_paused
     from tagger.io.sources import default_preset, open_labeled
+    from tagger.training.run import use_threads
 
+    use_threads(threads)
     with gc_paused():
         train = open_labeled(train_file, fmt, label_column, conllu_label=conllu_label)
         dev = open_labeled(dev_file, fmt, label_column, conllu_label=conllu_label)

@@ -32,7 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from tagger.errors import ConfigError, ParameterError
+from tagger.features import PRESETS
 from tagger.io import toml_file
+from tagger.io.hf import BUILDERS as HF_BUILDERS
+from tagger.io.hf import PREFIX as HF_PREFIX
 from tagger.model.files import load_model_file
 from tagger.model.header import check_header
 from tagger.training.config_writing import TASKS as TASKS
@@ -42,6 +45,7 @@ from tagger.training.schema import FORMATS as FORMATS
 from tagger.training.schema import OPTION_KEYS as OPTION_KEYS
 from tagger.training.schema import SCHEMA as SCHEMA
 from tagger.training.schema import SECTION_OF as SECTION_OF
+from tagger.training.schema import TOP_LEVEL as TOP_LEVEL
 from tagger.training.schema import Key as Key
 from tagger.training.schema import defaults as defaults
 
@@ -79,6 +83,10 @@ def check(data: dict, source: str, base: Path | None = None) -> dict:
     checked; relative paths joined to ``base`` when given."""
     cfg = defaults()
     for section, table in data.items():
+        if section in TOP_LEVEL:
+            if table is not None:
+                cfg[section] = _value(TOP_LEVEL[section], table, source, section, base)
+            continue
         if section == "params":
             if not isinstance(table, dict):
                 raise _error(
@@ -94,7 +102,8 @@ def check(data: dict, source: str, base: Path | None = None) -> dict:
             raise _error(
                 source,
                 section,
-                f"one of the tables {_names(list(SCHEMA) + ['params'])}",
+                f"one of the tables {_names(list(SCHEMA) + ['params'])} or the "
+                f"settings {_names(TOP_LEVEL)}",
                 f"[{section}]",
                 "remove it or correct its name",
             )
@@ -139,18 +148,41 @@ def _value(key: Key, value: Any, source: str, where: str, base: Path | None) -> 
         raise _error(source, where, kind[key.kind], value, "correct the value")
     if isinstance(value, float) and (not math.isfinite(value) or value < 0):
         raise _error(source, where, "a number >= 0", value, "correct the value")
+    low, high = key.minimum, key.maximum
+    number: Any = value
+    if (low is not None and number < low) or (high is not None and number > high):
+        within = f"from {low} to {high}" if high is not None else f">= {low}"
+        raise _error(source, where, f"an integer {within}", value, "correct the value")
     if key.choices is not None and value not in key.choices:
         raise _error(source, where, f"one of {_names(key.choices)}", value, "correct the value")
+    if key.is_path == "preset" and value in PRESETS:
+        return value
     if key.is_path:
         return _path(str(value), base)
     return value
 
 
+def checked_seed(seed: Any, source: str) -> int:
+    """``seed`` if it is a seed the learners take (a whole number from 0 to ``SEED_MAX``),
+    else a :class:`ConfigError` naming ``source``: the one check of a seed, however training
+    is asked for (``tagger train``, ``tagger.train``, ``Tagger.fit`` and ``Tagger.path``, the
+    estimator, the spaCy component)."""
+    return _value(SCHEMA["model"]["seed"], seed, source, "seed", None)
+
+
 def _path(value: str, base: Path | None) -> str:
-    """A file name joined to ``base`` (and normalized); hf: names and ``-`` as they are."""
-    if not value or base is None or value.startswith("hf:") or value == "-":
+    """A file name joined to ``base`` (and normalized), also the file of a source read by
+    one of datasets' builders (``hf:conll:FILE?split=...``); hub names (``hf:NAME``) and
+    ``-`` (standard input) as they are."""
+    if not value or base is None or value == "-":
         return value
-    return os.path.normpath(os.path.join(base, value))
+    if value.startswith(HF_PREFIX):
+        builder, sep, rest = value[len(HF_PREFIX) :].partition(":")
+        if not sep or builder not in HF_BUILDERS:
+            return value  # a dataset on the hub
+        name, query, options = rest.partition("?")
+        return f"{HF_PREFIX}{builder}:{_path(name, base)}{query}{options}" if name else value
+    return os.path.normpath(os.path.join(base, os.path.expanduser(value)))
 
 
 def _error(source: str, where: str, expected: str, found, fix: str) -> ConfigError:
@@ -168,9 +200,13 @@ def _names(names) -> str:
 def merge(cfg: dict, options: dict, settings: dict) -> dict:
     """``cfg`` with the command-line ``options`` that were given (by the option's parameter
     name, see :data:`OPTION_KEYS`; ``no_select`` too) and the ``--set`` ``settings`` over it."""
-    out = {section: dict(table) for section, table in cfg.items()}
+    out = {
+        section: dict(table) if isinstance(table, dict) else table for section, table in cfg.items()
+    }
     for name, value in options.items():
-        if name == "no_select":
+        if name in TOP_LEVEL:
+            out[name] = value
+        elif name == "no_select":
             out["model"]["select"] = not value
         elif name in OPTION_KEYS:
             section, key = OPTION_KEYS[name]
@@ -227,8 +263,10 @@ def for_model(cfg: dict, learner: str, params: dict, select: bool) -> dict:
     cwd = Path.cwd()
     for section, keys in SCHEMA.items():
         for name, key in keys.items():
+            value: Any = out[section].get(name)
+            if key.is_path == "preset" and value in PRESETS:
+                continue
             if key.is_path and name in out[section]:
-                value = out[section][name]
                 out[section][name] = (
                     [_path(v, cwd) for v in value] if isinstance(value, list) else _path(value, cwd)
                 )
@@ -277,7 +315,8 @@ class TrainingConfig:
     """The settings of a training run, in the sections and keys of the TOML file: ``data``
     (train, dev, test, unlabeled, constraints, format, label_column, conllu_label, fields),
     ``model`` (output, features, learner, seed, select, max_seconds) and ``params`` (the
-    learner's parameters). Keys left out take their defaults; every value is checked when the
+    learner's parameters), and ``threads`` above them (the kernels' threads, not kept in the
+    model). Keys left out take their defaults; every value is checked when the
     object is made (:class:`ConfigError` naming ``source`` and the key).
 
         >>> cfg = TrainingConfig.from_file("train.toml")               # doctest: +SKIP
@@ -287,14 +326,24 @@ class TrainingConfig:
     data: dict[str, Any] = field(default_factory=dict)
     model: dict[str, Any] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
+    #: threads of the numba kernels (None: the environment's or every usable core; see
+    #: :func:`tagger.jit.resolve_threads`); not kept in the model
+    threads: int | None = None
     #: where the settings come from, as error messages name it
     source: str = "the configuration"
 
     def __post_init__(self) -> None:
         checked = check(
-            {"data": self.data, "model": self.model, "params": self.params}, self.source
+            {
+                "data": self.data,
+                "model": self.model,
+                "params": self.params,
+                "threads": self.threads,
+            },
+            self.source,
         )
         self.data, self.model, self.params = checked["data"], checked["model"], checked["params"]
+        self.threads = checked["threads"]
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> TrainingConfig:
@@ -314,12 +363,13 @@ class TrainingConfig:
         """The configuration a model file keeps (see :func:`from_model`)."""
         return cls(**from_model(path), source=str(path))
 
-    def to_dict(self) -> dict[str, dict[str, Any]]:
-        """The dict form: a copy of the three sections."""
+    def to_dict(self) -> dict[str, Any]:
+        """The dict form: a copy of the three sections, and the top-level settings."""
         return {
             "data": {k: list(v) if isinstance(v, list) else v for k, v in self.data.items()},
             "model": dict(self.model),
             "params": dict(self.params),
+            "threads": self.threads,
         }
 
     def to_toml(self) -> str:
@@ -343,11 +393,14 @@ class TrainingConfig:
                         "give params={'name': value, ...}",
                     )
                 out["params"].update(value)
+            elif name in TOP_LEVEL:
+                if value is not None:
+                    out[name] = _value(TOP_LEVEL[name], value, source, name, None)
             elif name not in SECTION_OF:
                 raise _error(
                     source,
                     name,
-                    f"one of the settings {_names(SECTION_OF)} or params",
+                    f"one of the settings {_names([*SECTION_OF, *TOP_LEVEL])} or params",
                     f"'{name}'",
                     "correct its name",
                 )

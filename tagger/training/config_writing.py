@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tagger.training.schema import SCHEMA, defaults
+from tagger.training.schema import SCHEMA, TOP_LEVEL, defaults
 
 
 def to_toml(cfg: dict, learner: str) -> str:
@@ -29,6 +29,12 @@ def to_toml(cfg: dict, learner: str) -> str:
         "# default it shows.",
         "",
     ]
+    # top-level settings come first: in TOML a key after a [table] header belongs to it
+    for name, key in TOP_LEVEL.items():
+        lines.append(f"# {key.help}")
+        value = cfg.get(name)
+        lines.append(f"# {name} = 4" if value is None else f"{name} = {_toml(value)}")
+    lines.append("")
     for section, keys in SCHEMA.items():
         lines.append(f"[{section}]")
         for name, key in keys.items():

@@ -14,7 +14,7 @@ import numpy as np
 
 from tagger.chain.layout import ChainModel
 from tagger.errors import CorpusFormatError, TaggerWarning
-from tagger.evaluation.labels import LabelIndex
+from tagger.evaluation.labels import LabelIndex, is_bio
 from tagger.evaluation.metrics import evaluate as evaluate_labels
 from tagger.features import FeatureSpec, Featurized, Featurizer
 from tagger.inference.max_product import viterbi_batch_into
@@ -105,9 +105,37 @@ def check_columns(sentences: Sequence[Sentence], spec: FeatureSpec, what: str) -
             )
 
 
+def warn_about_label_case(labels: set[str]) -> None:
+    """A warning for training labels that differ only in case (``B-NP`` and ``b-np``): the
+    model learns them as different labels, and a label that is not ``O``/``B-``/``I-`` makes
+    every score token accuracy instead of chunk F1 (:func:`chunk_scored`)."""
+    groups: dict[str, list[str]] = {}
+    for lab in sorted(labels):
+        groups.setdefault(lab.casefold(), []).append(lab)
+    clashes = [names for names in groups.values() if len(names) > 1]
+    if clashes:
+        shown = "; ".join(" and ".join(names) for names in clashes[:5])
+        more = f" and {len(clashes) - 5} more" if len(clashes) > 5 else ""
+        scored = "" if is_bio(labels) else ", and scores are token accuracy, not chunk F1"
+        warnings.warn(
+            f"the training data have labels that differ only in case: {shown}{more}; the "
+            f"model learns them as different labels{scored} (check the files' label spelling)",
+            TaggerWarning,
+            stacklevel=4,
+        )
+
+
+def chunk_scored(labels: LabelIndex) -> bool:
+    """Whether dev and test data are scored by chunk F1 (as well as token accuracy): when the
+    training labels are BIO. Decided once from the training labels, so that the held-out part,
+    a dev file and a test file are scored alike whatever labels each happens to hold."""
+    return is_bio(labels.labels)
+
+
 def dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: list[list[str]]):
     names = labels.labels
     offsets = Xd.offsets.tolist()
+    chunks = chunk_scored(labels)
 
     def score(w: np.ndarray) -> dict:
         state = model.state_scores(Xd, w)
@@ -121,8 +149,8 @@ def dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: list
         )
         flat = [names[i] for i in out.tolist()]
         pred = [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
-        m = evaluate_labels(gold, pred)
-        if m.get("chunk_level"):
+        m = evaluate_labels(gold, pred, chunk_level=chunks)
+        if chunks:
             return {"dev_f1": round(100 * m["f1"], 2), "dev_acc": round(100 * m["accuracy"], 2)}
         return {"dev_acc": round(100 * m["accuracy"], 2)}
 
@@ -197,6 +225,8 @@ def build_problem(
     check_columns(train, spec, "training data")
     cset = constraint_set(constraints)
     label_names = {lab for s in train for lab in s.labels}
+    if dev_what != HELD_OUT:  # the held-out part's training set is most of the same data
+        warn_about_label_case(label_names)
     if cset is not None:  # a label no labeled sentence shows may still be imputed
         from tagger.constraints.check import check_training_labels
 

@@ -3,11 +3,13 @@
 On a terminal, tqdm bars: one for featurization (tokens done out of the total, with its ETA),
 one per training run (iterations out of the learner's bound, ETA, and the objective, non-zero
 weights and dev score in the bar); the lines of the selection path and of the learners' other
-messages print above the bars. Elsewhere (a file, a pipe, CI) plain lines: one per iteration
-with ``epoch=K/N``, the time of that iteration alone (``epoch_s``, not a running total), and an
-upper bound on the time left. Compiling the numba kernels (the first run on a machine; later
-runs load them from the cache) is timed apart and reported once, so that it inflates neither
-the first iteration's time nor the ETA.
+messages print above the bars. Elsewhere (a file, a pipe, CI) plain lines with ``epoch=K/N``,
+the time of that iteration alone (``epoch_s``, not a running total), and an upper bound on the
+time left: at most one every :data:`PLAIN_INTERVAL` seconds, plus the first and the last
+iteration of each run and the end of each featurization pass, so that a log stays readable
+whether training takes a second or a day. Compiling the numba kernels (the first run on a
+machine; later runs load them from the cache) is timed apart and reported once, so that it
+inflates neither the first iteration's time nor the ETA.
 
 tqdm rather than rich: it comes with spaCy already, draws on stderr alone, costs a few
 milliseconds to import and has nothing to set up for a bar that is just a counter with a
@@ -22,6 +24,8 @@ import time
 
 from tagger.learners.base import duration_text
 
+#: seconds between two plain progress lines of the same run (off a terminal)
+PLAIN_INTERVAL = 5.0
 #: fields shown in a bar's postfix and a plain line, in this order, when a row has them
 SHOWN = ("objective", "nonzero", "dev_f1", "dev_acc", "gap", "C_u", "stage")
 
@@ -48,9 +52,21 @@ class CompileClock:
 class ProgressHandler(logging.Handler):
     """Renders ``tagger.train`` records: bars on a terminal (``bars``), plain lines elsewhere."""
 
-    def __init__(self, stream, bars: bool, compile_clock: CompileClock | None = None):
+    def __init__(
+        self,
+        stream,
+        bars: bool,
+        compile_clock: CompileClock | None = None,
+        interval: float = 0.0,
+        now=time.monotonic,
+    ):
         super().__init__()
         self.stream, self.bars = stream, bars
+        # plain lines: at most one per `interval` seconds (0: every one); a line held back is
+        # kept in `pending` and written when its run ends or another message comes
+        self.interval, self.now = interval, now
+        self.last_written = -float("inf")
+        self.pending: str | None = None
         self.clock = compile_clock or CompileClock()
         self.bar = None
         self.feature_bar = None
@@ -81,7 +97,7 @@ class ProgressHandler(logging.Handler):
 
     def _featurize(self, f: dict, message: str) -> None:
         if not self.bars:
-            self._line(message)
+            self._throttled(message, last=f["done"] >= f["total"])
             return
         if self.feature_bar is None:
             self.feature_bar = self._tqdm(
@@ -97,7 +113,9 @@ class ProgressHandler(logging.Handler):
 
     def _row(self, row: dict, learner: str, counter: str, total, first: bool) -> None:
         k = row.get(counter)
-        if first or self.run != (learner, counter):
+        new_run = first or self.run != (learner, counter)
+        if new_run:
+            self._flush()
             self._close_bar()
             self.run, self.last_time = (learner, counter), 0.0
             self.run_compile = self.last_compile
@@ -126,9 +144,33 @@ class ProgressHandler(logging.Handler):
         if isinstance(total, int) and self._k and spent:
             working = max(spent - (self.clock.seconds - self.run_compile), 0.0)
             left = f" eta<={duration_text(working / self._k * max(total - self._k, 0))}"
-        self._line(f"{learner}: {counter}={k}{of} {shown} {counter}_s={step:.2f}{left}")
+        text = f"{learner}: {counter}={k}{of} {shown} {counter}_s={step:.2f}{left}"
+        last = isinstance(total, int) and isinstance(k, int) and k >= total
+        self._throttled(text, first=new_run, last=last)
+
+    def _throttled(self, text: str, first: bool = False, last: bool = False) -> None:
+        """A progress line, written when it is a run's first or last, or when the interval
+        has passed since the last one written; else held back as ``pending``."""
+        now = self.now()
+        if first or last or now - self.last_written >= self.interval:
+            self.pending = None
+            self._write(text)
+            self.last_written = now
+        else:
+            self.pending = text
+
+    def _flush(self) -> None:
+        """The line held back, if any: the last state of a run that ended without saying so."""
+        if self.pending is not None:
+            text, self.pending = self.pending, None
+            self._write(text)
+            self.last_written = self.now()
 
     def _line(self, text: str) -> None:
+        self._flush()
+        self._write(text)
+
+    def _write(self, text: str) -> None:
         if self.bars:
             from tqdm import tqdm
 
@@ -148,6 +190,7 @@ class ProgressHandler(logging.Handler):
             self.bar = None
 
     def close(self) -> None:
+        self._flush()
         self._close_bar()
         if self.feature_bar is not None:
             self.feature_bar.close()
@@ -171,7 +214,8 @@ class TrainProgress:
         if not self.quiet:
             clock = CompileClock()
             self._listen(clock)
-            self.handler = ProgressHandler(self.stream, self.bars, clock)
+            interval = 0.0 if self.bars else PLAIN_INTERVAL
+            self.handler = ProgressHandler(self.stream, self.bars, clock, interval)
             self.old_level = self.logger.level
             self.logger.addHandler(self.handler)
             self.logger.setLevel(logging.INFO)

@@ -12,6 +12,8 @@ preset, which is chosen from the data):
 - ``params`` are checked against the learner's parameter table (``auto`` takes none);
 - the output path must be writable and not one of the inputs;
 - the constraint file is read and checked, and refused without unlabeled data;
+- the kernels get their threads (:func:`use_threads`; not kept in the model, whose weights
+  do not depend on them);
 - the feature preset, when none is named, follows the training data
   (:func:`tagger.io.sources.default_preset`);
 - the model keeps the resolved configuration (:func:`tagger.training.config.for_model`) when
@@ -21,12 +23,14 @@ preset, which is chosen from the data):
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tagger.errors import ParameterError, TaggerError
+from tagger import jit
+from tagger.errors import ParameterError, TaggerError, TaggerWarning
 from tagger.features import PRESETS, FeatureSpec
 from tagger.io import gc_paused
 from tagger.io.atomic import OutputPathError, check_output
@@ -156,10 +160,12 @@ def fit(
     cset = constraint_set(objects.get("constraints", data["constraints"] or None))
     if cset is not None and not given("unlabeled"):
         raise SettingError(
-            "--constraints in training needs --unlabeled FILE (the "
-            "constraints guide the labels imputed to unlabeled text)",
+            "constraints in training need unlabeled data (--unlabeled FILE, or [data] "
+            "unlabeled): they guide the labels imputed to unlabeled text",
             "data.unlabeled",
         )
+    use_threads(config.threads)
+    warn_about_scoring_training_data(config, objects)
     read = dict(
         format=data["format"],
         label_column=data["label_column"],
@@ -204,6 +210,50 @@ def fit(
         run["max_seconds"],
         run["output"],
     )
+
+
+def warn_about_scoring_training_data(config: TrainingConfig, objects: Mapping[str, Any]) -> None:
+    """A warning when the dev (or test) data are the training data, as a file name or as the
+    same object: a score on them measures how well the model fits what it learned, not how it
+    tags new text, so the strength chosen on them tends to the weakest and the scores are high."""
+    train = objects.get("train")
+    names = [n for n in config.data["train"] if os.path.isfile(n)] if train is None else []
+    for key in ("dev", "test"):
+        value = objects.get(key)
+        if value is not None:
+            same = value is train
+        else:
+            name = config.data[key]
+            same = bool(name) and any(_same_file(name, n) for n in names)
+        if not same:
+            continue
+        what = config.data[key] if value is None else "the same sentences"
+        chosen = ", and the strength chosen on them tends to the weakest" if key == "dev" else ""
+        warnings.warn(
+            f"the {key} data are the training data ({what}): their scores measure how well "
+            f"the model fits what it learned, not how it tags new text{chosen}; give {key} "
+            f"data apart from the training data",
+            TaggerWarning,
+            stacklevel=4,
+        )
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def use_threads(requested: int | None) -> int:
+    """Let the kernels use ``requested`` threads, or without a request those the environment
+    names or every usable core (:func:`tagger.jit.resolve_threads`); a request above the
+    usable cores is cut to them with a warning. Returns the count."""
+    n, note = jit.resolve_threads(requested)
+    if note:
+        warnings.warn(note, TaggerWarning, stacklevel=3)
+    jit.set_threads(n)
+    return n
 
 
 def default_learner(learner: str, unlabeled: bool) -> str:

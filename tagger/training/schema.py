@@ -25,10 +25,28 @@ class Key:
     default: object
     help: str
     choices: tuple | None = None
-    is_path: bool = False
+    #: a file name (relative to the configuration file); "preset": a feature preset's name
+    #: or else a file name
+    is_path: bool | str = False
+    #: the smallest and largest value allowed (numbers; None: no bound but a number's >= 0)
+    minimum: int | None = None
+    maximum: int | None = None
 
 
 FORMATS = ("auto", *READ_FORMATS)
+#: the largest seed: the learners' random generators take seeds of 32 bits, none negative
+SEED_MAX = 2**32 - 1
+#: the settings written before any section of the file (they belong to no section)
+TOP_LEVEL: dict[str, Key] = {
+    "threads": Key(
+        int,
+        None,
+        "threads of the numba kernels; default: NUMBA_NUM_THREADS, else OMP_NUM_THREADS, else "
+        "every core this process may use (not kept in the model: the weights do not depend "
+        "on it)",
+        minimum=1,
+    ),
+}
 SCHEMA: dict[str, dict[str, Key]] = {
     "data": {
         "train": Key(
@@ -83,9 +101,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "",
             "feature preset (chunk, pos, citation) or a TOML template "
             'file; "": chosen from the training data',
+            is_path="preset",
         ),
         "learner": Key(str, "", "learner ('tagger learners'), or auto; \"\": the default"),
-        "seed": Key(int, 0, "random seed"),
+        "seed": Key(int, 0, "random seed", minimum=0, maximum=SEED_MAX),
         "select": Key(
             bool,
             True,
@@ -119,8 +138,9 @@ SECTION_OF = {name: section for section, keys in SCHEMA.items() for name in keys
 
 
 def defaults() -> dict:
-    """Every setting at its default (``params`` empty: the learner's own)."""
-    cfg = {
+    """Every setting at its default (``params`` empty: the learner's own; the top-level
+    settings, :data:`TOP_LEVEL`, by their names)."""
+    cfg: dict = {
         section: {
             k: (list(key.default) if isinstance(key.default, list) else key.default)
             for k, key in keys.items()
@@ -128,4 +148,5 @@ def defaults() -> dict:
         for section, keys in SCHEMA.items()
     }
     cfg["params"] = {}
+    cfg.update({name: key.default for name, key in TOP_LEVEL.items()})
     return cfg

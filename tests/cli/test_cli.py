@@ -54,12 +54,14 @@ def test_train_reports_progress_and_summary(sample, tmp_path):
     assert result.exit_code == 0, result.output
     err = result.stderr
     epoch_lines = [ln for ln in err.splitlines() if "epoch=" in ln]
-    assert len(epoch_lines) == 3
     assert all(
         "objective=" in ln and "nonzero=" in ln and "dev_" in ln and "epoch_s=" in ln
         for ln in epoch_lines
     )
-    assert [ln.split("epoch=")[1].split()[0] for ln in epoch_lines] == ["1/3", "2/3", "3/3"]
+    # off a terminal: the first and the last iteration, and between them one line every few
+    # seconds at most (tests/cli/test_progress.py)
+    shown = [ln.split("epoch=")[1].split()[0] for ln in epoch_lines]
+    assert shown[0] == "1/3" and shown[-1] == "3/3" and len(shown) in (2, 3), shown
     assert "sentences" in err and "tokens" in err and "non-zero weights" in err
     assert "saved" in err and result.stdout == ""
 

@@ -110,3 +110,47 @@ def test_train_progress_attaches_and_detaches(tmp_path):
     with TrainProgress(quiet=True, stream=quiet):
         Tagger(features="chunk", params={"epochs": 1}, select=False).fit(load_corpus(sample))
     assert quiet.getvalue() == ""
+
+
+def test_off_a_terminal_lines_come_at_most_every_interval_and_at_each_end():
+    out, clock = io.StringIO(), [0.0]
+    handler = ProgressHandler(out, bars=False, interval=5.0, now=lambda: clock[0])
+    rows = []
+    for k in range(1, 201):  # 200 iterations of 0.1 s: 20 s
+        rows.append({"epoch": k, "objective": 1.0 / k, "time": 0.1 * k})
+    for i, row in enumerate(rows):
+        clock[0] = row["time"]
+        _emit_one(handler, row, total=400, first=i == 0)
+    handler.handle(log.makeRecord(log.name, logging.INFO, __file__, 0, "point done", (), None))
+    lines = out.getvalue().splitlines()
+    epochs = [ln.split("epoch=")[1].split("/")[0] for ln in lines if "epoch=" in ln]
+    # the first, one every 5 s, and the run's last (ended early, so written before the message)
+    assert epochs == ["1", "51", "101", "151", "200"], lines  # the first at 0.1 s
+    assert lines[-1] == "point done"
+    # a run that reaches its bound writes its last iteration at once
+    out2 = io.StringIO()
+    handler = ProgressHandler(out2, bars=False, interval=5.0, now=lambda: 0.0)
+    _emit(handler, [{"epoch": k, "time": 0.0} for k in range(1, 5)], total=4)
+    assert [ln.split("epoch=")[1][:3] for ln in out2.getvalue().splitlines()] == ["1/4", "4/4"]
+
+
+def test_the_command_line_off_a_terminal_is_brief(tmp_path):
+    from tagger.training.progress import PLAIN_INTERVAL
+
+    out = io.StringIO()
+    with TrainProgress(quiet=False, stream=out) as progress:
+        assert progress.handler.interval == PLAIN_INTERVAL  # StringIO is no terminal
+
+
+def _emit_one(handler, row, total, first):
+    record = log.makeRecord(
+        log.name,
+        logging.INFO,
+        __file__,
+        0,
+        "row",
+        (),
+        None,
+        extra={"row": row, "learner": "crf-l1", "counter": "epoch", "total": total, "first": first},
+    )
+    handler.emit(record)

@@ -233,3 +233,81 @@ def test_the_command_lines_own_copies_agree_with_the_package():
     assert DEFAULT_LEARNER_NAME == DEFAULT_LEARNER
     assert FORMAT_CHOICES == ("auto", *FORMATS) == training_config.FORMATS
     assert OUTPUT_FORMATS == WRITTEN
+
+
+def test_every_path_of_a_file_is_relative_to_it_the_template_and_sources_too(tmp_path):
+    d = tmp_path / "sub"
+    d.mkdir()
+    cfg = _write(
+        d / "run.toml",
+        '[data]\ntrain = ["a.txt", "hf:conll:data.txt?split=train", "hf:eriktks/conll2000"]\n'
+        'dev = "hf:parquet:../dev.parquet"\ntest = "t/test.txt"\n'
+        '[model]\nfeatures = "feats.toml"\noutput = "m.tgm"\n',
+    )
+    read = training_config.read(cfg)
+    base = str(d.resolve())
+    assert read["data"]["train"] == [
+        os.path.join(base, "a.txt"),
+        f"hf:conll:{os.path.join(base, 'data.txt')}?split=train",
+        "hf:eriktks/conll2000",  # a dataset on the hub is no file
+    ]
+    assert read["data"]["dev"] == f"hf:parquet:{tmp_path.resolve() / 'dev.parquet'}"
+    assert read["data"]["test"] == os.path.join(base, "t", "test.txt")
+    assert read["model"]["features"] == os.path.join(base, "feats.toml")
+    assert read["model"]["output"] == os.path.join(base, "m.tgm")
+    _write(cfg, '[model]\nfeatures = "chunk"\n')
+    assert training_config.read(cfg)["model"]["features"] == "chunk"  # a preset stays one
+
+
+def test_a_template_file_named_by_a_config_file_is_read_beside_it_and_kept(tmp_path, monkeypatch):
+    presets = Path(training_config.__file__).resolve().parents[1] / "presets"
+    cfg = _config(tmp_path, extra='features = "feats.toml"')
+    (cfg.parent / "feats.toml").write_text((presets / "chunk.toml").read_text())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    # a template of the same name where the command runs must not be taken instead
+    (elsewhere / "feats.toml").write_text((presets / "pos.toml").read_text())
+    monkeypatch.chdir(elsewhere)
+    result = run_cli("train", "--config", cfg, "-q")
+    assert result.exit_code == 0, result.output
+    model = cfg.parent / "out.tgm"
+    assert _stored(model)["model"]["features"] == str(cfg.parent.resolve() / "feats.toml")
+    (elsewhere / "feats.toml").unlink()
+    again = tmp_path / "again.tgm"
+    assert run_cli("train", "--config-from", model, "-o", again, "-q").exit_code == 0
+    assert again.read_bytes() == model.read_bytes()
+
+
+def test_init_config_keeps_an_existing_file_unless_forced(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    victim = _write(tmp_path / "victim.tgm", "not TOML, and precious")
+    _one_error_line(run_cli("init-config", "victim.tgm"), 1, "victim.tgm", "--force")
+    assert victim.read_text() == "not TOML, and precious"
+    assert run_cli("init-config", "victim.tgm", "--force").exit_code == 0
+    assert "[data]" in victim.read_text()
+    assert run_cli("init-config").stdout.startswith("# Training configuration")  # stdout
+
+
+@pytest.mark.parametrize("seed", [-5, 2**32, "3"])
+def test_a_seed_the_learners_cannot_take_is_refused_where_every_training_passes(seed, tmp_path):
+    import tagger
+    from tagger.api import Tagger
+    from tagger.io import load_corpus
+    from tagger.sklearn import SparseTaggerEstimator
+
+    sentences = load_corpus(SAMPLE)[:20]
+    with pytest.raises(ConfigError, match="seed"):
+        tagger.train(train=str(SAMPLE), seed=seed)
+    with pytest.raises(ConfigError, match="seed"):
+        Tagger(seed=seed, learner="perceptron").fit(sentences)
+    with pytest.raises(ConfigError, match="seed"):
+        Tagger(seed=seed, learner="perceptron").path(sentences, sentences, [1.0])
+    with pytest.raises(ConfigError, match="seed"):
+        SparseTaggerEstimator(seed=seed, learner="perceptron").fit([["a"]], [["B-NP"]])
+    cfg = _write(tmp_path / "s.toml", f'[data]\ntrain = ["x.txt"]\n[model]\nseed = {seed!r}\n')
+    with pytest.raises(ConfigError, match=r"s\.toml: model\.seed: expected an integer"):
+        training_config.read(cfg)
+    # the learners that seed a generator take the whole range
+    from tagger.training.schema import SEED_MAX
+
+    Tagger(seed=SEED_MAX, learner="perceptron", params={"epochs": 1}).fit(sentences)
