@@ -82,6 +82,10 @@ class Tagger:
     max_seconds
         a time budget for that path (0: none): no new point starts after that many seconds of
         training; the best point so far is kept and a :class:`TaggerWarning` says so
+    choose
+        which point of the path is kept: ``"sparsest"`` (default), the one with the fewest
+        non-zero weights among those whose dev score is within one standard error of the best
+        (paired over the dev sentences), or ``"best"``, the best dev score
     """
 
     def __init__(
@@ -92,6 +96,7 @@ class Tagger:
         seed: int = 0,
         select: bool = True,
         max_seconds: float = 0.0,
+        choose: str = "sparsest",
     ):
         self.features = features
         self.learner = learner
@@ -99,6 +104,7 @@ class Tagger:
         self.seed = seed
         self.select = select
         self.max_seconds = max_seconds
+        self.choose = choose
         # learned state
         self.featurizer_: Featurizer | None = None
         self.labels_: LabelIndex | None = None
@@ -140,6 +146,7 @@ class Tagger:
             seed=self.seed,
             select=self.select,
             max_seconds=self.max_seconds,
+            choose=self.choose,
             progress=progress,
         )
         self._take(*fitted.fitted(), fitted.info_, fitted.trace_)
@@ -388,6 +395,7 @@ class Tagger:
             "seed": self.seed,
             "select": self.select,
             "max_seconds": self.max_seconds,
+            "choose": self.choose,
         }
         if self.model_ is None:
             return (_tagger_from_params, (params,))
@@ -472,7 +480,7 @@ def train(
     file; ``settings`` win over it as ``tagger train``'s options do, each named by its key
     (``train``, ``dev``, ``test``, ``unlabeled``, ``constraints``, ``format``,
     ``label_column``, ``conllu_label``, ``fields``, ``output``, ``features``, ``learner``,
-    ``seed``, ``select``, ``max_seconds``, ``threads``; None leaves a setting as it is),
+    ``seed``, ``select``, ``choose``, ``max_seconds``, ``threads``; None leaves a setting as it is),
     ``params`` merged over the learner's parameters. ``threads`` (the numba kernels' threads;
     default ``NUMBA_NUM_THREADS``, else ``OMP_NUM_THREADS``, else every core the process may
     use) does not change the weights and is not kept in the model. Data are file names and
@@ -501,6 +509,7 @@ def train(
         seed=trained.seed,
         select=trained.select,
         max_seconds=trained.max_seconds,
+        choose=trained.choose,
     )
     fitted = trained.fitted
     tagger._take(

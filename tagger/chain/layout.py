@@ -199,6 +199,36 @@ class ChainModel:
         """The end weights of ``w`` (a view)."""
         return self.start_end(w)[1]
 
+    def carry_weights(
+        self, w: np.ndarray, other: ChainModel, attr_map: np.ndarray, label_map: np.ndarray
+    ) -> np.ndarray:
+        """``w`` (laid out for this model) laid out for ``other``, whose attribute ``attr_map[a]``
+        and label ``label_map[l]`` are this model's ``a`` and ``l`` (-1: it has none): each
+        weight lands on the parameter of the same attribute and label(s), and the parameters
+        ``other`` has beyond these start at 0. For warm-starting a model of other data."""
+        out = np.zeros(other.n_weights)
+        Lo = other.n_labels
+        label_map = np.asarray(label_map, dtype=np.int64)
+        p = np.flatnonzero(self.state_weights(w))
+        attr = np.asarray(attr_map, dtype=np.int64)[self.state_param_attr()[p]]
+        lab = label_map[self.param_label[p]]
+        ok = (attr >= 0) & (lab >= 0)
+        want = attr[ok] * Lo + lab[ok]
+        have = other.state_param_attr() * Lo + other.param_label
+        order = np.argsort(have, kind="stable")
+        at = np.minimum(np.searchsorted(have[order], want), max(len(have) - 1, 0))
+        hit = np.zeros(len(want), dtype=bool)
+        if len(have):
+            hit = have[order][at] == want
+        out[order[at[hit]]] = w[p[ok][hit]]
+        # transitions, start and end by label
+        rows = np.flatnonzero(label_map >= 0)
+        dst = label_map[rows]
+        other.transitions(out)[np.ix_(dst, dst)] = self.transitions(w)[np.ix_(rows, rows)]
+        for mine, theirs in zip(self.start_end(w), other.start_end(out)):
+            theirs[dst] = mine[rows]
+        return out
+
     def state_param_attr(self) -> np.ndarray:
         """Attribute id of every state parameter."""
         return np.repeat(np.arange(self.n_attrs, dtype=np.int64), np.diff(self.attr_ptr))

@@ -182,10 +182,32 @@ def path_table(rows: list[dict], param: str) -> str:
             f"{r['value']:>12g}  "
             + "".join(f"{r[c]:>7.2f}  " for c in cols)
             + f"{r['nonzero']:>9d}  {seconds}"
-            + ("  *" if r.get("selected") else "")
+            + _marks(r)
             + mix
         )
+    legend = [
+        text
+        for key, text in (
+            ("selected", "*: kept"),
+            ("best", "best: the best dev score"),
+            ("within_noise", "~: within one standard error of the best (paired over sentences)"),
+        )
+        if any(r.get(key) for r in rows)
+    ]
+    if legend and any(r.get("best") and not r.get("selected") for r in rows):
+        lines.append("; ".join(legend))
     return "\n".join(lines)
+
+
+def _marks(row: dict) -> str:
+    """The kept point (*), the best-scoring one when another was kept, and the points within
+    noise of it (~)."""
+    marks = [
+        m for key, m in (("selected", "*"), ("best", "best"), ("within_noise", "~")) if row.get(key)
+    ]
+    if row.get("selected") and row.get("best"):
+        marks = ["*"]
+    return "  " + " ".join(marks) if marks else ""
 
 
 def constraint_table(rows: list[dict]) -> str:

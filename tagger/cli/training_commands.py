@@ -136,6 +136,14 @@ from tagger.training.progress import TrainProgress
     "of the strength also fixes it).",
 )
 @click.option(
+    "--choose",
+    type=click.Choice(["sparsest", "best"]),
+    default=None,
+    help="Which point of that path is kept: sparsest, the fewest non-zero weights among the "
+    "points whose dev score is within one standard error of the best  [default: sparsest]; "
+    "best, the best dev score.",
+)
+@click.option(
     "--max-seconds",
     type=click.FloatRange(min=0),
     default=0,

@@ -31,7 +31,10 @@ def _prf(correct: int, found: int, gold: int) -> tuple[float, float, float]:
 
 
 def evaluate(
-    gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], chunk_level: bool | None = None
+    gold: Sequence[Sequence[str]],
+    pred: Sequence[Sequence[str]],
+    chunk_level: bool | None = None,
+    per_sentence: bool = False,
 ) -> dict:
     """Compare predicted label sequences with gold ones, sentence by sentence.
 
@@ -42,6 +45,7 @@ def evaluate(
     or gold tokens) and ``chunk_level``: chunks are scored when ``chunk_level`` is True, or,
     when it is None, when the gold labels are BIO (a caller that knows the label set, such as a
     trained model, decides instead: one odd gold label must not change what is reported).
+    ``per_sentence`` adds each sentence's share of the main figure (:func:`evaluate_ids`).
     Raises ``ValueError`` when the numbers of sentences or of labels in a sentence differ.
     """
     if len(gold) != len(pred):
@@ -68,16 +72,29 @@ def evaluate(
     g_ids = np.fromiter(map(get, g_flat), dtype=np.int64, count=len(g_flat))
     p_ids = np.fromiter(map(get, p_flat), dtype=np.int64, count=len(p_flat))
     offsets = np.cumsum(lengths, dtype=np.int64)
-    return evaluate_ids(g_ids, p_ids, offsets, list(index), chunk_level=chunk_level)
+    return evaluate_ids(
+        g_ids, p_ids, offsets, list(index), chunk_level=chunk_level, per_sentence=per_sentence
+    )
 
 
 def evaluate_ids(
-    gold_ids, pred_ids, offsets, label_names: Sequence[str], chunk_level: bool | None = None
+    gold_ids,
+    pred_ids,
+    offsets,
+    label_names: Sequence[str],
+    chunk_level: bool | None = None,
+    per_sentence: bool = False,
 ) -> dict:
     """:func:`evaluate` on label ids: ``gold_ids``/``pred_ids`` hold the ids of all tokens,
     sentence ``i`` spanning ``offsets[i]:offsets[i + 1]`` (``len(offsets) = n_sentences + 1``),
     and ``label_names[id]`` is the label of an id. ``chunk_level=None`` decides by whether the
-    gold labels are BIO."""
+    gold labels are BIO.
+
+    ``per_sentence`` adds ``sentence_shares = (numerator, denominator)``, two float arrays with
+    one entry per sentence whose sums give the main figure as their ratio: correct tokens over
+    tokens (accuracy), or twice the correct chunks over found plus gold chunks (F1 = 2 TP /
+    (found + gold), the same number as 2 P R / (P + R)). A path compares two models on the same
+    sentences with them (:mod:`tagger.training.selection`)."""
     g = np.asarray(gold_ids, dtype=np.int64)
     p = np.asarray(pred_ids, dtype=np.int64)
     offsets = np.asarray(offsets, dtype=np.int64)
@@ -115,7 +132,8 @@ def evaluate_ids(
         # chunks are disjoint, so (start, end, type) keys are unique within each side
         g_key = (gs * (n_tokens + 1) + ge) * n_types + gt
         p_key = (ps * (n_tokens + 1) + pe) * n_types + pt
-        hit = np.intersect1d(g_key, p_key, assume_unique=True) % n_types
+        hit_keys = np.intersect1d(g_key, p_key, assume_unique=True)
+        hit = hit_keys % n_types
         n_gold, n_found, n_correct = len(gs), len(ps), len(hit)
         precision, recall, f1 = _prf(n_correct, n_found, n_gold)
         gold_by = np.bincount(gt, minlength=n_types)
@@ -138,6 +156,17 @@ def evaluate_ids(
             n_pred_chunks=n_found,
             n_correct_chunks=n_correct,
         )
+        if per_sentence:
+            sent = _sentence_of_token(offsets)
+            n_sent = len(offsets) - 1
+            hit_start = (hit_keys // n_types) // (n_tokens + 1)
+            result["sentence_shares"] = (
+                2.0 * np.bincount(sent[hit_start], minlength=n_sent),
+                (
+                    np.bincount(sent[gs], minlength=n_sent)
+                    + np.bincount(sent[ps], minlength=n_sent)
+                ).astype(np.float64),
+            )
     else:
         tp = np.bincount(g[g == p], minlength=n_labels)
         gold_by = np.bincount(g, minlength=n_labels)
@@ -160,8 +189,19 @@ def evaluate_ids(
             n_pred_chunks=None,
             n_correct_chunks=None,
         )
+        if per_sentence:
+            n_sent = len(offsets) - 1
+            result["sentence_shares"] = (
+                np.bincount(_sentence_of_token(offsets), weights=g == p, minlength=n_sent),
+                np.diff(offsets).astype(np.float64),
+            )
     result["per_label"] = per_label
     return result
+
+
+def _sentence_of_token(offsets: np.ndarray) -> np.ndarray:
+    """The sentence index of every token."""
+    return np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
 
 
 def word_set(vocabulary) -> set:

@@ -125,6 +125,9 @@ class Learner:
     #: settings for the points of a regularization path, when they can be trained more
     #: cheaply than the final model and still rank the strengths (tagger.training.selection)
     path_settings: ClassVar[dict] = {}
+    #: settings that train the point a path kept once more, from its weights (the learner's
+    #: own settings when empty)
+    polish_settings: ClassVar[dict] = {}
     #: True for a learner computed in one closed-form step (no ``epochs``, one progress row)
     closed_form: ClassVar[bool] = False
 
@@ -142,6 +145,10 @@ class Learner:
         #: settings a learner chose on the dev data while training (e.g. how many stages),
         #: which train the same model on other data: see tagger.training.selection
         self.chosen_: dict = {}
+        #: set by a regularization path while it trains its points one after another: a
+        #: learner may then carry state from the point before (a dual, quasi-Newton pairs)
+        #: and score only each point's end on the dev data
+        self.warm_start = False
 
     @classmethod
     def param(cls, name: str) -> Param:

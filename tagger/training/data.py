@@ -132,12 +132,22 @@ def chunk_scored(labels: LabelIndex) -> bool:
     return is_bio(labels.labels)
 
 
-def dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: list[list[str]]):
-    names = labels.labels
-    offsets = Xd.offsets.tolist()
-    chunks = chunk_scored(labels)
+class DevScorer:
+    """Scores weights on a labeled part (dev data, a held-out tenth, test data): called with
+    ``w``, returns ``{"dev_f1": ..., "dev_acc": ...}`` (F1 only when the training labels are
+    BIO), in percent rounded to 2 decimals; ``shares`` then holds each sentence's share of the
+    main figure (numerator, denominator arrays: ``evaluate(per_sentence=True)``), from which
+    a path tells a real difference between two points from noise."""
 
-    def score(w: np.ndarray) -> dict:
+    def __init__(self, Xd: Featurized, model: ChainModel, labels: LabelIndex, gold):
+        self.Xd, self.model, self.names = Xd, model, labels.labels
+        self.gold = gold
+        self.offsets = Xd.offsets.tolist()
+        self.chunks = chunk_scored(labels)
+        self.shares: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __call__(self, w: np.ndarray) -> dict:
+        Xd, model, offsets = self.Xd, self.model, self.offsets
         state = model.state_scores(Xd, w)
         out = np.empty(Xd.n_tokens, dtype=np.int32)
         viterbi_batch_into(
@@ -147,14 +157,17 @@ def dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: list
             out,
             np.empty(Xd.n_sentences),
         )
-        flat = [names[i] for i in out.tolist()]
+        flat = [self.names[i] for i in out.tolist()]
         pred = [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
-        m = evaluate_labels(gold, pred, chunk_level=chunks)
-        if chunks:
+        m = evaluate_labels(self.gold, pred, chunk_level=self.chunks, per_sentence=True)
+        self.shares = m["sentence_shares"]
+        if self.chunks:
             return {"dev_f1": round(100 * m["f1"], 2), "dev_acc": round(100 * m["accuracy"], 2)}
         return {"dev_acc": round(100 * m["accuracy"], 2)}
 
-    return score
+
+def dev_scorer(Xd: Featurized, model: ChainModel, labels: LabelIndex, gold: list[list[str]]):
+    return DevScorer(Xd, model, labels, gold)
 
 
 class FeaturizeProgress:

@@ -20,6 +20,7 @@ from tagger.chain.layout import ChainModel
 from tagger.errors import TaggerError, TaggerWarning
 from tagger.evaluation.labels import LabelIndex
 from tagger.features import FeatureSpec, Featurizer
+from tagger.features.translate import attribute_map
 from tagger.io.scratch import ScratchSpace
 from tagger.learners import get_learner
 from tagger.sentence import Sentence
@@ -40,6 +41,8 @@ class FitSettings:
     seed: int = 0
     select: bool = True
     max_seconds: float = 0.0
+    #: which point of the path is kept (tagger.training.selection.CHOICES)
+    choose: str = "sparsest"
 
 
 @dataclass
@@ -77,9 +80,10 @@ def fit_learner(
     cset_source = None if constraints is None else constraints.source
     selecting = _selects(settings, learner_cls, unlabeled)
     t_held = 0.0
+    held_out = None
     if selecting and dev is None:
         sentences = labeled_list(sentences, "training data")
-        path = _held_out_path(settings, learner, sentences, progress)
+        path, held_out = _held_out_path(settings, learner, sentences, progress)
         t_held = time.perf_counter() - t0
     # the unlabeled text's arrays: memory, or memory-mapped files under scratch_dir
     scratch = ScratchSpace(learner.settings.get("scratch_dir"))
@@ -109,11 +113,15 @@ def fit_learner(
                 settings.max_seconds,
                 t0,
                 mix=_mixes(settings, learner_cls),
+                choose=settings.choose,
             )
             w = path.weights
             learner.trace_ = path.trace
         else:
-            w = learner.fit(problem, seed=settings.seed)
+            w0 = None
+            if held_out is not None and getattr(learner_cls, "polish_settings", None):
+                w0 = _carried(path, held_out, featurizer, labels, model)
+            w = learner.fit(problem, seed=settings.seed, w0=w0)
     finally:
         scratch.close()
     del problem
@@ -227,8 +235,9 @@ def _strength_default(learner_cls) -> float:
 def _held_out_path(
     settings: FitSettings, learner, sentences: list[Sentence], progress: Progress | None
 ):
-    """The path scored on a held-out tenth of ``sentences``; ``learner`` is left set to the
-    chosen value, to be trained on all of them."""
+    """The path scored on a held-out tenth of ``sentences`` and the held-out problem's
+    featurizer, labels and model (to carry the kept weights over, :func:`_carried`);
+    ``learner`` is left set to the chosen value, to be trained on all of them."""
     kept, held = selection.holdout_split(len(sentences))
     if not held or not kept:
         raise TaggerError(
@@ -236,7 +245,7 @@ def _held_out_path(
             f"{selection.HOLDOUT_EVERY} training sentences to hold some out; "
             f"give --dev FILE, or set the strength with --set"
         )
-    _, _, _, problem = build_problem(
+    _, featurizer, labels, problem = build_problem(
         settings.features,
         [sentences[i] for i in kept],
         [sentences[i] for i in held],
@@ -254,11 +263,25 @@ def _held_out_path(
         progress,
         settings.max_seconds,
         mix=_mixes(settings, cls),
+        choose=settings.choose,
     )
     # all the sentences are trained as the kept weights were (e.g. the stages that scored
     # best on the held-out part), but what the user set stays
     learner.settings.update({k: v for k, v in path.recipe.items() if k not in settings.params})
-    return path
+    return path, (featurizer, labels, problem.model)
+
+
+def _carried(path, held_out, featurizer: Featurizer, labels: LabelIndex, model: ChainModel):
+    """The weights the held-out path kept, laid out for the model of all the sentences: its
+    training starts there rather than from zero (a learner with ``polish_settings`` trains
+    them as it polishes a path's point), each weight on the same attribute and labels."""
+    held_featurizer, held_labels, held_model = held_out
+    attr_map = attribute_map(
+        held_featurizer, featurizer, np.arange(held_featurizer.n_attributes, dtype=np.int64)
+    )
+    index = {name: i for i, name in enumerate(labels.labels)}
+    label_map = np.array([index.get(name, -1) for name in held_labels.labels], dtype=np.int64)
+    return held_model.carry_weights(path.weights, model, attr_map, label_map)
 
 
 def _keep(

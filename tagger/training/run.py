@@ -72,6 +72,7 @@ class Trained:
     seed: int
     select: bool
     max_seconds: float
+    choose: str
     #: the model file to write ("" for none)
     output: str
 
@@ -181,7 +182,9 @@ def fit(
         train = list(train)
         features = default_preset(train)
     spec = features if isinstance(features, FeatureSpec) else FeatureSpec.load(features)
-    settings = FitSettings(spec, learner, params, run["seed"], run["select"], run["max_seconds"])
+    settings = FitSettings(
+        spec, learner, params, run["seed"], run["select"], run["max_seconds"], run["choose"]
+    )
     unlabeled = objects.get("unlabeled")
     if unlabeled is None and data["unlabeled"]:
         unlabeled = open_unlabeled(data["unlabeled"], data["format"])
@@ -208,6 +211,7 @@ def fit(
         run["seed"],
         run["select"],
         run["max_seconds"],
+        run["choose"],
         run["output"],
     )
 

@@ -111,6 +111,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "choose the regularization strength on a path scored on "
             "dev (false: the learner's default, or params' value)",
         ),
+        "choose": Key(
+            str,
+            "sparsest",
+            "which point of that path is kept: sparsest (the fewest non-zero weights among the "
+            "points whose dev score is within one standard error of the best) or best (the "
+            "best dev score)",
+            choices=("sparsest", "best"),
+        ),
         "max_seconds": Key(float, 0.0, "time budget of that choice in seconds (0: no limit)"),
     },
 }
@@ -130,6 +138,7 @@ OPTION_KEYS = {
     "learner": ("model", "learner"),
     "seed": ("model", "seed"),
     "max_seconds": ("model", "max_seconds"),
+    "choose": ("model", "choose"),
 }
 
 

@@ -8,7 +8,15 @@ three to the weak side), strongest penalty first, so that each point starts from
 weights of the point before (a warm start) and the first points, with few non-zero weights,
 are the cheap ones. Each point is scored on dev; the walk stops once ``PATIENCE`` points in a
 row fail to beat the best, and goes on past the weak end of the grid while the last point is
-the best (up to ``MAX_POINTS``). The best point is kept; on a tie the earlier, sparser one.
+the best (up to ``MAX_POINTS``).
+
+Which point is kept (``choose``): ``"sparsest"`` (the default) keeps the point with the fewest
+non-zero weights among those whose dev score is within noise of the best one: its deficit is
+at most one standard error of the paired difference, computed from the two points' per-sentence
+scores on the same dev sentences (:func:`paired_difference`; glmnet's ``lambda.1se`` rule, with
+the error of the difference rather than of one score, because both points are scored on the
+same sentences). ``"best"`` keeps the best dev score; on a tie the earlier, sparser point.
+The path table marks both.
 A point whose penalty zeroed every weight is not a model: it never beats a point with weights,
 does not use up the patience, and while every point so far is empty the walk goes on to
 weaker penalties (an L1 LP on a small training set is empty at the default C and below).
@@ -18,6 +26,11 @@ second, short path at the chosen strength: the L2 coefficient on ``MIX_VALUES``,
 first, warm-started, stopping after ``PATIENCE`` points without a better dev score; the mix is
 kept only where it scores better than the pure L1 point (an L2 term keeps weights that L1
 would zero, so on a tie the sparser, pure L1 model wins).
+
+The points are trained cheaply (the learner's ``path_settings``: on the default learner, at
+most a few dozen warm-started quasi-Newton iterations, its curvature pairs carried from point
+to point), since they only need to rank the strengths; the kept point alone is then polished
+with the learner's ``polish_settings`` (:func:`_refit`).
 
 Without dev data, every tenth training sentence is held out to score the path, and the model is
 then trained on all sentences at the chosen value. One held-out part rather than k folds: the
@@ -51,6 +64,53 @@ MAX_POINTS = 12
 HOLDOUT_EVERY = 10
 #: the L2 coefficients of the mix path (on the summed loss, CRFsuite's scale of c2)
 MIX_VALUES = (0.01, 0.1, 1.0)
+#: the rules that pick the kept point (module docstring)
+CHOICES = ("sparsest", "best")
+#: a point is within noise of the best when its paired deficit is at most this many standard
+#: errors
+NOISE_SE = 1.0
+
+
+def paired_difference(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+) -> tuple[float, float]:
+    """(score of a - score of b, its standard error), in percent, from two points' shares of
+    their score on the same sentences (``numerator, denominator`` arrays, one entry per
+    sentence: the score is sum(num) / sum(den)). The error is the delta method's for a
+    difference of two ratio estimates over the same sentences, each sentence one draw: with
+    z_i = (num_a_i - R_a den_a_i) / sum(den_a) - (num_b_i - R_b den_b_i) / sum(den_b),
+    SE^2 = n / (n - 1) * sum z_i^2."""
+    (na, da), (nb, db) = a, b
+    sa, sb = float(da.sum()), float(db.sum())
+    if sa <= 0.0 or sb <= 0.0 or len(na) < 2:
+        return 0.0, 0.0
+    ra, rb = float(na.sum()) / sa, float(nb.sum()) / sb
+    z = (na - ra * da) / sa - (nb - rb * db) / sb
+    n = len(z)
+    return 100.0 * (ra - rb), 100.0 * float(np.sqrt(n / (n - 1) * float(z @ z)))
+
+
+@dataclass
+class Point:
+    """What a path keeps of a point besides its row, to choose among the points at the end:
+    the non-zero weights (index and value), the training trace and the per-sentence dev
+    shares (:func:`paired_difference`)."""
+
+    index: np.ndarray
+    values: np.ndarray
+    n_weights: int
+    trace: list[dict]
+    shares: tuple[np.ndarray, np.ndarray] | None
+
+    @classmethod
+    def of(cls, w: np.ndarray, trace: list[dict], scorer) -> Point:
+        index = np.flatnonzero(w)
+        return cls(index, w[index].copy(), len(w), list(trace), getattr(scorer, "shares", None))
+
+    def weights(self) -> np.ndarray:
+        w = np.zeros(self.n_weights)
+        w[self.index] = self.values
+        return w
 
 
 def strength_of(learner_cls) -> tuple[str, int] | None:
@@ -78,6 +138,7 @@ class Path:
     param: str
     scored_on: str  # "dev" or "held-out tenth of the training data"
     rows: list[dict] = field(default_factory=list)
+    points: list[Point] = field(default_factory=list)
     best: int = -1
     weights: np.ndarray | None = None  # of the best point
     trace: list[dict] = field(default_factory=list)  # the best point's training trace
@@ -123,21 +184,26 @@ def run_path(
     max_seconds: float = 0.0,
     started: float | None = None,
     mix: bool = True,
+    choose: str = "sparsest",
 ) -> Path:
     """Train ``learner`` along the path on ``problem`` (whose ``dev_score`` scores a point).
 
     ``started`` is the ``time.perf_counter()`` that ``max_seconds`` counts from (default:
     now). A learner whose ``path_settings`` train the points more cheaply (fewer iterations)
-    trains the chosen point again with its own settings, warm-started (:func:`_refit`), and
-    keeps whichever scores better; ``Path.recipe`` says which settings trained the kept
-    weights. ``mix``: walk the learner's L2 mix too (not when the user set it)."""
+    trains the chosen point again with its ``polish_settings`` (else its own settings),
+    warm-started (:func:`_refit`), and keeps whichever scores better; ``Path.recipe`` says
+    which settings trained the kept weights. ``mix``: walk the learner's L2 mix too (not when
+    the user set it). ``choose``: the rule that keeps a point (:data:`CHOICES`)."""
+    if choose not in CHOICES:
+        raise ValueError(f"choose must be one of {CHOICES}, got {choose!r}")
     started = time.perf_counter() if started is None else started
     param = learner.strength[0]
     values = grid(default, direction)
     path = Path(param, scored_on)
     # a learner may train the path's points more cheaply than its final model
     cheap = getattr(learner, "path_settings", {})
-    full = {k: learner.settings[k] for k in cheap}
+    polish = getattr(learner, "polish_settings", {})
+    full = {k: learner.settings[k] for k in {**cheap, **polish}}
     learner.settings.update(cheap)
     learner.warm_start = True  # learners with a dual state keep it from point to point
     w, since_best, i = None, 0, 0
@@ -150,11 +216,11 @@ def run_path(
             "value": values[i],
             **problem.dev_score(w),
             "nonzero": int(np.count_nonzero(w)),
+            **_effort(learner),
             "seconds": round(time.perf_counter() - t0, 3),
         }
-        path.rows.append(row)
-        if path.best < 0 or _rank(row) > _rank(path.rows[path.best]):
-            path.best, path.weights, path.trace = i, w.copy(), list(learner.trace_)
+        _add_point(path, row, w, learner, problem)
+        if path.best == i:
             since_best = 0
         elif row["nonzero"]:
             since_best += 1
@@ -194,11 +260,12 @@ def run_path(
             f"({main_score(path.rows[0]):g}), so it cannot tell the values apart; kept the "
             f"strongest penalty, the sparsest model, {param}={path.value:g}"
         )
-    learner.warm_start = False
+    _choose(path, choose)
     learner.settings.update(full)
+    learner.settings.update(polish)
     learner.settings[param] = path.value
     learner.settings.update(path.mix)
-    path.recipe = dict(cheap)  # unless the refit below does better
+    path.recipe = dict(cheap)  # unless the polish below does better
     if full:
         if max_seconds and time.perf_counter() - started >= max_seconds:
             path.notes.append(
@@ -207,9 +274,52 @@ def run_path(
                 f"path's weights are kept"
             )
         else:
-            _refit(learner, problem, path, seed)
+            _refit(learner, problem, path, seed, polish)
+    learner.warm_start = False
+    learner.settings.update(full)
+    learner.settings[param] = path.value
+    learner.settings.update(path.mix)
     path.rows[path.best]["selected"] = True
     return path
+
+
+def _effort(learner) -> dict:
+    """What a point cost in the learner's own units, load-independent: its iterations (the
+    rows of its trace) and, where the learner counts them, its gradient evaluations."""
+    trace = learner.trace_
+    out = {"iterations": len(trace)}
+    if trace and "grad_evals" in trace[-1]:
+        out["grad_evals"] = int(trace[-1]["grad_evals"])
+    return out
+
+
+def _add_point(path: Path, row: dict, w: np.ndarray, learner, problem) -> None:
+    """Record a point; it becomes the best when it ranks higher than the best so far."""
+    path.rows.append(row)
+    path.points.append(Point.of(w, learner.trace_, problem.dev_score))
+    if path.best < 0 or _rank(row) > _rank(path.rows[path.best]):
+        path.best = len(path.rows) - 1
+
+
+def _choose(path: Path, choose: str) -> None:
+    """Keep a point by the rule ``choose`` (module docstring); marks the best-scoring row
+    ``best`` and, under ``"sparsest"``, every row within noise of it ``within_noise`` with
+    its paired deficit ``deficit`` and standard error ``se``."""
+    top = path.best
+    path.rows[top]["best"] = True
+    kept = top
+    if choose == "sparsest" and path.points[top].shares is not None:
+        for i, (row, point) in enumerate(zip(path.rows, path.points)):
+            if i == top or not row["nonzero"] or point.shares is None:
+                continue
+            deficit, se = paired_difference(path.points[top].shares, point.shares)
+            if deficit <= NOISE_SE * se:
+                row.update(within_noise=True, deficit=round(deficit, 3), se=round(se, 3))
+                if (row["nonzero"], i) < (path.rows[kept]["nonzero"], kept):
+                    kept = i
+    path.best = kept
+    path.weights = path.points[kept].weights()
+    path.trace = path.points[kept].trace
 
 
 def _rank(row: dict) -> tuple[bool, float]:
@@ -233,11 +343,12 @@ def _mix_path(
     max_seconds: float,
     started: float,
 ) -> None:
-    """At the chosen strength, the L2 coefficient on :data:`MIX_VALUES`, warm-started from the
-    best weights; a mix is kept only where it scores better (see the module docstring)."""
+    """At the best strength, the L2 coefficient on :data:`MIX_VALUES`, warm-started from the
+    best weights, stopping after :data:`PATIENCE` points that do not score better."""
     param, value = path.param, path.value
     learner.settings[param] = value
-    w, since_best = path.weights, 0
+    unmixed = learner.settings[mix_param]
+    w, since_best = path.points[path.best].weights(), 0
     for v in MIX_VALUES:
         learner.settings[mix_param] = v
         t0 = time.perf_counter()
@@ -248,14 +359,12 @@ def _mix_path(
             "mix": {mix_param: v},
             **problem.dev_score(w),
             "nonzero": int(np.count_nonzero(w)),
+            **_effort(learner),
             "seconds": round(time.perf_counter() - t0, 3),
         }
-        path.rows.append(row)
-        if main_score(row) > main_score(path.rows[path.best]):
-            path.best, path.weights, path.trace = len(path.rows) - 1, w.copy(), list(learner.trace_)
-            since_best = 0
-        else:
-            since_best += 1
+        before = path.best
+        _add_point(path, row, w, learner, problem)
+        since_best = 0 if path.best != before else since_best + 1
         log.info(
             "selection: %s=%.6g %s=%.6g %s nonzero=%d (L2 mix, best %s)",
             param,
@@ -270,26 +379,27 @@ def _mix_path(
             report(dict(row, selection=True))
         if since_best >= PATIENCE or _spent(max_seconds, started):
             break
-    learner.settings[mix_param] = path.mix.get(mix_param, 0.0)
+    learner.settings[mix_param] = unmixed
 
 
-def _refit(learner, problem, path: Path, seed: int) -> None:
-    """Train the chosen point again with the learner's own settings, from the path's weights,
-    and keep it unless it scores lower on the dev data than the path's point (whose row then
-    records that score as ``refit_score``)."""
+def _refit(learner, problem, path: Path, seed: int, polish: dict) -> None:
+    """Train the chosen point again with the learner's polishing settings, from the path's
+    weights, and keep it unless it scores lower on the dev data than the path's point (whose
+    row then records that score as ``refit_score``)."""
     t0 = time.perf_counter()
     w = learner.fit(problem, seed=seed, w0=path.weights)
     row = dict(
         path.rows[path.best],
         **problem.dev_score(w),
         nonzero=int(np.count_nonzero(w)),
+        **_effort(learner),
         seconds=round(time.perf_counter() - t0, 3),
         refit=True,
     )
     if main_score(row) >= main_score(path.rows[path.best]):
         path.weights, path.trace = w, list(learner.trace_)
         path.rows[path.best] = row
-        path.recipe = dict(learner.chosen_)
+        path.recipe = dict(polish, **learner.chosen_)
     else:  # not a warning: the path's cheaper weights simply scored better
         path.rows[path.best]["refit_score"] = main_score(row)
 

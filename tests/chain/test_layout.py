@@ -351,3 +351,44 @@ def test_real_valued_attributes_scale_their_weights(seed, n_labels, all_pairs):
         ref = sum(expected[t, labels[t]] for t in range(b - a))
         ref += sum(trans[labels[t - 1], labels[t]] for t in range(1, b - a))
         assert model.score(X, s, labels, w) == pytest.approx(ref, abs=1e-10)
+
+
+def test_carry_weights_puts_each_weight_on_the_same_attribute_and_labels():
+    from tagger.evaluation.labels import LabelIndex
+    from tagger.features import FeatureSpec, Featurizer
+    from tagger.features.translate import attribute_map
+    from tagger.io import load_corpus
+
+    from _helpers import SAMPLE
+
+    sentences = load_corpus(SAMPLE, format="conll")
+    spec = FeatureSpec.load("chunk")
+
+    def model_of(part):
+        feat = Featurizer(spec).fit(part)
+        labels = LabelIndex(sorted({lab for s in part for lab in s.labels}))
+        X = feat.transform(part)
+        y = labels.encode([lab for s in part for lab in s.labels])
+        return feat, labels, ChainModel.from_data(X, y, len(labels), feat.n_attributes)
+
+    (f1, l1, m1), (f2, l2, m2) = model_of(sentences[: len(sentences) // 2]), model_of(sentences)
+    seed = 11
+    print("seed", seed)
+    w = np.random.default_rng(seed).normal(size=m1.n_weights)
+    w[::3] = 0.0
+    attr_map = attribute_map(f1, f2, np.arange(f1.n_attributes))
+    index = {name: i for i, name in enumerate(l2.labels)}
+    label_map = np.array([index.get(n, -1) for n in l1.labels])
+    out = m1.carry_weights(w, m2, attr_map, label_map)
+    # brute force: every parameter by (attribute name, label name)
+    src = {
+        (f1.attribute_name(a), l1.labels[lab]): w[p]
+        for p, (a, lab) in enumerate(zip(m1.state_param_attr(), m1.param_label))
+    }
+    for p, (a, lab) in enumerate(zip(m2.state_param_attr(), m2.param_label)):
+        assert out[p] == src.get((f2.attribute_name(a), l2.labels[lab]), 0.0)
+    for i, a in enumerate(l1.labels):
+        for j, b in enumerate(l1.labels):
+            assert m2.transitions(out)[index[a], index[b]] == m1.transitions(w)[i, j]
+        assert m2.start_weights(out)[index[a]] == m1.start_weights(w)[i]
+        assert m2.end_weights(out)[index[a]] == m1.end_weights(w)[i]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import warnings
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -168,3 +169,28 @@ def test_conll2000_test_against_seqeval(corpora):
     assert res["n_gold_chunks"] == 23852  # conlleval's count for the CoNLL-2000 test set
     check_against_seqeval(gold, pred)
     assert evaluate(gold, gold)["f1"] == 1.0
+
+
+def test_per_sentence_shares_add_up_to_the_scores_and_match_each_sentence():
+    from tagger.evaluation.labels import bio_spans
+
+    seed = 7
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    labels = ["O", "B-NP", "I-NP", "B-VP", "I-VP"]
+    gold, pred = [], []
+    for _ in range(60):
+        n = int(rng.integers(0, 12))
+        gold.append([labels[i] for i in rng.integers(0, 5, n)])
+        pred.append([labels[i] for i in rng.integers(0, 5, n)])
+    for chunk_level in (True, False):
+        m = evaluate(gold, pred, chunk_level=chunk_level, per_sentence=True)
+        num, den = m["sentence_shares"]
+        main = m["f1"] if chunk_level else m["accuracy"]
+        assert num.sum() / den.sum() == pytest.approx(main)
+        for i, (g, p) in enumerate(zip(gold, pred)):
+            if chunk_level:  # 2 TP / (found + gold), sentence by sentence
+                gs, ps = set(bio_spans(g)), set(bio_spans(p))
+                assert (num[i], den[i]) == (2 * len(gs & ps), len(gs) + len(ps))
+            else:
+                assert (num[i], den[i]) == (sum(a == b for a, b in zip(g, p)), len(g))

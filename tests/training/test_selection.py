@@ -519,3 +519,93 @@ def test_train_walks_the_mix_unless_c2_is_set(tmp_path):
     assert params["c2"] == chosen.get("mix", {}).get("c2", 0.0)
     fixed, params = rows("--set", "c2=0.5")
     assert not any(r.get("mix") for r in fixed) and params["c2"] == 0.5
+
+
+def test_paired_difference_with_equal_sentences_is_the_paired_mean_and_its_error():
+    # with every sentence the same length the ratio estimates are means, and the delta method
+    # reduces to the textbook paired error: sd(d_i) / sqrt(n)
+    seed = 20261127
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    n, length = 200, 10
+    a = rng.integers(0, length + 1, n).astype(float)
+    b = rng.integers(0, length + 1, n).astype(float)
+    den = np.full(n, float(length))
+    diff, se = selection.paired_difference((a, den), (b, den))
+    d = (a - b) / length
+    assert diff == pytest.approx(100 * d.mean())
+    assert se == pytest.approx(100 * d.std(ddof=1) / np.sqrt(n))
+
+
+class _SparseLearner(_Learner):
+    """Fewer non-zero weights at a stronger penalty: round(32 / c) of them."""
+
+    def fit(self, problem, seed=0, w0=None):
+        super().fit(problem, seed, w0)
+        w = np.zeros(64)
+        w[: round(32 / self.settings["c"])] = self.settings["c"]
+        return w
+
+
+class _SharesProblem:
+    """Scores a point from per-sentence correct-token counts (100 sentences of 10 tokens),
+    keeping them as ``dev_score.shares`` as the real scorer does."""
+
+    def __init__(self, correct_by_c):
+        outer = self
+
+        class Scorer:
+            shares = None
+
+            def __call__(self, w):
+                c = float(w[np.flatnonzero(w)[0]])
+                num = np.asarray(outer.correct[c], dtype=float)
+                self.shares = (num, np.full(100, 10.0))
+                return {"dev_acc": round(100 * num.sum() / 1000, 2)}
+
+        self.correct = correct_by_c
+        self.dev_score = Scorer()
+
+
+def _dev_counts() -> dict:
+    base = np.full(100, 9)
+    best = base.copy()
+    best[:30] += 1  # 93.0 %
+    near = best.copy()  # one token fewer in all, spread over three sentences: noise
+    near[[0, 2]] -= 1
+    near[40] += 1
+    worse = base.copy()  # 92.0 %: ten sentences each a token short of the best
+    worse[:20] += 1
+    return {16.0: base - 1, 8.0: base, 4.0: near, 2.0: best, 1.0: worse, 0.5: worse}
+
+
+@pytest.mark.parametrize("choose, kept", [("sparsest", 4.0), ("best", 2.0)])
+def test_the_sparsest_point_within_noise_of_the_best_is_kept(choose, kept):
+    learner = _SparseLearner()
+    path = selection.run_path(
+        learner, _SharesProblem(_dev_counts()), 1.0, 1, 0, "dev data", choose=choose
+    )
+    assert [r["value"] for r in path.rows] == [16.0, 8.0, 4.0, 2.0, 1.0, 0.5]
+    assert path.value == kept and learner.settings["c"] == kept
+    assert np.count_nonzero(path.weights) == round(32 / kept)
+    by_value = {r["value"]: r for r in path.rows}
+    assert by_value[2.0].get("best") and by_value[kept].get("selected")
+    if choose == "sparsest":
+        # 4.0 is 0.1 points behind with a paired error of 0.17; 1.0 is 1 point behind (0.3)
+        assert by_value[4.0]["within_noise"] and by_value[4.0]["deficit"] == pytest.approx(0.1)
+        assert by_value[4.0]["se"] == pytest.approx(0.174, abs=1e-3)
+        assert not by_value[1.0].get("within_noise") and not by_value[8.0].get("within_noise")
+
+
+def test_train_keeps_a_model_no_denser_than_the_best_scoring_point(tmp_path):
+    from tagger.api import Tagger
+    from tagger.io import load_corpus
+
+    train, dev = load_corpus(SAMPLE, format="conll"), load_corpus(SAMPLE_DEV, format="conll")
+    sparsest = Tagger(choose="sparsest").fit(train, dev)
+    best = Tagger(choose="best").fit(train, dev)
+    rows = sparsest.info_["selection"]["rows"]
+    kept = next(r for r in rows if r.get("selected"))
+    top = next(r for r in rows if r.get("best"))
+    assert kept is top or kept.get("within_noise")
+    assert next(r for r in best.info_["selection"]["rows"] if r.get("selected")).get("best")

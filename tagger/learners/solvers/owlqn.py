@@ -165,6 +165,32 @@ class OWLQN:
         self.rho[k] = 1.0 / sy
         self.order.append(k)
 
+    def memory(self) -> tuple:
+        """The L-BFGS pairs, to start another run on the same smooth function from them
+        (:meth:`load_memory`)."""
+        return self.S, self.Y, self.rho, list(self.order)
+
+    def load_memory(self, memory: tuple, l2_change: float = 0.0) -> None:
+        """Start from the pairs of a run on the same smooth part (a regularization path: only
+        the L1 coefficient, or the L2 one, changed), so that the first steps are quasi-Newton
+        steps rather than a cautious gradient step. ``l2_change`` = the new minus the old
+        coefficient of an L2 term ``c2 ||w||^2`` inside ``fun``: each gradient difference
+        then gains ``2 * l2_change * s`` exactly, and pairs whose curvature turns
+        non-positive are dropped."""
+        S, Y, rho, order = memory
+        if S.shape != self.S.shape:
+            return
+        kept = []
+        for k in order:
+            y = Y[k] + (2.0 * l2_change) * S[k] if l2_change else Y[k]
+            sy = dot(S[k], y)
+            if sy > 1e-12 * max(dot(y, y), 1e-300):
+                self.S[len(kept)] = S[k]
+                self.Y[len(kept)] = y
+                self.rho[len(kept)] = 1.0 / sy
+                kept.append(len(kept))
+        self.order = kept
+
     def relayout(self, n: int, pos: np.ndarray, g_new: np.ndarray) -> None:
         """Grow the coordinates to ``n``: old coordinate j moves to ``pos[j]``; the new ones
         start at 0 with gradient ``g_new`` (indexed by the new layout). The stored pairs get 0
