@@ -5,9 +5,11 @@ settings refused as usage errors, and the sharded tagging command."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+import threading
 
 import click
 
@@ -328,6 +330,35 @@ def resolved_config(config_file, config_model, options: dict) -> tuple[dict, str
     return training_config.merge(cfg, given, settings), source
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``timeout``, a job scheduler ending the job), raised where Ctrl-C raises
+    KeyboardInterrupt, so that the same cleanup runs: partial outputs removed, workers
+    stopped."""
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Within: SIGTERM stops the command as Ctrl-C does, but with exit status 143 (128 +
+    SIGTERM), after the one line ``error: interrupted``."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_sigterm(signum, frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    except Terminated:
+        # the cleanup on the way here is done; a second SIGTERM now would only lose the line
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        click.echo("error: interrupted", err=True)
+        raise click.exceptions.Exit(128 + signal.SIGTERM) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def tag_shards_command(
     model_path,
     inputs,
@@ -350,6 +381,13 @@ def tag_shards_command(
             "--output-dir tags corpus files as they are: --constraints, "
             "--marginals and --fields go with a single INPUT"
         )
+    from tagger.integrations.shard_checks import SchedulerAddressError, check_scheduler_address
+
+    if scheduler is not None:
+        try:
+            check_scheduler_address(scheduler)
+        except SchedulerAddressError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--scheduler'") from None
     from tagger.integrations.distributed import tag_shards
 
     def said(r):

@@ -11,6 +11,7 @@ from tagger.cli.console import (
     check_output,
     check_plot,
     load_constraints,
+    sigterm_as_interrupt,
     tag_shards_command,
     to_json,
 )
@@ -137,6 +138,7 @@ def constraints_check_cmd(
     help="With --output-dir: the Dask scheduler to run on (e.g. tcp://host:8786) "
     "instead of a local cluster.",
 )
+@sigterm_as_interrupt()
 def tag_cmd(
     model_path,
     inputs,

@@ -10,6 +10,14 @@ input, each written atomically, so that a shard's output exists only once it is 
   to every worker (``broadcast=True``) and each worker process loads them once (cached by
   their digest), not once per shard. Local workers forked from this process hold the loaded
   model already and get nothing.
+- **Checked first**: the inputs, the output directory and the scheduler's address are checked
+  (:mod:`tagger.integrations.shard_checks`) before the model is loaded or anything is created.
+- **A shard's bad input is one error**: a worker reports a shard it cannot tag (not text,
+  empty, unreadable) as a value, not as a failed task (which Dask would log with its
+  traceback); the first such error stops the run and names the shard.
+- **Stopping** (Ctrl-C, SIGTERM, a shard's error): local workers, which ignore the terminal's
+  signals so that only this process acts on them, are killed at once and the partial files
+  they leave removed; the shards already whole stay, and a rerun does the rest.
 - **No scheduler given**: a local scheduler and ``workers`` worker processes with one thread
   each (the kernels use one core per process, as ``--jobs`` does). Where this process runs no
   other thread yet (the command line), the workers are forked *before* the scheduler starts,
@@ -28,18 +36,35 @@ would each bring a runtime (a raylet, a JVM) far larger than this job needs.
 
 from __future__ import annotations
 
-import glob
+import contextlib
 import hashlib
 import os
+import signal
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from tagger.errors import TaggerError
+from tagger.errors import TaggerError, describe, one_line
+from tagger.integrations.shard_checks import (
+    check_output_dir,
+    check_scheduler_address,
+    expand_inputs,
+    probe_scheduler,
+)
+
+__all__ = ["ShardResult", "expand_inputs", "tag_shards"]
 
 #: the worker process's models, by the digest of their bytes
 _MODELS: dict[str, object] = {}
 #: how long forked local workers may take to join the scheduler
 WORKER_START_SECONDS = 120
+#: how long Dask may take to greet us at an address whose port accepts connections
+CONNECT_TIMEOUT = "10s"
+#: the signals a terminal or a job scheduler stops a command with
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: a local scheduler without a dashboard, whose HTTP server (health checks) takes any free
+#: port: on its default, 8787, it would print a warning whenever another cluster runs
+LOCAL_SCHEDULER = {"dashboard_address": None, "scheduler_kwargs": {"dashboard_address": ":0"}}
 
 
 @dataclass
@@ -47,33 +72,6 @@ class ShardResult:
     input: str
     output: str
     status: str  # "tagged", or "skipped" (its output was already there)
-
-
-def expand_inputs(patterns) -> list[str]:
-    """Input shards: each pattern a file, a directory (its files) or a glob, sorted, unique."""
-    found: list[str] = []
-    for pattern in [patterns] if isinstance(patterns, (str, os.PathLike)) else patterns:
-        pattern = os.fspath(pattern)
-        if os.path.isdir(pattern):
-            found += sorted(str(p) for p in Path(pattern).iterdir() if p.is_file())
-        elif os.path.isfile(pattern):
-            found.append(pattern)
-        else:
-            found += sorted(glob.glob(pattern))
-    shards = list(dict.fromkeys(found))
-    if not shards:
-        raise TaggerError(
-            f"no input file matches {', '.join(map(str, [patterns]))}; give "
-            f"files, a directory or a quoted glob such as 'shards/*.txt'"
-        )
-    names = [os.path.basename(s) for s in shards]
-    if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})[:3]
-        raise TaggerError(
-            f"input shards share file names ({', '.join(dup)}), so their outputs "
-            f"would collide in one output directory; rename them"
-        )
-    return shards
 
 
 def _client(scheduler: str | None, workers: int, tagger, digest: str):
@@ -85,17 +83,23 @@ def _client(scheduler: str | None, workers: int, tagger, digest: str):
         raise TaggerError(
             "sharded tagging needs Dask: pip install 'sparse-m3n-tagger[dask]'"
         ) from None
-    if scheduler:
-        return Client(scheduler), None, False
+    if scheduler is not None:
+        probe_scheduler(scheduler)
+        try:
+            return Client(scheduler, timeout=CONNECT_TIMEOUT), None, False
+        except OSError as exc:  # the port is open but no scheduler greets us
+            raise TaggerError(
+                f"no Dask scheduler answers at {scheduler} ({one_line(describe(exc))}); "
+                f"check the address (dask scheduler prints it)"
+            ) from None
     import multiprocessing as mp
-    import threading
 
     if threading.active_count() == 1 and "fork" in mp.get_all_start_methods():
         return (*_forked_cluster(workers, tagger, digest), True)
     # other threads run here: spawned workers (see the module docstring)
     with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}):
         cluster = LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=workers, threads_per_worker=1, processes=True, **LOCAL_SCHEDULER
         )
     return Client(cluster), cluster, False
 
@@ -107,12 +111,19 @@ class _ForkedWorkers:
         self.cluster, self.processes = cluster, processes
 
     def close(self, wait: float = 10.0) -> None:
-        # closing the scheduler closes its workers, which tidy up and exit
+        """Close the scheduler, which closes its workers; those that have not exited after
+        ``wait`` seconds (0: stopping now) are killed (they ignore SIGTERM)."""
+        if wait <= 0:
+            self.kill()
         self.cluster.close()
         for p in self.processes:
             p.join(wait)
+        self.kill()
+
+    def kill(self) -> None:
+        for p in self.processes:
             if p.is_alive():
-                p.terminate()
+                p.kill()
                 p.join(5)
 
 
@@ -126,14 +137,18 @@ def _forked_cluster(workers: int, tagger, digest: str):
     _MODELS[digest] = tagger
     ctx = mp.get_context("fork")
     pipes, processes = [], []
-    for _ in range(workers):
-        ours, theirs = ctx.Pipe()
-        p = ctx.Process(target=_serve, args=(theirs, digest), daemon=True)
-        p.start()
-        theirs.close()
-        pipes.append(ours)
-        processes.append(p)
-    cluster = LocalCluster(n_workers=0, processes=True, dashboard_address=None)
+    # the workers are born ignoring Ctrl-C and SIGTERM (no window before they could set it):
+    # a terminal or a job scheduler signals the whole process group, and this process alone
+    # decides how its workers stop
+    with stop_signals_ignored():
+        for _ in range(workers):
+            ours, theirs = ctx.Pipe()
+            p = ctx.Process(target=_serve, args=(theirs, digest), daemon=True)
+            p.start()
+            theirs.close()
+            pipes.append(ours)
+            processes.append(p)
+    cluster = LocalCluster(n_workers=0, processes=True, **LOCAL_SCHEDULER)
     try:
         for pipe in pipes:
             pipe.send(cluster.scheduler_address)
@@ -180,14 +195,17 @@ def _serve(pipe, digest: str) -> None:
         async with Worker(address, nthreads=1) as worker:
             await worker.finished()
 
+    # SIGINT is ignored (inherited), so asyncio.run installs no handler of its own for it
     asyncio.run(run())
 
 
 def _tag_shard(
     model_bytes: bytes | None, digest: str, shard: str, output: str, options: dict
-) -> str:
+) -> tuple[str, str]:
     """Runs on a worker: the shard tagged into ``output`` (atomically). ``model_bytes`` is
-    None on a forked local worker, which holds the model from before the fork."""
+    None on a forked local worker, which holds the model from before the fork. Returns
+    ``("ok", output)`` or, for input it cannot tag, ``("error", message)``: a task that
+    raised would be logged by the worker with its traceback, a value is not."""
     from tagger import jit
     from tagger.api import Tagger
     from tagger.tagging.files import tag_file
@@ -196,8 +214,14 @@ def _tag_shard(
     tagger = _MODELS.get(digest)
     if tagger is None:
         tagger = _MODELS[digest] = Tagger.from_bytes(model_bytes)
-    tag_file(tagger, shard, output, **options)
-    return output
+    try:
+        tag_file(tagger, shard, output, **options)
+    except (TaggerError, OSError, UnicodeDecodeError) as exc:
+        message = one_line(describe(exc))
+        if shard not in message:
+            message = f"{shard}: {message}"
+        return "error", message
+    return "ok", output
 
 
 def tag_shards(
@@ -210,18 +234,26 @@ def tag_shards(
     **options,
 ) -> list[ShardResult]:
     """Tag every input shard into ``output_dir`` (same file names) on a Dask cluster, skipping
-    shards already done. ``options`` are :func:`tagger.tagging.files.tag_file`'s (format,
-    label_column, conllu_label, output_format...). ``progress(result)`` is called as each shard
-    finishes."""
+    shards already done. ``scheduler``: the address of a running scheduler (None: a local
+    cluster of ``workers`` processes). ``options`` are
+    :func:`tagger.tagging.files.tag_file`'s (format, label_column, conllu_label,
+    output_format...). ``progress(result)`` is called as each shard finishes.
+
+    Everything that can be checked beforehand is (the address, the inputs, the output
+    directory, the model, whether a scheduler listens there) before the output directory is
+    created; a shard that cannot be tagged raises a :class:`~tagger.errors.TaggerError`
+    naming it, after the shards already finished were kept."""
     from tagger.api import Tagger
 
+    if scheduler is not None:
+        check_scheduler_address(scheduler)
+    shards = expand_inputs(inputs)
+    check_output_dir(output_dir, shards)
     if isinstance(model_path, Tagger):
         tagger, model_bytes = model_path, None
     else:  # the file's bytes are the model's: no second serialization to ship it
         tagger, model_bytes = Tagger.load(model_path), Path(model_path).read_bytes()
-    shards = expand_inputs(inputs)
     out_dir = Path(output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     plan = [(s, str(out_dir / os.path.basename(s))) for s in shards]
     results = [ShardResult(s, o, "skipped") for s, o in plan if os.path.exists(o)]
     todo = [(s, o) for s, o in plan if not os.path.exists(o)]
@@ -234,9 +266,11 @@ def tag_shards(
         model_bytes = tagger.to_bytes()
     digest = hashlib.sha256(model_bytes).hexdigest()
     client, cluster, forked = _client(scheduler, workers, tagger, digest)
+    finished = False
     try:
         from dask.distributed import as_completed
 
+        out_dir.mkdir(parents=True, exist_ok=True)
         # forked workers hold the model already; others get its bytes once each
         model = None if forked else client.scatter(model_bytes, broadcast=True)
         futures = {
@@ -254,16 +288,50 @@ def tag_shards(
         }
         for future in as_completed(futures):
             s, o = futures[future]
-            future.result()  # a shard's own error (bad input) is raised here
+            status, text = future.result()
+            if status == "error":
+                raise TaggerError(text)
             results.append(ShardResult(s, o, "tagged"))
             if progress is not None:
                 progress(results[-1])
+        finished = True
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
-    # every shard is whole now: a partial file left here was a killed worker's
-    for stale in out_dir.glob(".tagger-*.part"):
-        stale.unlink(missing_ok=True)
+        _close(client, cluster, finished, out_dir)
     order = {s: i for i, s in enumerate(shards)}
     return sorted(results, key=lambda r: order[r.input])
+
+
+def _close(client, cluster, finished: bool, out_dir: Path) -> None:
+    """Close the client and a local cluster, at once when the run did not finish (its
+    workers killed), with a second Ctrl-C or SIGTERM ignored meanwhile; then remove the
+    partial files that killed workers left, once none of ours can still write one."""
+    with stop_signals_ignored():
+        # the client first: the scheduler forgets its tasks, so that workers killed next
+        # lose none that it would report as lost
+        client.close()
+        if not finished and isinstance(cluster, _ForkedWorkers):
+            cluster.kill()
+        if isinstance(cluster, _ForkedWorkers):
+            cluster.close(wait=10.0 if finished else 0.0)
+        elif cluster is not None:
+            cluster.close()
+        # every shard is whole, or every local worker is gone: a partial file here was a
+        # killed worker's (a remote cluster's workers may still be writing theirs)
+        if (finished or cluster is not None) and out_dir.is_dir():
+            for stale in out_dir.glob(".tagger-*.part"):
+                stale.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def stop_signals_ignored():
+    """Ctrl-C and SIGTERM ignored in this process meanwhile (only the main thread may set
+    signal handlers; elsewhere this does nothing)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)

@@ -2,14 +2,21 @@
 
 ``X`` is a list of sentences, each a list of tokens: strings (one input column, the word), or
 tuples of strings (several columns, e.g. ``(word, pos)`` for the ``chunk`` features). ``y`` is
-the list of their label lists. Every setting is a constructor parameter, stored untouched: the
-estimator's own (``features``, ``learner``, ``seed``, ``select``, ``max_seconds``) and any
-parameter of the learner by its name (``radius=3000``, ``c1=0.1``; ``tagger learners`` lists
-them), so ``GridSearchCV(SparseTaggerEstimator(), {"radius": [...]})`` and ``clone`` work.
-Validation happens in :meth:`fit`, as scikit-learn asks, and training is :func:`tagger.train`'s,
-with its defaults: the feature preset follows the data (``chunk`` for tokens with a POS column,
-``pos`` for words alone) and the regularization strength is chosen on a held-out tenth of ``X``
-(or on ``X_dev``) unless ``select=False`` or a parameter sets it, as ``tagger train`` does.
+the list of their label lists: strings, or integers, which ``predict`` returns as integers.
+Anything else (a bare string as a sentence, ``None`` labels, a generator) is refused with an
+:class:`EstimatorInputError`, a :class:`~tagger.errors.TaggerError` that is also a
+``ValueError`` and a ``TypeError`` (see :mod:`tagger.integrations.sklearn_inputs`).
+
+Every setting is a constructor parameter, stored untouched: the estimator's own
+(``features``, ``learner``, ``seed``, ``select``, ``max_seconds``) and any parameter of the
+learner by its name (``radius=3000``, ``c1=0.1``; ``tagger learners`` lists them), so
+``GridSearchCV(SparseTaggerEstimator(), {"radius": [...]})`` and ``clone`` work. Validation
+happens in :meth:`fit`, as scikit-learn asks (a value of the estimator's own parameters that
+it cannot use is an :class:`EstimatorParameterError`, worded as scikit-learn words its own),
+and training is :func:`tagger.train`'s, with its defaults: the feature preset follows the data
+(``chunk`` for tokens with a POS column, ``pos`` for words alone) and the regularization
+strength is chosen on a held-out tenth of ``X`` (or on ``X_dev``) unless ``select=False`` or a
+parameter sets it, as ``tagger train`` does.
 
 ``score`` is the chunk F1 (conlleval's) when the labels are BIO chunk labels, else token
 accuracy: the same number ``tagger eval`` leads with. Fitted estimators pickle and deep-copy
@@ -31,49 +38,19 @@ from collections.abc import Sequence
 from sklearn.base import BaseEstimator
 
 from tagger.api import Tagger, train
-from tagger.errors import TaggerError
-from tagger.sentence import Sentence
+from tagger.integrations.sklearn_inputs import (
+    EstimatorInputError,
+    EstimatorParameterError,
+    check_own_params,
+    labeled,
+    sentences,
+)
 from tagger.training.config import TrainingConfig
+
+__all__ = ["EstimatorInputError", "EstimatorParameterError", "SparseTaggerEstimator"]
 
 #: the estimator's own parameters (the learner's come on top)
 OWN_PARAMS = ("features", "learner", "seed", "select", "max_seconds")
-
-
-def _sentence(tokens, labels=None) -> Sentence:
-    """A sentence from a token list: strings are one column, tuples several."""
-    tokens = list(tokens)
-    if tokens and isinstance(tokens[0], (tuple, list)):
-        columns = [list(col) for col in zip(*tokens)]
-        if any(len(t) != len(columns) for t in tokens):
-            raise TaggerError("every token of a sentence must have the same number of columns")
-    else:
-        columns = [list(tokens)]
-    for col in columns:
-        for tok in col:
-            if not isinstance(tok, str):
-                raise TaggerError(
-                    f"tokens must be strings (or tuples of strings); got "
-                    f"{type(tok).__name__} {tok!r}"
-                )
-    return Sentence(columns, None if labels is None else list(labels))
-
-
-def _sentences(X, y=None) -> list[Sentence]:
-    if isinstance(X, str) or not hasattr(X, "__len__"):
-        raise TaggerError("X must be a list of sentences, each a list of tokens")
-    if y is None:
-        return [_sentence(x) for x in X]
-    if len(X) != len(y):
-        raise TaggerError(f"X has {len(X)} sentences but y has {len(y)} label sequences")
-    out = []
-    for i, (x, labels) in enumerate(zip(X, y)):
-        if isinstance(labels, str) or len(x) != len(labels):
-            raise TaggerError(
-                f"sentence {i}: {len(x)} tokens but "
-                f"{len(labels) if not isinstance(labels, str) else 1} labels"
-            )
-        out.append(_sentence(x, labels))
-    return out
 
 
 class SparseTaggerEstimator(BaseEstimator):
@@ -118,39 +95,61 @@ class SparseTaggerEstimator(BaseEstimator):
         self, X: Sequence, y: Sequence, X_dev: Sequence | None = None, y_dev: Sequence | None = None
     ) -> SparseTaggerEstimator:
         """Train on token sequences ``X`` with label sequences ``y`` (``X_dev``/``y_dev``: dev
-        data for the learners that score it and for the choice of the strength)."""
-        dev = None if X_dev is None else _sentences(X_dev, y_dev)
+        data for the learners that score it and for the choice of the strength). Labels are
+        strings or integers; ``predict`` returns them as they were given."""
+        check_own_params(self.features, self.learner, self.seed, self.select, self.max_seconds)
+        train_sentences, ints = labeled(X, y)
+        dev = None
+        if (X_dev is None) != (y_dev is None):
+            raise EstimatorInputError("give X_dev and y_dev together, or neither")
+        if X_dev is not None:
+            dev, dev_ints = labeled(X_dev, y_dev)
+            if (ints is None) != (dev_ints is None):
+                raise EstimatorInputError(
+                    "y and y_dev hold labels of different types (strings and integers); "
+                    "use one type"
+                )
+        features = self.features
         self.tagger_ = train(
             TrainingConfig(source=type(self).__name__),
-            train=_sentences(X, y),
+            train=train_sentences,
             dev=dev,
-            features=self.features,
+            features=None if features is None else str(features),
             learner=self.learner,
             params=self._learner_params(),
             seed=self.seed,
             select=self.select,
             max_seconds=self.max_seconds,
         )
-        self.classes_ = list(self.tagger_.labels_.labels)
+        names = list(self.tagger_.labels_.labels)
+        # integer labels as given, in their own order (the model keeps them as strings)
+        self.classes_ = names if ints is None else sorted(ints[n] for n in names)
         return self
 
     # ------------------------------------------------------------------ using
-    def predict(self, X: Sequence) -> list[list[str]]:
-        return self._fitted().predict(_sentences(X))
+    def predict(self, X: Sequence) -> list[list]:
+        """The labels of every token of ``X``, of the type ``y`` had in :meth:`fit`."""
+        tagger = self._fitted()
+        original = self._originals()
+        return [[original[lab] for lab in labs] for labs in tagger.predict(self._inputs(X))]
 
     def predict_marginals(self, X: Sequence) -> list[list[dict[str, float]]]:
         """Per token, the probability of every label (CRF learners only), as sklearn-crfsuite's
         ``predict_marginals`` gives it."""
         tagger = self._fitted()
-        names = self.classes_
+        original = self._originals()
+        names = [original[n] for n in tagger.labels_.labels]
         return [
             [dict(zip(names, map(float, row))) for row in m]
-            for m in tagger.predict_marginals(_sentences(X))
+            for m in tagger.predict_marginals(self._inputs(X))
         ]
 
     def score(self, X: Sequence, y: Sequence) -> float:
         """Chunk F1 (conlleval) for BIO chunk labels, else token accuracy, as a fraction."""
-        m = self._fitted().evaluate(_sentences(X, y))
+        tagger = self._fitted()
+        spec = tagger.featurizer_.spec
+        gold, _ = labeled(X, y, spec.n_columns, spec.columns[: spec.n_columns])
+        m = tagger.evaluate(gold)
         return float(m["f1"] if m.get("chunk_level") else m["accuracy"])
 
     def _fitted(self) -> Tagger:
@@ -159,3 +158,11 @@ class SparseTaggerEstimator(BaseEstimator):
         if not hasattr(self, "tagger_"):
             raise NotFittedError("this SparseTaggerEstimator is not fitted yet; call fit first")
         return self.tagger_
+
+    def _inputs(self, X):
+        spec = self.tagger_.featurizer_.spec
+        return sentences(X, spec.n_columns, spec.columns[: spec.n_columns])
+
+    def _originals(self) -> dict:
+        """Each label as the model writes it (a string) -> as ``y`` gave it."""
+        return {str(c): c for c in self.classes_}

@@ -125,6 +125,17 @@ def make_sparse_tagger(
     )
 
 
+def _check_model_path(model, name: str) -> None:
+    """An empty ``model`` is a mistake of its own (``os.path.abspath("")`` would name the
+    current directory as the missing model)."""
+    if isinstance(model, (str, os.PathLike)) and not os.fspath(model).strip():
+        raise ComponentConfigError(
+            f"[{name}] the model path is empty; give the path of a model file "
+            f"(config={{'model': 'path/to/model.tgm'}}), or model = null to train the "
+            f"component in nlp.initialize"
+        )
+
+
 class SparseTagger(Pipe):
     """A :class:`tagger.Tagger` model as a spaCy pipeline component."""
 
@@ -155,6 +166,7 @@ class SparseTagger(Pipe):
             raise ComponentConfigError(
                 f"[{name}] batch_size must be a positive integer; got {batch_size!r}"
             )
+        _check_model_path(model, name)
         self.vocab = nlp.vocab
         self.name = name
         # an absolute path: the config a saved pipeline keeps must not name a file relative
@@ -270,10 +282,19 @@ class SparseTagger(Pipe):
         """Load ``model`` if given, else keep the configured one, else (``model = null``)
         train on ``get_examples()`` with the configured features, learner, parameters and
         seed (:mod:`tagger.integrations.spacy_training`); then check the pipeline order."""
+        if spacy_training.is_placeholder(get_examples):
+            get_examples = None
         if model is not None:
+            _check_model_path(model, self.name)
             self._set_model(Tagger.load(model))
             self.cfg["model"] = os.path.abspath(model)
-        elif self.cfg["model"] is None and get_examples is not None:
+        elif self.cfg["model"] is None and get_examples is None:
+            raise ComponentConfigError(
+                f"[{self.name}] has no model and nlp.initialize() was given no training "
+                f"examples to train one: call nlp.initialize(lambda: examples) with Examples "
+                f"that carry the labels, or give config={{'model': 'path/to/model.tgm'}}"
+            )
+        elif self.cfg["model"] is None:
             self._set_model(spacy_training.train(self, get_examples))
         elif (
             self.tagger is not None

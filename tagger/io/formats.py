@@ -14,7 +14,7 @@ from tagger.io.conllu import is_range_or_empty, read_conllu, write_conllu
 from tagger.io.inline import inline_tag, read_inline, write_inline
 from tagger.io.jsonl import write_jsonl
 from tagger.io.streams import Prefixed, gc_paused, is_number, open_binary, source_name
-from tagger.io.text import read_raw, read_text, write_raw, write_text
+from tagger.io.text import looks_untokenized, read_raw, read_text, write_raw, write_text
 from tagger.sentence import Sentence
 
 # --------------------------------------------------------------------------------------------
@@ -104,13 +104,16 @@ def sniff_format(head: str, name: str = "") -> str:
     counts = {len(ln.split()) for ln in body}
     if len(counts) == 1 and (blank_between or (len(body) >= 2 and counts != {1})):
         return "conll"
-    return "text"
+    # one sentence per line: tokens separated by spaces, or prose for the tokenizer
+    return "raw" if looks_untokenized(body) else "text"
 
 
 def detect_format(path) -> str:
     """Guess the format of a corpus file: ``.conllu`` by extension, otherwise by its first
     non-blank lines (``<NEWREFERENCE>`` or ``<field>`` tags: inline; 10 tab fields: conllu;
-    tabs: tab; equal numbers of space-separated fields: conll; anything else: text)."""
+    tabs: tab; equal numbers of space-separated fields: conll; anything else is one sentence
+    per line: raw when punctuation is attached to the words, as in untokenized prose
+    (:func:`~tagger.io.text.looks_untokenized`), else text)."""
     name = source_name(path)
     if name.endswith(".conllu"):
         return "conllu"

@@ -4,6 +4,7 @@ tokenizer, loaded on first use).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 
 from tagger.io.streams import (
@@ -31,6 +32,30 @@ def read_text(source) -> Iterator[Sentence]:
                 yield Sentence([tokens], None, {"format": "text"})
     if n_sent == 0:
         raise no_sentences(source)
+
+
+# Signs of text that nobody tokenized: punctuation attached to the word before it
+# ("Thursday," "years." at the line's end, 'response,"'), an opening quote or bracket attached
+# to the word after it, or a contraction kept whole ("hasn't", "superintendent's"). Tokenized
+# text (the Penn Treebank's, CoNLL's) has each of them as a token of its own ("years .",
+# "has n't"). A number's own punctuation (1,000, 10:30, 12.5) is no sign: it is followed by a
+# digit, not by a space or the line's end.
+_ATTACHED = re.compile(
+    r"\w[,;:!?]+[\"'’”)\]]*(?:\s|$)"  # a comma, colon... after a word
+    r"|\w\.[\"'’”)\]]*$"  # the final full stop after a word
+    r"|(?:^|\s)[\"“(\[]\w"  # an opening quote or bracket before one
+    r"|[^\W\d_](?:n['’]t|['’](?:s|re|ve|ll|d|m))\b",  # a contraction kept whole
+    re.IGNORECASE,
+)
+
+
+def looks_untokenized(lines: list[str]) -> bool:
+    """Whether one-sentence-per-line ``lines`` are prose to tokenize (raw text) rather than
+    tokens separated by spaces: at least half of them show punctuation attached to words."""
+    if not lines:
+        return False
+    attached = sum(1 for line in lines if _ATTACHED.search(line.strip()))
+    return 2 * attached >= len(lines)
 
 
 _TOKENIZER = None

@@ -97,6 +97,10 @@ def tag_file(
         # reading it as one reports its bad line instead of a missing column
         found = sniff_format(head.decode("utf-8", errors="replace"), display_name(input_path))
         format = "conll" if found in ("text", "raw") else found
+        if found in ("text", "raw"):
+            _refuse_text(head, spec, display_name(input_path), found == "raw")
+    if format == "conll" and label_column is None:
+        _check_token_fields(head, spec, display_name(input_path))
     use_threads(jobs)
     small = len(head) < PARALLEL_MIN_BYTES
     if (
@@ -130,6 +134,71 @@ def tag_file(
     else:
         sentences = read_corpus(source, format, label_column=label_column, **read)
     _write_predictions(tagger, sentences, output_path, constraints, marginals, write, sep)
+
+
+def _first_token_line(head: bytes) -> tuple[int, str] | None:
+    """``(line number, line)`` of the first token line among the bytes peeked at; None when
+    there is none, or when the bytes up to it are not clean text (not UTF-8, a NUL byte, a
+    carriage return alone): the reader reports those with their own line."""
+    whole = head[: head.rfind(b"\n") + 1] or head  # no character cut at the end
+    try:
+        text = whole.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if "\x00" in line or "\r" in line:
+            return None
+        if line.strip() and line.split()[0] != "-DOCSTART-":
+            return number, line
+    return None
+
+
+def _reads(spec) -> str:
+    """The columns a model reads, in words: ``word and pos``."""
+    names = list(spec.columns[: spec.n_columns])
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _check_token_fields(head: bytes, spec, name: str) -> None:
+    """A CoNLL input whose first token line has fewer fields than the model reads columns is
+    refused before any tagging, naming the columns (not only their number)."""
+    first = _first_token_line(head)
+    if first is None:
+        return
+    number, line = first
+    found = len(line.split())
+    if found >= spec.n_columns:
+        return
+    shown = line if len(line) <= 40 else line[:37] + "..."
+    raise CorpusFormatError(
+        f"this model reads {_reads(spec)} on each token line, and this line has {found} "
+        f"field(s) ({shown!r}); add the missing column(s) (the POS tags of a POS model's "
+        f"output, say) or tag the file with a model that reads words alone",
+        name,
+        number,
+    )
+
+
+def _refuse_text(head: bytes, spec, name: str, prose: bool) -> None:
+    """Text, one sentence per line, holds words alone: a model that reads more columns needs
+    a CoNLL file. Refused when the input surely is text (prose, or a first line with more
+    fields than a token line of the model's could have); otherwise it is read as a CoNLL file
+    with a bad line, which reports that line."""
+    first = _first_token_line(head)
+    if first is None:
+        return
+    number, line = first
+    if not prose and len(line.split()) <= spec.n_columns + 1:
+        return
+    what = "untokenized text" if prose else "text, one sentence per line"
+    raise CorpusFormatError(
+        f"this model reads {_reads(spec)}, one token per line (CoNLL columns), and this "
+        f"looks like {what}; give a CoNLL file with the {_reads(spec)} columns, or tag the "
+        f"text with a model that reads words alone",
+        name,
+        number,
+    )
 
 
 def _write_predictions(

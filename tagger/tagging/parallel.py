@@ -29,6 +29,9 @@ LINE_FORMATS = ("text", "raw")
 PARALLEL_FORMATS = BLANK_LINE_FORMATS + LINE_FORMATS
 #: seconds the blocks in flight may take to finish when tagging stops early (Ctrl-C, an error)
 STOP_GRACE_SECONDS = 1.5
+#: the signals a terminal (Ctrl-C) or a job scheduler and ``timeout`` (SIGTERM) stop a command
+#: with; both may reach the whole process group, workers included
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def iter_blocks(stream, fmt: str, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
@@ -64,12 +67,21 @@ def iter_blocks(stream, fmt: str, block_bytes: int = BLOCK_BYTES) -> Iterator[tu
 _WORKER: dict = {}
 
 
-def _init_worker(model_path: str, options: dict) -> None:
+def _init_worker(model_path: str, options: dict, stopping) -> None:
     from tagger import jit
 
-    # Ctrl-C reaches the whole process group; only the main process may act on it. A worker
-    # interrupted while it holds the pool's queue lock would leave the pool unable to stop.
+    # Ctrl-C and SIGTERM reach the whole process group; only the main process may act on
+    # them. A worker interrupted while it holds the pool's queue lock would leave the pool
+    # unable to stop, and one killed while it sends a result would leave half a message that
+    # the pool's result thread waits on forever. SIGTERM stays the pool's way to end its
+    # workers, so it ends a worker once the main process has said it is stopping them.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def on_sigterm(signum, frame):
+        if stopping.value:
+            os._exit(0)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
 
     jit.set_threads(1)  # the processes share the cores, not the threads of one kernel
     if "tagger" not in _WORKER:  # not inherited through fork
@@ -164,13 +176,18 @@ def tag_parallel(
     import gc
 
     gc.freeze()  # objects made so far stay out of the collector: fork shares their pages
-    # the workers start with SIGINT ignored (inherited at fork: no window before the
-    # initializer), the main process keeps its own handler
-    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # set by _stop before it ends the workers: until then they ignore SIGTERM
+    stopping = ctx.RawValue("b", 0)
+    # the workers start with SIGINT and SIGTERM ignored (inherited at fork: no window before
+    # the initializer), the main process keeps its own handlers
+    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOP_SIGNALS}
     try:
-        pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(os.fspath(model_path), options))
+        pool = ctx.Pool(
+            jobs, initializer=_init_worker, initargs=(os.fspath(model_path), options, stopping)
+        )
     finally:
-        signal.signal(signal.SIGINT, handler)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
     pending: deque = deque()
     n_fields = None
 
@@ -202,25 +219,28 @@ def tag_parallel(
             finish()
         pool.close()
     finally:
-        _stop(pool, [res for res, _ in pending])
+        _stop(pool, [res for res, _ in pending], stopping)
         _WORKER.clear()
         gc.unfreeze()
 
 
-def _stop(pool, in_flight: list, grace: float = STOP_GRACE_SECONDS) -> None:
+def _stop(pool, in_flight: list, stopping, grace: float = STOP_GRACE_SECONDS) -> None:
     """Stop the pool without hanging, whatever interrupted the main process.
 
     A worker killed while it sends a result leaves half a message in the result pipe, and the
     pool's result thread then waits for the rest forever (so would ``terminate``). So the
     blocks in flight (at most two per worker) are let finish first, for up to ``grace``
-    seconds, with a second Ctrl-C ignored meanwhile; only then are the workers stopped."""
-    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    seconds, with a second Ctrl-C or SIGTERM ignored meanwhile; only then are the workers
+    told that SIGTERM now ends them, and stopped."""
+    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOP_SIGNALS}
     try:
         pool.close()
         deadline = time.monotonic() + grace
         for res in in_flight:
             res.wait(max(0.0, deadline - time.monotonic()))
+        stopping.value = 1
         pool.terminate()
         pool.join()
     finally:
-        signal.signal(signal.SIGINT, handler)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)

@@ -48,8 +48,91 @@ def test_expand_inputs(shards, tmp_path):
     (tmp_path / "other" / "part0.txt").write_text("x\n")
     with pytest.raises(TaggerError, match="share file names"):
         expand_inputs([str(shards), str(tmp_path / "other")])
-    with pytest.raises(TaggerError, match="no input file matches"):
+    with pytest.raises(TaggerError, match="no input file matches '.*none-\\*.txt';"):
         expand_inputs(str(tmp_path / "none-*.txt"))
+    with pytest.raises(TaggerError, match="no input file matches '.*none-\\*.txt';"):
+        expand_inputs([str(shards / "*.txt"), str(tmp_path / "none-*.txt")])
+    (shards / "sub").mkdir()
+    assert expand_inputs(str(shards)) == sorted(str(p) for p in shards.glob("*.txt"))
+    with pytest.raises(TaggerError, match="sub .matched by '.*/\\*'. is a directory"):
+        expand_inputs(str(shards / "*"))
+    (shards / "sub").rmdir()
+    (shards / "gone.txt").symlink_to(tmp_path / "nowhere.txt")
+    for pattern in (shards, shards / "*.txt", shards / "gone.txt"):
+        with pytest.raises(TaggerError, match="gone.txt.* is a broken symbolic link"):
+            expand_inputs(str(pattern))
+
+
+def test_checks_come_before_anything_is_created(model, shards, tmp_path):
+    """A scheduler that does not answer is reported at once (not after Dask's 30 s of
+    retries), before the output directory is made."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "out"
+    with pytest.raises(TaggerError, match=f"no Dask scheduler answers at tcp://127.0.0.1:{port}"):
+        tag_shards(model, str(shards), out, scheduler=f"tcp://127.0.0.1:{port}")
+    with pytest.raises(TaggerError, match="has no port number") as caught:
+        tag_shards(model, str(shards), out, scheduler="127.0.0.1")
+    assert isinstance(caught.value, ValueError)
+    with pytest.raises(TaggerError, match="holds the input"):
+        tag_shards(model, str(shards), shards)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "address, parsed",
+    [
+        ("tcp://10.0.0.1:8786", ("tcp", "10.0.0.1", 8786)),
+        ("host.example:8786", ("tcp", "host.example", 8786)),
+        ("tls://[::1]:8786", ("tls", "::1", 8786)),
+        ("inproc://10.0.0.1/123/1", ("inproc", "10.0.0.1/123/1", None)),
+    ],
+)
+def test_scheduler_addresses_dask_takes_are_accepted(address, parsed):
+    from tagger.integrations.shard_checks import check_scheduler_address
+
+    assert check_scheduler_address(address) == parsed
+
+
+@pytest.mark.parametrize("bad", ["binary", "empty"])
+def test_a_shard_that_cannot_be_tagged_is_one_line_without_dask_logs(model, shards, tmp_path, bad):
+    """The command line's own run (forked workers): a shard that is not text, or is empty,
+    ends it with one error line naming the shard and nothing from Dask (no 'Compute Failed'
+    block, no traceback); the shards tagged before it stay, no partial file does."""
+    import subprocess
+    import sys
+
+    (shards / "part9.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00" if bad == "binary" else b"")
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import cli; cli.main()",
+            "tag",
+            str(model),
+            str(shards / "*"),
+            "--output-dir",
+            str(out),
+            "--jobs",
+            "2",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1, done.stderr
+    *tagged, last = done.stderr.strip().splitlines()
+    assert last.startswith(f"error: {shards / 'part9.txt'}"), done.stderr
+    assert all(line.startswith("tagged ") for line in tagged), done.stderr
+    # a shard may have been renamed into place just before the error, unannounced: whole
+    kept = sorted(p.name for p in out.iterdir())
+    assert {Path(line.split(" -> ")[1]).name for line in tagged} <= set(kept)
+    for name in kept:
+        assert (out / name).read_text() == _expected(model, shards / name, tmp_path)
 
 
 def test_shards_equal_tagging_each_file_and_a_rerun_skips_them(model, shards, tmp_path):

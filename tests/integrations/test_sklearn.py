@@ -5,6 +5,7 @@ and bad input."""
 from __future__ import annotations
 
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -125,12 +126,107 @@ def test_marginals_of_a_crf_and_token_lists_of_strings():
     [
         ((X[:3], Y[:2]), "3 sentences but y has 2"),
         ((X[:2], [Y[0], Y[1][:-1]]), "sentence 1:"),
-        (([[1, 2]], [["A", "B"]]), "tokens must be strings"),
+        (([[1, 2]], [["A", "B"]]), "sentence 0, token 0: expected a string"),
     ],
 )
 def test_bad_input_is_a_tagger_error(args, fragment):
     with pytest.raises(TaggerError, match=fragment):
         SparseTaggerEstimator(features="chunk").fit(*args)
+
+
+WORDS = [[w for w, _ in x] for x in X[:30]]
+CHUNKS = Y[:30]
+
+
+def _quick(**params):
+    return SparseTaggerEstimator(features="pos", select=False, epochs=2, **params)
+
+
+def test_integer_labels_come_back_as_integers():
+    """As scikit-learn classifiers do: integer labels in, the same integers out of predict,
+    classes_ sorted as numbers, and the same model as with their strings."""
+    names = sorted({lab for y in CHUNKS for lab in y})
+    ints = [[names.index(lab) for lab in y] for y in CHUNKS]
+    est = _quick().fit(WORDS, ints)
+    as_text = _quick().fit(WORDS, [[str(i) for i in y] for y in ints])
+    assert est.classes_ == list(range(len(names)))
+    pred = est.predict(WORDS[:5])
+    assert all(type(lab) is int for p in pred for lab in p)
+    assert pred == [[int(lab) for lab in p] for p in as_text.predict(WORDS[:5])]
+    assert est.score(WORDS, ints) == pytest.approx(
+        as_text.score(WORDS, [list(map(str, y)) for y in ints])
+    )
+    numpy_ints = _quick().fit(WORDS, [np.array(y) for y in ints])
+    assert numpy_ints.predict(WORDS[:5]) == pred
+
+
+ONE = [["The", "cat"]]
+
+
+@pytest.mark.parametrize(
+    "X_, y_, fragment",
+    [
+        (ONE, [[None, None]], "sentence 0, token 0: the label is None"),
+        (ONE, [["B-NP", 1]], "y mixes string labels ('B-NP', sentence 0, token 0) and integer"),
+        (ONE, [[1.5, 2.5]], "the label is 1.5; labels must be strings or integers"),
+        (ONE, (y for y in [["A", "B"]]), "got generator, which cannot be indexed (pass list(y))"),
+        ((x for x in ONE), [["A", "B"]], "got generator, which cannot be indexed (pass list(X))"),
+        (["The cat"], [["A", "B"]], "sentence 0 is a string ('The cat'), not a list of tokens"),
+        ("The cat", [["A", "B"]], "X is a string"),
+        ([[("The", "DT"), "cat"]], [["A", "B"]], "token 1: expected a tuple of 2 strings"),
+        ([["The", ("cat", "NN")]], [["A", "B"]], "token 1: expected a string like"),
+        ([["The"], [("cat", "NN")]], [["A"], ["B"]], "sentence 1 have 2 column(s)"),
+        (ONE, ["AB"], "y[0] is a string"),
+    ],
+)
+def test_bad_X_and_y_are_one_error_of_the_types_scikit_learn_users_catch(X_, y_, fragment):
+    from tagger.integrations.sklearn import EstimatorInputError
+
+    with pytest.raises(EstimatorInputError, match=re.escape(fragment)) as caught:
+        _quick().fit(X_, y_)
+    assert isinstance(caught.value, TaggerError)
+    assert isinstance(caught.value, ValueError) and isinstance(caught.value, TypeError)
+
+
+@pytest.mark.parametrize(
+    "param, value, expected",
+    [
+        ("features", 3, "a feature preset name"),
+        ("learner", 2, "a learner name"),
+        ("seed", "1", "an integer"),
+        ("seed", True, "an integer"),
+        ("select", "yes", "True or False"),
+        ("max_seconds", -1, "a number of seconds >= 0"),
+        ("max_seconds", float("nan"), "a number of seconds >= 0"),
+    ],
+)
+def test_bad_own_parameters_are_named_as_scikit_learn_names_them(param, value, expected):
+    from tagger.integrations.sklearn import EstimatorParameterError
+
+    est = _quick().set_params(**{param: value})
+    message = f"The '{param}' parameter of SparseTaggerEstimator must be {expected}"
+    with pytest.raises(EstimatorParameterError, match=re.escape(message)) as caught:
+        est.fit(WORDS, CHUNKS)
+    assert isinstance(caught.value, (TaggerError, ValueError, TypeError))
+    assert isinstance(caught.value, TypeError)
+
+
+def test_predict_refuses_a_string_for_a_sentence_and_tokens_the_model_cannot_read():
+    from tagger.integrations.sklearn import EstimatorInputError
+
+    words = _quick().fit(WORDS, CHUNKS)
+    with pytest.raises(EstimatorInputError, match=re.escape("'hello world'.split()")):
+        words.predict(["hello world"])
+    with pytest.raises(EstimatorInputError, match=re.escape("pass [X]")):
+        words.predict(["hello", "world"])
+    with pytest.raises(EstimatorInputError, match="found str 'NN'"):
+        words.predict([[("a", "DT"), "NN"]])
+    chunker = SparseTaggerEstimator(features="chunk", select=False, epochs=2).fit(X[:30], CHUNKS)
+    with pytest.raises(
+        EstimatorInputError, match=re.escape("reads 2 columns per token (word, pos)")
+    ):
+        chunker.predict(WORDS[:2])
+    assert len(chunker.predict(X[:2])[1]) == len(X[1])
 
 
 def test_an_unknown_learner_parameter_is_reported_by_fit():

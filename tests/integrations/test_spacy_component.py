@@ -27,6 +27,7 @@ from tagger.evaluation.labels import bio_spans  # noqa: E402
 from tagger.evaluation.metrics import evaluate  # noqa: E402
 from tagger.integrations.spacy_component import ComponentConfigError  # noqa: E402
 from tagger.io import load_corpus  # noqa: E402
+from tagger.sentence import Sentence  # noqa: E402
 
 from _brute import labelings, path_scores  # noqa: E402
 from _entry_points import entry_point_site  # noqa: E402
@@ -276,6 +277,22 @@ def test_config_errors(models):
     missing = nlp.add_pipe("sparse_tagger", name="later", config={"model": "nowhere.tgm"})
     with pytest.raises(ComponentConfigError, match="nowhere.tgm does not exist"):
         missing(Doc(nlp.vocab, words=["a"]))
+    for empty in ("", "  "):
+        with pytest.raises(ComponentConfigError, match="the model path is empty"):
+            nlp.add_pipe("sparse_tagger", name="empty", config={"model": empty})
+
+
+def test_initialize_with_a_model_and_no_examples_warns_of_nothing(models):
+    import warnings
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sparse_tagger", config={"model": str(models["pos"])})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # spaCy's placeholder Example is no training data
+        nlp.initialize()
+    assert [t.tag_ for t in nlp("The company said")] == models["pos_tagger"].predict(
+        [Sentence([["The", "company", "said"]])]
+    )[0]
 
 
 def test_entry_point_needs_no_import_of_tagger(models, tmp_path):

@@ -100,6 +100,20 @@ def test_initialize_trains_each_component_as_the_api_does():
     assert "spans_sc_f" not in weights
 
 
+def test_initialize_without_examples_says_there_are_none():
+    """nlp.initialize() hands each component a placeholder Example of its own (three words, no
+    annotation): the component says that no training examples came, not what Example 1
+    lacks."""
+    from tagger.errors import ComponentConfigError
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sparse_tagger")
+    with pytest.raises(ComponentConfigError, match=r"nlp.initialize\(\) was given no training"):
+        nlp.initialize()
+    with pytest.raises(ComponentConfigError, match="initialize got no training Examples"):
+        nlp.initialize(lambda: [])
+
+
 def test_update_says_once_that_it_leaves_the_model():
     nlp = _pipeline(spacy.blank("en"))
     examples = [Example(nlp.make_doc(d.text), d) for d in _docs(nlp, SAMPLE)]

@@ -12,7 +12,7 @@ import pytest
 from tagger.api import Tagger
 from tagger.io import load_corpus
 
-from _helpers import SAMPLE, SAMPLE_DEV, run_cli
+from _helpers import SAMPLE, SAMPLE_DEV, SAMPLES, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +76,46 @@ def test_text_input_comes_back_as_text(models, dev, tmp_path):
     for line, s, labels in zip(lines, dev, want):
         pairs = [item.rsplit("/", 1) for item in line.split(" ")]
         assert [t for t, _ in pairs] == s.tokens and [lab for _, lab in pairs] == labels
+
+    # untokenized prose (punctuation attached to the words) is tokenized, as --format raw does:
+    # "years." is two tokens, not one word tagged as a whole
+    prose = SAMPLES / "sample_text.txt"
+    r = run_cli("tag", pos, prose)
+    assert r.exit_code == 0, r.output
+    raw = list(load_corpus(prose, format="raw"))
+    want = Tagger.load(pos).predict(raw)
+    lines = r.stdout.splitlines()
+    assert len(lines) == len(raw)
+    for line, s, labels in zip(lines, raw, want):
+        assert line == " ".join(f"{t}/{lab}" for t, lab in zip(s.tokens, labels))
+    assert "years/" in lines[0] and "years." not in lines[0]
+    # --format text keeps such lines split at spaces
+    r = run_cli("tag", pos, prose, "--format", "text")
+    assert r.stdout.splitlines()[0].split(" ")[-1].startswith("years./")
+
+
+@pytest.mark.parametrize(
+    "lines, fmt",
+    [
+        (["The school board voted on Thursday .", "It rained ."], "text"),  # tokenized
+        (["1/2 cucumber , sliced", "1 1/4 cups lukewarm water"], "text"),
+        (["It has n't cost $ 1,000 at 10:30 , or 12.5 % ."], "text"),
+        (["`` We are pleased , '' he said ."], "text"),
+        (["The school board voted on Thursday.", "It rained."], "raw"),
+        (['"We are very pleased," a spokeswoman said', "Shares fell 6% after it warned"], "raw"),
+        (["Dr. Okafor's team hasn't published the results yet"], "raw"),
+        (["Prices rose, then fell", "no punctuation here", "none here either"], "text"),
+    ],
+)
+def test_one_sentence_per_line_is_guessed_tokenized_or_not(tmp_path, lines, fmt):
+    """Text is guessed to be prose to tokenize (raw) when at least half its lines have
+    punctuation attached to a word; tokenized text, a number's own punctuation and a minority
+    of such lines keep it pre-tokenized text."""
+    from tagger.io import detect_format
+
+    path = tmp_path / "t.txt"
+    path.write_text("\n".join(lines) + "\n")
+    assert detect_format(path) == fmt
 
 
 def test_jsonl_output_of_a_conll_file(models, dev):
