@@ -76,6 +76,10 @@ def fit_learner(
     learner_cls = get_learner(settings.learner)
     learner = learner_cls(**settings.params)
     learner.validated()  # fail on bad parameters before featurizing anything
+    # what the user set wins over the polish a path gives its kept point (--set stages=4)
+    learner.polish_settings = {
+        k: v for k, v in learner_cls.polish_settings.items() if k not in settings.params
+    }
     t0 = time.perf_counter()
     cset_source = None if constraints is None else constraints.source
     selecting = _selects(settings, learner_cls, unlabeled)
