@@ -160,14 +160,6 @@ def _read_header(zf: zipfile.ZipFile, path: str) -> dict:
     except KeyError:
         raise _not_a_model(path, f"the zip archive has no {HEADER_NAME}") from None
     raw = _read_small_member(zf, path, HEADER_NAME, MAX_HEADER_BYTES)
-    if HEADER_SHA256_NAME in zf.NameToInfo:
-        stored = _read_small_member(zf, path, HEADER_SHA256_NAME, 256)
-        if stored.strip().decode("ascii", "replace") != sha256_bytes(raw):
-            raise _damaged(
-                path,
-                f"{HEADER_NAME} does not match its sha256 checksum in {HEADER_SHA256_NAME}: "
-                f"the header was edited",
-            )
     try:
         header = json.loads(raw.decode("utf-8"))
     except Exception as e:  # bad UTF-8, invalid JSON, nesting too deep, ...
@@ -189,6 +181,16 @@ def _read_header(zf: zipfile.ZipFile, path: str) -> dict:
             f"({__version__}) reads version {FORMAT_VERSION}. Retrain the model or use a matching "
             f"tagger version."
         )
+    # after the format and version: a file of another version is named as such, whatever its
+    # header holds; before everything the tagger reads from the header
+    if HEADER_SHA256_NAME in zf.NameToInfo:
+        stored = _read_small_member(zf, path, HEADER_SHA256_NAME, 256)
+        if stored.strip().decode("ascii", "replace") != sha256_bytes(raw):
+            raise _damaged(
+                path,
+                f"{HEADER_NAME} does not match its sha256 checksum in {HEADER_SHA256_NAME}: "
+                f"the header was edited",
+            )
     if not isinstance(header.get("meta"), dict):
         raise _damaged(path, f'{HEADER_NAME} has no "meta" object')
     manifest = header.get("arrays")
