@@ -71,6 +71,10 @@ def _reason(exc: BaseException) -> str:
     text = " ".join(text.split()) or "refused"
     if "invalid escape sequence: \\" in text and text[-1:].isdigit():
         text += " (backreferences are not supported)"
+    elif "invalid perl operator: (?P" in text:
+        text += " (named backreferences (?P=name) are not supported)"
+    elif "invalid perl operator: (?>" in text:
+        text += " (atomic groups are not supported)"
     elif "invalid perl operator: (?" in text:
         text += " (lookahead and lookbehind are not supported)"
     return f"RE2 refuses it: {text}; patterns use RE2 syntax (docs/reference.md, 'Patterns')"
