@@ -386,6 +386,14 @@ def regexes(draw) -> str:
     return "".join(parts)
 
 
+def _has_spec(meta) -> bool:
+    """Whether the header still has a feature specification to add a view to."""
+    try:
+        return isinstance(meta["features"]["spec"]["featurizer"], dict)
+    except (KeyError, TypeError):
+        return False
+
+
 @st.composite
 def crafted_header(draw, model: bytes) -> bytes:
     """A model whose header declares other sizes (shapes of every magnitude, dtypes), carries
@@ -395,10 +403,11 @@ def crafted_header(draw, model: bytes) -> bytes:
     header = json.loads(members["tagger.json"])
     for _ in range(draw(st.integers(1, 3))):
         kind = draw(st.sampled_from(["shape", "dtype", "regex", "field", "labels"]))
-        names = sorted(header["arrays"])
-        if kind == "shape":
-            entry = header["arrays"][draw(st.sampled_from(names))]
-            entry["shape"] = draw(
+        # an earlier edit of this draw may have replaced what a later one edits: it is skipped
+        entries = [e for e in header["arrays"].values() if isinstance(e, dict)]
+        meta = header.get("meta")
+        if kind == "shape" and entries:
+            draw(st.sampled_from(entries))["shape"] = draw(
                 st.lists(
                     st.one_of(
                         st.integers(0, 10),
@@ -408,32 +417,33 @@ def crafted_header(draw, model: bytes) -> bytes:
                     max_size=3,
                 )
             )
-        elif kind == "dtype":
-            entry = header["arrays"][draw(st.sampled_from(names))]
-            entry["dtype"] = draw(
+        elif kind == "dtype" and entries:
+            draw(st.sampled_from(entries))["dtype"] = draw(
                 st.one_of(
                     st.sampled_from(["<f8", "|O", "<U99999999", "|V0", "<i4", "S0", "x", ""]),
                     json_values,
                 )
             )
-        elif kind == "regex":
-            spec = header["meta"]["features"]["spec"]
-            view = {"column": spec["featurizer"]["columns"][0], "function": "regex"}
-            view["pattern"] = draw(regexes())
+        elif kind == "regex" and _has_spec(meta):
+            featurizer = meta["features"]["spec"]["featurizer"]
+            views = meta["features"]["spec"].setdefault("views", {})
+            columns = featurizer.get("columns")
+            view = {"function": "regex", "pattern": draw(regexes())}
+            if isinstance(columns, list) and columns:
+                view["column"] = columns[0]
             if draw(st.booleans()):
                 view["ignore_case"] = draw(json_values)
-            views = spec.setdefault("views", {})
-            if isinstance(views, dict):
+            if isinstance(views, dict) and isinstance(featurizer.get("templates"), list):
                 views[draw(st.sampled_from(["r", "lower", "word"]))] = view
-                spec["featurizer"]["templates"].append(draw(st.sampled_from(["r[0]", "r[-1]"])))
-        elif kind == "labels":
-            header["meta"]["labels"] = draw(
-                st.one_of(st.lists(st.text(max_size=3), max_size=5), json_values)
-            )
-        else:
-            paths = [p for p in _json_paths(header["meta"]) if p]
+                featurizer["templates"].append(draw(st.sampled_from(["r[0]", "r[-1]"])))
+        elif kind == "labels" and isinstance(meta, dict):
+            meta["labels"] = draw(st.one_of(st.lists(st.text(max_size=3), max_size=5), json_values))
+        elif isinstance(meta, dict):
+            paths = [p for p in _json_paths(meta) if p]
+            if not paths:
+                continue
             path = draw(st.sampled_from(paths))
-            parent = header["meta"]
+            parent = meta
             for key in path[:-1]:
                 parent = parent[key]
             parent[path[-1]] = draw(json_values)
