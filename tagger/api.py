@@ -30,7 +30,7 @@ from tagger.features import FeatureSpec, Featurized, Featurizer
 from tagger.io.sources import as_sentences
 from tagger.learners import DEFAULT_LEARNER
 from tagger.model.files import load_model_file, save_model_file
-from tagger.model.header import check_header, header_meta
+from tagger.model.header import check_model_header, header_meta
 from tagger.model.in_memory import from_model_bytes, model_bytes
 from tagger.model.inspect import inspect_report
 from tagger.model.predictions import Predictions, decode
@@ -426,8 +426,10 @@ class Tagger:
 
     @classmethod
     def load(cls, path: str | Path) -> Tagger:
-        meta, arrays = load_model_file(path)
-        check_header(meta, str(path))
+        # the header and the arrays' sizes are checked before any array is read
+        meta, arrays = load_model_file(
+            path, check=lambda meta, shapes: check_model_header(meta, shapes, str(path))
+        )
         try:
             featurizer = Featurizer.from_arrays(meta["features"], arrays)
             labels = LabelIndex(meta["labels"])

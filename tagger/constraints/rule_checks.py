@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import difflib
 import math
-import re
-import warnings
 from typing import Any
 
 from tagger.constraints.rules import PROPERTIES, Rule, normalize_word, sequence_element
+from tagger.io.patterns import PatternError, compile_pattern
 
 #: the rules of an ``[[instance]]`` table (one sequence at a time) and what each says
 INSTANCE_RULES = {
@@ -123,12 +122,9 @@ class Checker:
             self.err(path, f"expected a regular expression (text), got {v!r}")
             return None
         try:
-            # Python's FutureWarnings about a pattern ("possible set difference") would print
-            # a second, file-less line; the pattern is compiled as written, as it always was
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", FutureWarning)
-                return re.compile(v, 0 if case_sensitive else re.IGNORECASE)
-        except re.error as exc:
+            # RE2 matches in linear time: a pattern such as ^(a+)+$ cannot hang tagging
+            return compile_pattern(v, ignore_case=not case_sensitive)
+        except PatternError as exc:
             self.err(path, f"bad regular expression {v!r}: {exc}")
             return None
 
@@ -140,6 +136,12 @@ def _word_list(ck: Checker, item: dict, path: str, cs: bool) -> list[str]:
     if not isinstance(words, list) or not all(isinstance(w, str) and w for w in words):
         ck.err(f"{path}.words", f"expected a list of words (text), got {words!r}")
         words = []
+    elif "words" in item and not words:
+        ck.err(
+            f"{path}.words",
+            "expected at least one word, got an empty list (a rule on no words is never "
+            "applied): list the words or remove the key",
+        )
     return sorted({normalize_word(w, cs) for w in words})
 
 
@@ -348,6 +350,12 @@ def _sequence(ck: Checker, item: dict, path: str, cs: bool) -> tuple[list, list[
                 f"{path}.sequence[{i}]",
                 f"unknown property {text!r}; {hint}known: "
                 + ", ".join(f"<{p}>" for p in PROPERTIES),
+            )
+        elif el[0] == "words" and any(ch.isspace() for ch in text):
+            ck.err(
+                f"{path}.sequence[{i}]",
+                f"expected one token (words separated by |), got {text!r} with a space: a "
+                f"token never contains one; give each token as its own element",
             )
         elif el[0] == "words" and not el[1]:
             ck.err(f"{path}.sequence[{i}]", f"expected words separated by |, got {text!r}")

@@ -13,11 +13,15 @@ from pathlib import Path
 
 from tagger.errors import FeatureSpecError
 from tagger.io import toml_file
+from tagger.io.patterns import PatternError, compile_pattern
 
 UNKNOWN, BEFORE, AFTER = 0, 1, 2
 N_SPECIAL = 3
 PRESETS = ("chunk", "pos", "citation", "np-chunk-large", "hmm")
-TEMPLATE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[\s*([+-]?\d+)\s*\]\s*$")
+TEMPLATE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[\s*([+-]?[0-9]+)\s*\]\s*$")
+#: largest distance a template may look from the token (a sentence longer than this is rare,
+#: and the offsets must fit the 64-bit arrays the kernels read)
+MAX_OFFSET = 1000
 
 # --------------------------------------------------------------------------------------
 # token functions
@@ -105,12 +109,14 @@ def _make_function(name: str, opts: dict, where: str) -> Callable[[str], str]:
         if not isinstance(pattern, str):
             raise FeatureSpecError(f"{where}.pattern must be a string for function 'regex'")
         try:
-            rx = re.compile(pattern, re.IGNORECASE if opts.get("ignore_case") else 0)
-        except re.error as exc:
+            # RE2 matches in linear time: a pattern such as ^(a+)+$ (in a feature file, or
+            # edited into a model's header) cannot hang featurizing
+            rx = compile_pattern(pattern, ignore_case=bool(opts.get("ignore_case")))
+        except PatternError as exc:
             raise FeatureSpecError(
                 f"{where}.pattern is not a valid regular expression ({exc}): {pattern!r}"
             ) from None
-        return _flag(lambda s: rx.search(s) is not None)
+        return _flag(rx.search)
     raise FeatureSpecError(
         f"{where}.function: unknown token function {name!r}; known: {', '.join(TOKEN_FUNCTIONS)}"
     )
@@ -269,6 +275,12 @@ class FeatureSpec:
                     errors.append(f"{where}: {part!r} is not of the form view[offset]")
                     break
                 vname, off = m.group(1), int(m.group(2))
+                if abs(off) > MAX_OFFSET:
+                    errors.append(
+                        f"{where}: {part.strip()!r} looks {abs(off)} tokens away; offsets "
+                        f"go from -{MAX_OFFSET} to {MAX_OFFSET}"
+                    )
+                    break
                 if vname not in view_index:
                     errors.append(
                         f"{where}: unknown view {vname!r} (known: {', '.join(view_index)})"

@@ -17,6 +17,7 @@ import os
 from collections.abc import Iterator, Sequence
 
 from tagger.errors import CorpusFormatError, FieldError
+from tagger.io.records import split_fields
 from tagger.sentence import Sentence
 
 TOKEN_ATTRS = ("tag", "pos", "lemma", "norm", "morph", "dep")
@@ -191,8 +192,7 @@ def read_docbin(
     vocab = spacy.blank("xx").vocab
     strings = StringCache(vocab.strings)
     docs = list(docbin.get_docs(vocab))
-    if isinstance(fields, str):
-        fields = [f.strip() for f in fields.split(",") if f.strip()]
+    fields = split_fields(fields, FieldError)
     fields = [check_field(f) for f in fields] if fields else default_docbin_fields(docs)
     if labeled and len(fields) < 2:
         raise CorpusFormatError(

@@ -26,13 +26,14 @@ Nothing here imports ``datasets`` before it is needed: ``import tagger`` stays l
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
 from tagger.errors import CorpusFormatError, DatasetSourceError
+from tagger.io.hf_hub import OFFLINE_HINT, check_hub_reachable, offline_requested, quiet_datasets
+from tagger.io.records import split_fields, token_values
 from tagger.sentence import Sentence
 
 PREFIX = "hf:"
@@ -42,13 +43,6 @@ BUILDERS = ("conll", "json", "parquet", "arrow", "csv")
 #: where the hub keeps its automatic parquet conversion of script-based datasets
 #: (``datasets`` >= 4 no longer runs dataset scripts, e.g. eriktks/conll2000's)
 PARQUET_REVISION = "refs/convert/parquet"
-_HUB_TIMEOUT = 5.0
-_OFFLINE_HINT = (
-    "download the data elsewhere and give local files instead: a CoNLL file as "
-    "it is, 'hf:conll:train.txt', or a file saved with Dataset.to_parquet / "
-    "to_json ('train.parquet', 'train.jsonl'); with the dataset already in the "
-    "local cache, set HF_HUB_OFFLINE=1"
-)
 
 
 @dataclass
@@ -81,15 +75,7 @@ def _is_dataset_object(obj: Any) -> bool:
 
 
 def _split_fields(value) -> list[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        out = [f.strip() for f in value.split(",") if f.strip()]
-    else:
-        out = [str(f) for f in value]
-    if not out:
-        raise DatasetSourceError("fields must name at least one column")
-    return out
+    return split_fields(value, DatasetSourceError)
 
 
 def parse_source(spec: str | os.PathLike, **options) -> DatasetSource:
@@ -149,7 +135,8 @@ def load(source: str | os.PathLike | DatasetSource, **options):
         # datasets' CoNLL builder names the columns; ours are the fields (default CoNLL-2000)
         kwargs["column_names"] = src.fields or ["tokens", "pos_tags", "chunk_tags"]
     try:
-        return datasets.load_dataset(src.builder, **kwargs)
+        with quiet_datasets():
+            return datasets.load_dataset(src.builder, **kwargs)
     except (OSError, ValueError, TypeError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
@@ -163,6 +150,15 @@ def load(source: str | os.PathLike | DatasetSource, **options):
         ) from None
 
 
+def _is_jsonl_file(src: DatasetSource) -> bool:
+    """A local JSON lines file, read by :mod:`tagger.io.jsonl_input` rather than datasets."""
+    return (
+        src.builder == "json"
+        and src.path.lower().endswith(".jsonl")
+        and not any(ch in src.path for ch in "*?[")
+    )
+
+
 def _import_datasets():
     try:
         import datasets
@@ -174,53 +170,52 @@ def _import_datasets():
 
 
 def _first_line(exc: BaseException) -> str:
+    # datasets wraps the reader's error ("An error occurred while generating the dataset"):
+    # the innermost cause says what is wrong with the file (pyarrow's "JSON parse error ...
+    # in row 1")
+    while exc.__cause__ is not None and type(exc).__name__ == "DatasetGenerationError":
+        exc = exc.__cause__
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
 
 
-def _offline_requested() -> bool:
-    return any(
-        os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
-        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+def _is_jsonl_file(src: DatasetSource) -> bool:
+    """A local JSON lines file, read by :mod:`tagger.io.jsonl_input` rather than datasets."""
+    return (
+        src.builder == "json"
+        and src.path.lower().endswith(".jsonl")
+        and not any(ch in src.path for ch in "*?[")
     )
 
 
-def _hub_endpoint() -> str:
+def _import_datasets():
     try:
-        from huggingface_hub import constants
-
-        return constants.ENDPOINT
-    except Exception:  # pragma: no cover - huggingface_hub always comes with datasets
-        return os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-
-
-def check_hub_reachable(name: str) -> None:
-    """Fail within seconds, with a way out, when the hub cannot be reached.
-
-    Without this, ``load_dataset`` on a machine without network retries for a long time and
-    ends with an error that does not say what to do.
-    """
-    endpoint = _hub_endpoint()
-    parts = urlsplit(endpoint)
-    host = parts.hostname or endpoint
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        with socket.create_connection((host, port), timeout=_HUB_TIMEOUT):
-            pass
-    except OSError as exc:
-        why = exc.strerror or str(exc) or type(exc).__name__
+        import datasets
+    except ImportError:
         raise DatasetSourceError(
-            f"hf:{name}: cannot reach the Hugging Face hub at {endpoint} ({why}); {_OFFLINE_HINT}"
+            "reading Hugging Face datasets needs the 'datasets' package: pip install 'tagger[hf]'"
         ) from None
+    return datasets
+
+
+def _first_line(exc: BaseException) -> str:
+    # datasets wraps the reader's error ("An error occurred while generating the dataset"):
+    # the innermost cause says what is wrong with the file (pyarrow's "JSON parse error ...
+    # in row 1")
+    while exc.__cause__ is not None and type(exc).__name__ == "DatasetGenerationError":
+        exc = exc.__cause__
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
 
 
 def _load_hub(datasets, src: DatasetSource):
-    offline = _offline_requested()
+    offline = offline_requested()
     if not offline:
         check_hub_reachable(src.path)
 
     def attempt(revision):
-        return datasets.load_dataset(src.path, src.config, split=src.split, revision=revision)
+        with quiet_datasets():
+            return datasets.load_dataset(src.path, src.config, split=src.split, revision=revision)
 
     try:
         try:
@@ -231,7 +226,7 @@ def _load_hub(datasets, src: DatasetSource):
                 return attempt(PARQUET_REVISION)
             raise
     except Exception as exc:
-        hint = f"; {_OFFLINE_HINT}" if offline else ""
+        hint = f"; {OFFLINE_HINT}" if offline else ""
         raise DatasetSourceError(
             f"hf:{src.path}: {type(exc).__name__}: {_first_line(exc)}{hint}"
         ) from None
@@ -323,21 +318,10 @@ def dataset_sentences(
         for i in range(len(cols[0])):
             seqs = []
             for f, col in zip(fields, cols):
-                vals = col[i]
-                if vals is None:
-                    vals = []
-                table = names[f]
-                if table is not None:
-                    try:
-                        vals = [table[v] for v in vals]
-                    except (IndexError, TypeError):
-                        raise CorpusFormatError(
-                            f"column {f!r} holds {vals!r}, not ids of its {len(table)} class names",
-                            f"{name}: row {row}",
-                        ) from None
-                else:
-                    vals = [str(v) for v in vals]
-                seqs.append(vals)
+                try:
+                    seqs.append(token_values(col[i], f, names[f]))
+                except ValueError as exc:
+                    raise CorpusFormatError(str(exc), f"{name}: row {row}") from None
             n = len(seqs[0])
             for f, vals in zip(fields[1:], seqs[1:]):
                 if len(vals) != n:
@@ -364,6 +348,12 @@ def read_dataset(
     """
     if isinstance(source, (str, os.PathLike, DatasetSource)):
         src = source if isinstance(source, DatasetSource) else parse_source(source, **options)
+        if _is_jsonl_file(src):
+            from tagger.io.jsonl_input import read_jsonl
+
+            return read_jsonl(
+                src.path, split_fields(fields, DatasetSourceError) or src.fields, labeled
+            )
         ds = load(src)
         return dataset_sentences(ds, fields or src.fields, labeled, src.describe())
     if not _is_dataset_object(source):

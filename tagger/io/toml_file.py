@@ -1,5 +1,8 @@
 """Reading the project's TOML files (feature specifications, constraint files, training
-configurations): each mistake is one line naming the file, raised as the caller's error."""
+configurations): each mistake is one line naming the file, raised as the caller's error.
+
+A UTF-8 byte-order mark at the start (what some Windows editors write) is taken off: TOML does
+not allow one, and tomllib would call it an "invalid statement" on line 1."""
 
 from __future__ import annotations
 
@@ -10,6 +13,9 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
+
+
+BOM = "\ufeff"
 
 
 def read_text(path: str | Path, error: type[Exception], what: str) -> str:
@@ -27,7 +33,7 @@ def read_text(path: str | Path, error: type[Exception], what: str) -> str:
 def parse(text: str, source: str, error: type[Exception]) -> dict:
     """``text`` parsed as TOML; a syntax error raises ``error`` with its line and column."""
     try:
-        return tomllib.loads(text)
+        return tomllib.loads(text.removeprefix(BOM))
     except tomllib.TOMLDecodeError as exc:
         raise error(f"{source}: not valid TOML: {exc}") from None
 

@@ -4,6 +4,7 @@ Layout of a model file (format version 1)::
 
     model.tagger  (zip archive; members DEFLATE-compressed, level 6)
       tagger.json           UTF-8 JSON header, written first
+      tagger.json.sha256    sha256 (hex) of tagger.json's bytes
       arrays/<name>.npy     one member per array, NumPy .npy format, never an object array
 
 ``tagger.json`` holds::
@@ -23,12 +24,18 @@ Layout of a model file (format version 1)::
       }
     }
 
-Reading checks, in order: the file exists and is a zip archive; ``tagger.json`` is present and says
-``"format": "tagger-model"``; ``format_version`` equals :data:`FORMAT_VERSION` (else the message
-says which version wrote it and which this tagger reads); every listed member is present, its
-``.npy`` header matches the manifest's dtype and shape *before* any data is allocated or read, the
-zip CRC holds, no bytes trail the array, and the sha256 of the loaded array matches. Any failure
-raises :class:`~tagger.errors.ModelFileError` with a one-line message.
+Reading checks, in order: the file exists and is a zip archive whose members lie inside the
+file and claim no more than DEFLATE can expand to; ``tagger.json`` is present, at most
+``MAX_HEADER_BYTES`` (16 MiB) uncompressed, matches ``tagger.json.sha256`` (files written before
+that member existed have none and are read without it) and says ``"format": "tagger-model"``;
+``format_version`` equals :data:`FORMAT_VERSION` (else the message says which version wrote it
+and which this tagger reads); the caller's check of the header and the manifest's shapes (a
+model's arrays must agree with each other and with its labels); every listed member is present,
+its ``.npy`` header matches the manifest's dtype and shape and its size is exactly what they
+need, all *before* any array is allocated; then the member is read once through sha256 and the
+zip CRC in 1 MiB steps, and only when both hold is the array allocated and read. A file that is
+refused has cost at most its header and a few buffers in memory, however large the sizes it
+declares. Any failure raises :class:`~tagger.errors.ModelFileError` with a one-line message.
 
 Arrays are read and written with ``allow_pickle=False``: an object array (which ``.npy`` can only
 store as a pickle) is refused on save with ``ValueError`` and on load without being unpickled.
@@ -74,9 +81,11 @@ from tagger.model.manifest import (
     FORMAT_NAME,
     FORMAT_VERSION,
     HEADER_NAME,
+    HEADER_SHA256_NAME,
     descr,
     oserror_text,
     sha256,
+    sha256_bytes,
 )
 from tagger.model.reading import ZIP_SIGNATURE, is_model_file, load_model_file
 
@@ -84,6 +93,7 @@ __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "HEADER_NAME",
+    "HEADER_SHA256_NAME",
     "ZIP_SIGNATURE",
     "save_model_file",
     "load_model_file",
@@ -152,6 +162,7 @@ def save_model_file(path: str | os.PathLike, meta: dict, arrays: Mapping[str, np
                 fh, "w", compression=_COMPRESSION, compresslevel=_COMPRESSLEVEL, allowZip64=True
             ) as zf:
                 zf.writestr(_zipinfo(HEADER_NAME), header_bytes)
+                zf.writestr(_zipinfo(HEADER_SHA256_NAME), sha256_bytes(header_bytes) + "\n")
                 for name, arr in prepared.items():
                     # 1 KiB of slack covers the .npy header.
                     force_zip64 = arr.nbytes + 1024 >= zipfile.ZIP64_LIMIT

@@ -99,6 +99,51 @@ def check_header(meta: Any, path: str) -> None:
             raise bad(f"meta.trace[{i}]", _NAMES[dict], row)
 
 
+def check_model_header(meta: Any, shapes: dict[str, tuple[int, ...]], path: str) -> None:
+    """:func:`check_header`, then whether the arrays the manifest lists fit together, from
+    their shapes alone (before any is read): a file that declares a weight vector or an
+    attribute table larger than its other arrays and labels allow is refused before that
+    array is allocated. What is absent or not one-dimensional is left to the model's own
+    checks after loading."""
+    check_header(meta, path)
+
+    def bad(what: str) -> ModelFileError:
+        return ModelFileError(
+            f"{path}: the model file is damaged or inconsistent ({what}); restore it or train "
+            f"the model again"
+        )
+
+    def size(name: str) -> int | None:
+        shape = shapes.get(name)
+        return shape[0] if shape is not None and len(shape) == 1 else None
+
+    n_labels = len(meta["labels"])
+    n_attrs, ptr = size("feat.attr_keys"), size("model.attr_ptr")
+    n_state, n_weights = size("model.param_label"), size("weights")
+    if n_attrs is not None and ptr is not None and ptr != n_attrs + 1:
+        raise bad(f"model.attr_ptr has {ptr} entries for {n_attrs} attributes, not {n_attrs + 1}")
+    if n_attrs is not None and n_state is not None and n_state > n_attrs * n_labels:
+        raise bad(
+            f"model.param_label has {n_state} entries, more than {n_attrs} attributes times "
+            f"{n_labels} labels"
+        )
+    if n_state is not None and n_weights is not None:
+        expected = n_state + n_labels * n_labels + 2 * n_labels
+        if n_weights != expected:
+            raise bad(
+                f"weights has {n_weights} entries but {n_state} state parameters and "
+                f"{n_labels} labels make {expected}"
+            )
+    sizes = meta["features"].get("vocab_sizes")
+    if isinstance(sizes, list):
+        for vi, n in enumerate(sizes):
+            offsets = size(f"feat.vocab{vi}.offsets")
+            if _is(n, _INT) and offsets is not None and offsets != n + 1:
+                raise bad(
+                    f"feat.vocab{vi}.offsets has {offsets} entries for {n} strings, not {n + 1}"
+                )
+
+
 # ---------------------------------------------------------------------- writing
 
 #: wall-clock times, left out of the file: same data, options and seed give the same bytes

@@ -20,6 +20,19 @@ FORMAT_NAME = "tagger-model"
 FORMAT_VERSION = 1
 #: Name of the JSON header member.
 HEADER_NAME = "tagger.json"
+#: Name of the member holding the sha256 (hex) of the header member's bytes: the arrays have
+#: their own checksums in the header, and this one covers the header itself (the labels, the
+#: feature specification with its patterns, the manifest). Files written before it was added
+#: have no such member and load as they did.
+HEADER_SHA256_NAME = "tagger.json.sha256"
+
+#: Largest header member a reader accepts (bytes, uncompressed). Headers of real models are
+#: tens of kilobytes (a long training trace adds a few hundred bytes a row); the cap keeps a
+#: header padded with whitespace from being inflated and parsed.
+MAX_HEADER_BYTES = 16 << 20
+#: DEFLATE cannot expand data by more than about 1032 to 1: a member that claims to, lies
+#: about its size, and is refused before it is decompressed.
+MAX_DEFLATE_RATIO = 1040
 
 _HASH_CHUNK = 1 << 24  # bytes hashed per step for arrays that are not C-contiguous
 
@@ -43,6 +56,11 @@ def sha256(arr: np.ndarray) -> str:
     ):
         h.update(chunk.tobytes("C"))
     return h.hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    """sha256 (hex) of ``data``: what :data:`HEADER_SHA256_NAME` holds for the header."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def error_text(e: BaseException) -> str:

@@ -1,19 +1,24 @@
 """Time-bounded fuzzing with Hypothesis.
 
 Hypothesis runs a search of a fixed number of examples; a fuzzer runs for a time. ``fuzz`` runs
-searches of ``BATCH`` examples, each from a fresh random seed, until the time budget is spent,
-so a failure is still shrunk to a small example and reported by Hypothesis. The budget per entry
-point is ``--fuzz-minutes`` (tests/conftest.py) or, by default, an equal share of
-``DEFAULT_TOTAL_SECONDS`` (what CI spends). Counts go to ``RESULTS`` for the terminal summary.
+searches of ``BATCH`` examples until the time budget is spent, so a failure is still shrunk to a
+small example and reported by Hypothesis. Search ``k`` of an entry point draws from the seed
+``TAGGER_FUZZ_SEED + k`` (a random base seed when the variable is unset); the base seed is
+printed, and pytest shows it with a failure, so that a failing run can be repeated exactly.
+The budget per entry point is ``--fuzz-minutes`` (tests/conftest.py) or, by default, an equal
+share of ``DEFAULT_TOTAL_SECONDS`` (what CI spends). Counts go to ``RESULTS`` for the terminal
+summary.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import random
 import time
 from dataclasses import dataclass
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, seed, settings
 
 from tagger.errors import TaggerError
 
@@ -21,6 +26,8 @@ from tagger.errors import TaggerError
 DEFAULT_TOTAL_SECONDS = 60.0
 #: examples per Hypothesis search
 BATCH = 40
+#: base seed of every entry point's searches: TAGGER_FUZZ_SEED, else drawn once per run
+BASE_SEED = int(os.environ.get("TAGGER_FUZZ_SEED") or random.SystemRandom().randrange(2**32))
 
 
 @dataclass
@@ -35,20 +42,24 @@ class Result:
 RESULTS: dict[str, Result] = {}
 
 
-def fuzz(name: str, strategy, body, budget: float, batch: int = BATCH) -> Result:
+def fuzz(
+    name: str, strategy, body, budget: float, batch: int = BATCH, examples: tuple = ()
+) -> Result:
     """Call ``body(value)`` for values drawn from ``strategy`` for ``budget`` seconds.
 
     ``body`` returns normally or raises; a :class:`TaggerError` (the project's one-line errors)
     is an expected outcome and counted, as is a true return (a command that exited with an
-    error), anything else fails the test with Hypothesis's shrunk example.
+    error), anything else fails the test with Hypothesis's shrunk example. ``examples`` are
+    tried first, in every run (inputs that once failed).
     """
     result = RESULTS.setdefault(name, Result(name))
+    print(f"fuzzing {name}: TAGGER_FUZZ_SEED={BASE_SEED}")
 
     @settings(
         max_examples=batch,
         deadline=None,
         database=None,
-        phases=(Phase.generate, Phase.shrink),
+        phases=(Phase.explicit, Phase.generate, Phase.shrink),
         suppress_health_check=list(HealthCheck),
     )
     @given(strategy)
@@ -61,13 +72,16 @@ def fuzz(name: str, strategy, body, budget: float, batch: int = BATCH) -> Result
         if refused:
             result.project_errors += 1
 
+    for value in examples:
+        search = example(value)(search)
     start = time.monotonic()
     with memory_cap(MEMORY_HEADROOM):
-        while True:
-            search()
+        for k in range(2**62):
+            seed(BASE_SEED + k)(search)()
             result.seconds = time.monotonic() - start
             if result.seconds >= budget:
-                return result
+                break
+    return result
 
 
 #: bytes an input of a few kilobytes may make the process allocate beyond what it holds

@@ -318,8 +318,136 @@ def edited_model(draw, model: bytes) -> bytes:
             victim = draw(st.sampled_from(sorted(members)))
             if victim != "tagger.json":
                 del members[victim]
+    return _with_header(members, header)
+
+
+def _with_header(members: dict[str, bytes], header) -> bytes:
+    """The members with ``header`` as tagger.json and its checksum recomputed, so that an
+    edit reaches the checks after the checksum's."""
     members["tagger.json"] = json.dumps(header).encode()
+    if "tagger.json.sha256" in members:
+        members["tagger.json.sha256"] = hashlib.sha256(members["tagger.json"]).hexdigest().encode()
     return _rezip(members)
+
+
+#: pieces of regular expressions: what RE2 refuses (backreferences, lookaround), what makes a
+#: backtracking matcher explode, classes, repetition at RE2's limits, broken syntax
+REGEX_PIECES = [
+    "(a+)+",
+    "(a|a)*",
+    "(.*)*",
+    "^",
+    "$",
+    "\\1",
+    "(?=a)",
+    "(?!a)",
+    "(?<=a)",
+    "(?P<n>a)",
+    "(?P=n)",
+    "[a-z]",
+    "[^0-9]",
+    "\\d",
+    "\\w+",
+    "\\b",
+    "\\p{L}",
+    "\\pN",
+    "{1000}",
+    "{1001}",
+    "{2,1}",
+    "a{0,1000}",
+    "(",
+    ")",
+    "[",
+    "*",
+    "?",
+    "+",
+    "|",
+    "(?i)",
+    "(?s)",
+    "\\",
+    "\\x{10FFFF}",
+    "é",
+    "日本",
+    ".",
+    "a",
+]
+
+
+@st.composite
+def regexes(draw) -> str:
+    """A pattern made of :data:`REGEX_PIECES` and random text."""
+    parts = draw(
+        st.lists(
+            st.one_of(st.sampled_from(REGEX_PIECES), st.text(max_size=3).filter(_json_safe)),
+            min_size=1,
+            max_size=6,
+        )
+    )
+    return "".join(parts)
+
+
+def _has_spec(meta) -> bool:
+    """Whether the header still has a feature specification to add a view to."""
+    try:
+        return isinstance(meta["features"]["spec"]["featurizer"], dict)
+    except (KeyError, TypeError):
+        return False
+
+
+@st.composite
+def crafted_header(draw, model: bytes) -> bytes:
+    """A model whose header declares other sizes (shapes of every magnitude, dtypes), carries
+    regex views, or has fields of another type, its checksum recomputed each time."""
+    with zipfile.ZipFile(io.BytesIO(model)) as zf:
+        members = {name: zf.read(name) for name in zf.namelist()}
+    header = json.loads(members["tagger.json"])
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["shape", "dtype", "regex", "field", "labels"]))
+        # an earlier edit of this draw may have replaced what a later one edits: it is skipped
+        entries = [e for e in header["arrays"].values() if isinstance(e, dict)]
+        meta = header.get("meta")
+        if kind == "shape" and entries:
+            draw(st.sampled_from(entries))["shape"] = draw(
+                st.lists(
+                    st.one_of(
+                        st.integers(0, 10),
+                        st.sampled_from([2**31, 2**40, 150_000_000, 2**63 - 1, 2**64]),
+                        st.integers(-1, 10**30),
+                    ),
+                    max_size=3,
+                )
+            )
+        elif kind == "dtype" and entries:
+            draw(st.sampled_from(entries))["dtype"] = draw(
+                st.one_of(
+                    st.sampled_from(["<f8", "|O", "<U99999999", "|V0", "<i4", "S0", "x", ""]),
+                    json_values,
+                )
+            )
+        elif kind == "regex" and _has_spec(meta):
+            featurizer = meta["features"]["spec"]["featurizer"]
+            views = meta["features"]["spec"].setdefault("views", {})
+            columns = featurizer.get("columns")
+            view = {"function": "regex", "pattern": draw(regexes())}
+            if isinstance(columns, list) and columns:
+                view["column"] = columns[0]
+            if draw(st.booleans()):
+                view["ignore_case"] = draw(json_values)
+            if isinstance(views, dict) and isinstance(featurizer.get("templates"), list):
+                views[draw(st.sampled_from(["r", "lower", "word"]))] = view
+                featurizer["templates"].append(draw(st.sampled_from(["r[0]", "r[-1]"])))
+        elif kind == "labels" and isinstance(meta, dict):
+            meta["labels"] = draw(st.one_of(st.lists(st.text(max_size=3), max_size=5), json_values))
+        elif isinstance(meta, dict):
+            paths = [p for p in _json_paths(meta) if p]
+            if not paths:
+                continue
+            path = draw(st.sampled_from(paths))
+            parent = meta
+            for key in path[:-1]:
+                parent = parent[key]
+            parent[path[-1]] = draw(json_values)
+    return _with_header(members, header)
 
 
 def _edit_array(draw, arr: np.ndarray) -> np.ndarray:

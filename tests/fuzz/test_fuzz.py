@@ -11,6 +11,7 @@ one line.
 from __future__ import annotations
 
 import io
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -28,15 +29,21 @@ from tagger.constraints.language import PROPERTIES
 from tagger.features import FeatureSpec, Featurizer
 from tagger.io.docbin import read_docbin
 from tagger.io.formats import FORMATS, read_corpus
+from tagger.io.hf import read_dataset
 from tagger.io.splits import read_split
+from tagger.training.config import TrainingConfig
+from tagger.training.schema import SCHEMA
 
 from _harness import DEFAULT_TOTAL_SECONDS, fuzz
 from _inputs import (
     ROOT,
     SAMPLES,
+    crafted_header,
     edited_model,
     hostile_bytes,
+    json_values,
     mutated,
+    regexes,
     seed_bytes,
     toml_document,
     toml_scalars,
@@ -53,7 +60,7 @@ PROBE = [
 
 
 #: entry points fuzzed below; without --fuzz-minutes they share DEFAULT_TOTAL_SECONDS
-N_ENTRY_POINTS = 7
+N_ENTRY_POINTS = 11
 
 
 @pytest.fixture
@@ -208,7 +215,9 @@ def test_feature_specs(scratch, budget):
         featurizer = Featurizer(spec).fit(rows)
         featurizer.transform(rows)
 
-    fuzz("feature spec", strategy, body, budget)
+    # a template offset of 10**20 once ended in an OverflowError from the featurizer
+    offset = b'[featurizer]\ncolumns = ["word"]\ntemplates = ["word[99999999999999999999]"]\n'
+    fuzz("feature spec", strategy, body, budget, examples=(offset,))
 
 
 # --------------------------------------------------------------------------------------------
@@ -386,3 +395,116 @@ def test_tag_command(chunk_model, scratch, budget):
         return result.exit_code != 0
 
     fuzz("tagger tag", tag_invocations(seeds), body, budget, batch=20)
+
+
+# --------------------------------------------------------------------------------------------
+# model headers, constraint patterns, JSON lines records, training configurations
+
+
+#: a token on which a backtracking matcher spends hours with ^(a+)+$ and its kin
+EVIL = Sentence([["a" * 34 + "b", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!", "x"]])
+
+
+def test_model_headers(chunk_model, scratch, budget):
+    """Header fields, declared sizes and dtypes, and regex views, each edit with the header's
+    checksum recomputed so that it reaches the loader's checks and the featurizer."""
+    model = chunk_model.read_bytes()
+
+    def body(data: bytes):
+        tagger = Tagger.load(_write(scratch, "h.tgm", data))
+        words = ["The", "cat", "sat", "."]
+        tagger.predict_batch([Sentence([words, ["DT", "NN", "VBD", "."]])])
+        tagger.predict_batch([Sentence([EVIL.tokens, ["NN"] * 3])])
+
+    fuzz("model headers", crafted_header(model), body, budget, batch=20)
+
+
+def test_constraint_patterns(budget):
+    """Constraint files whose rules carry generated patterns, matched against tokens that make
+    a backtracking matcher explode."""
+    labels = ["B-NP", "I-NP", "O"]
+
+    @st.composite
+    def files(draw) -> str:
+        rule = draw(st.sampled_from(["tokens", "only-inside", "contains"]))
+        item = {"rule": rule, "pattern": draw(regexes())}
+        if draw(st.booleans()):
+            item["case_sensitive"] = draw(st.booleans())
+        if rule == "tokens":
+            item["avoid"] = ["O"]
+        else:
+            item["labels"] = ["B-NP"]
+        return toml_document({"labels": labels}, {"instance": [item]})
+
+    def body(text: str):
+        compiled = ConstraintSet.from_text(text, "fuzz.toml").compile(labels)
+        compiled.indicators(PROBE + [EVIL])
+
+    fuzz("constraint patterns", files(), body, budget)
+
+
+@st.composite
+def jsonl_files(draw) -> bytes:
+    """JSON lines whose fields hold values of every JSON type, with now and then a line that
+    is not JSON, not an object or not UTF-8."""
+    lines = []
+    for _ in range(draw(st.integers(0, 4))):
+        kind = draw(st.integers(0, 9))
+        if kind == 0:
+            lines.append(draw(st.sampled_from([b"{", b"[1]", b"null", b"\x00", b"\xff{}", b""])))
+            continue
+        n = draw(st.integers(0, 3))
+        row = {}
+        for name in draw(st.lists(st.sampled_from(["tokens", "tags", "pos", "x"]), max_size=4)):
+            row[name] = draw(
+                st.one_of(
+                    st.lists(st.sampled_from(["a", "B-NP", "O", ""]), min_size=n, max_size=n),
+                    st.lists(json_values, max_size=3),
+                    json_values,
+                )
+            )
+        lines.append(json.dumps(row).encode())
+    return b"\n".join(lines) + draw(st.sampled_from([b"\n", b""]))
+
+
+def test_jsonl_records(scratch, budget):
+    fields = st.one_of(st.none(), st.sampled_from(["tokens,tags", "tokens", ",,", "x,tags"]))
+
+    def body(case):
+        data, fields, labeled = case
+        path = _write(scratch, "rows.jsonl", data)
+        for sentence in read_dataset(path, fields, labeled=labeled):
+            assert all(isinstance(t, str) for column in sentence.columns for t in column)
+            assert sentence.labels is None or all(isinstance(t, str) for t in sentence.labels)
+
+    fuzz("JSON lines records", st.tuples(jsonl_files(), fields, st.booleans()), body, budget)
+
+
+@st.composite
+def config_files(draw) -> str:
+    """Training configurations: every key of every table, now and then an unknown one, each
+    with a value of some TOML type (or one it takes)."""
+    plausible = st.sampled_from(["", "chunk", "auto", "conll", "upos", "crf-l2", "x.txt", 0, 1])
+    tables = {}
+    for section, keys in SCHEMA.items():
+        names = draw(st.lists(st.sampled_from(sorted(keys) + ["nosuch"]), max_size=4, unique=True))
+        tables[section] = {k: draw(st.one_of(plausible, toml_values)) for k in names}
+    if draw(st.booleans()):
+        tables["params"] = draw(st.dictionaries(st.sampled_from(["epochs", "c", "x"]), toml_values))
+    if draw(st.integers(0, 5)) == 0:
+        tables[draw(st.sampled_from(["extra", "model"]))] = draw(toml_values)
+    out = []
+    for name, table in tables.items():
+        if isinstance(table, dict):
+            out.append(f"[{name}]")
+            out += [f"{json.dumps(k)} = {toml_value(v)}" for k, v in table.items()]
+        else:
+            out.insert(0, f"{json.dumps(name)} = {toml_value(table)}")
+    return "\n".join(out) + "\n"
+
+
+def test_config_loader(scratch, budget):
+    def body(text: str):
+        TrainingConfig.from_file(_write(scratch, "train.toml", text.encode()))
+
+    fuzz("training configuration", config_files(), body, budget)
