@@ -330,16 +330,12 @@ def resolved_config(config_file, config_model, options: dict) -> tuple[dict, str
     return training_config.merge(cfg, given, settings), source
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``timeout``, a job scheduler ending the job), raised where Ctrl-C raises
-    KeyboardInterrupt, so that the same cleanup runs: partial outputs removed, workers
-    stopped."""
-
-
 @contextlib.contextmanager
 def sigterm_as_interrupt():
-    """Within: SIGTERM stops the command as Ctrl-C does, but with exit status 143 (128 +
-    SIGTERM), after the one line ``error: interrupted``."""
+    """Within: SIGTERM stops the command as Ctrl-C does (:class:`Terminated`, raised where
+    Ctrl-C raises KeyboardInterrupt, so that the same cleanup runs: partial outputs removed,
+    workers stopped), with exit status 143 (128 + SIGTERM) after the one line ``error:
+    interrupted``."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

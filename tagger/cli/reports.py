@@ -144,6 +144,13 @@ def selection_text(sel: dict | None) -> str:
             else ""
         )
         + "\n"
+        + "".join(
+            f"(trained on, the kept point scored {r['refit_score']:g} with "
+            f"{r['refit_nonzero']} non-zero weights, lower than its path weights beyond "
+            f"noise: those are kept)\n"
+            for r in sel["rows"]
+            if r.get("selected") and "refit_nonzero" in r
+        )
     )
 
 

@@ -411,6 +411,7 @@ def _refit(learner, problem, path: Path, seed: int, polish: dict) -> None:
         path.recipe = dict(polish, **learner.chosen_)
     else:  # not a warning: the path's cheaper weights simply scored better
         path.rows[path.best]["refit_score"] = main_score(row)
+        path.rows[path.best]["refit_nonzero"] = row["nonzero"]
 
 
 def _scores(row: dict) -> str:
