@@ -277,12 +277,14 @@ def for_model(cfg: dict, learner: str, params: dict, select: bool) -> dict:
     if learner != AUTO:
         cls = get_learner(learner)
         strength = getattr(cls, "strength", None)
-        # what the path chooses (the strength, and the L2 mix with it) stays unset, so that
-        # a rerun chooses it again rather than taking it as a setting
+        # what the path chooses or sets (the strength and the L2 mix with it; the settings
+        # of its points and of the kept point's polish) stays unset, so that a rerun chooses
+        # and sets them again rather than taking the defaults as the user's settings
         chosen = set()
         if select and strength is not None and strength[0] not in params:
             mix = getattr(cls, "mix", None)
             chosen = {strength[0]} | ({mix} if mix else set())
+            chosen |= set(cls.path_settings) | set(cls.polish_settings)
         full = {
             p.name: params.get(p.name, p.default)
             for p in cls.params

@@ -311,3 +311,16 @@ def test_a_seed_the_learners_cannot_take_is_refused_where_every_training_passes(
     from tagger.training.schema import SEED_MAX
 
     Tagger(seed=SEED_MAX, learner="perceptron", params={"epochs": 1}).fit(sentences)
+
+
+@pytest.mark.parametrize("dev", [True, False], ids=["dev", "held-out tenth"])
+def test_the_default_learner_trained_again_from_its_model_gives_the_same_bytes(tmp_path, dev):
+    # the path sets the settings of its points and of the kept point's polish; kept in the
+    # model as if the user had set them, they would make a rerun train another model
+    first, again = tmp_path / "first.tgm", tmp_path / "again.tgm"
+    extra = ["--dev", SAMPLE_DEV] if dev else []
+    assert run_cli("train", SAMPLE, *extra, "-o", first, "-q").exit_code == 0
+    stored = _stored(first)
+    assert "stages" not in stored["params"] and "epochs" not in stored["params"]
+    assert run_cli("train", "--config-from", first, "-o", again, "-q").exit_code == 0
+    assert again.read_bytes() == first.read_bytes()
