@@ -283,7 +283,7 @@ def test_bad_tagging_input(case, model, tmp_path, monkeypatch):
     if case.code == 1:
         assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     else:
-        assert lines and lines[-1].startswith("Error: "), result.stderr
+        assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     for fragment in case.says:
         assert fragment in result.stderr, (fragment, result.stderr)
     assert after == before, "the command changed or created files"

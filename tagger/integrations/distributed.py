@@ -97,11 +97,26 @@ def _client(scheduler: str | None, workers: int, tagger, digest: str):
     if threading.active_count() == 1 and "fork" in mp.get_all_start_methods():
         return (*_forked_cluster(workers, tagger, digest), True)
     # other threads run here: spawned workers (see the module docstring)
-    with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}):
+    with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}), _own_environ():
         cluster = LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=True, **LOCAL_SCHEDULER
         )
     return Client(cluster), cluster, False
+
+
+@contextlib.contextmanager
+def _own_environ():
+    """Give the process its environment back after Dask started a local cluster: Dask sets
+    ``OMP_NUM_THREADS=1`` (and MKL's, OpenBLAS's) in the calling process for its workers, and
+    leaves it there, where a later training of the same process would take it for the user's
+    thread count."""
+    before = dict(os.environ)
+    try:
+        yield
+    finally:
+        for name in set(os.environ) - set(before):
+            del os.environ[name]
+        os.environ.update(before)
 
 
 class _ForkedWorkers:
@@ -148,7 +163,8 @@ def _forked_cluster(workers: int, tagger, digest: str):
             theirs.close()
             pipes.append(ours)
             processes.append(p)
-    cluster = LocalCluster(n_workers=0, processes=True, **LOCAL_SCHEDULER)
+    with _own_environ():
+        cluster = LocalCluster(n_workers=0, processes=True, **LOCAL_SCHEDULER)
     try:
         for pipe in pipes:
             pipe.send(cluster.scheduler_address)

@@ -302,7 +302,8 @@ def test_a_seed_the_learners_cannot_take_is_refused_where_every_training_passes(
         Tagger(seed=seed, learner="perceptron").fit(sentences)
     with pytest.raises(ConfigError, match="seed"):
         Tagger(seed=seed, learner="perceptron").path(sentences, sentences, [1.0])
-    with pytest.raises(ConfigError, match="seed"):
+    # the estimator refuses a seed that is not an integer itself, in scikit-learn's words
+    with pytest.raises(ConfigError if isinstance(seed, int) else ValueError, match="seed"):
         SparseTaggerEstimator(seed=seed, learner="perceptron").fit([["a"]], [["B-NP"]])
     cfg = _write(tmp_path / "s.toml", f'[data]\ntrain = ["x.txt"]\n[model]\nseed = {seed!r}\n')
     with pytest.raises(ConfigError, match=r"s\.toml: model\.seed: expected an integer"):

@@ -153,6 +153,10 @@ def test_the_threads_key_is_read_and_written(tmp_path):
 
 @pytest.fixture
 def recorded_threads(monkeypatch):
+    # a Dask LocalCluster started earlier in the same process (as the Dask tests do) leaves
+    # OMP_NUM_THREADS=1 behind; these tests are about the default without one
+    for name in jit.THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
     calls: list[int] = []
     monkeypatch.setattr(jit, "set_threads", calls.append)
     return calls
