@@ -17,6 +17,18 @@ Python function:
   :data:`INTERPRETED_WORK`; the tests compare the two paths).
 
 Once numba has started, :func:`njit` returns numba's dispatcher directly.
+
+Serial twins. Compiling a kernel with ``parallel=True`` costs two to five times what the same
+kernel costs without it, and on a small input its threads gain nothing. So a kernel that runs
+parallel loops, or calls one that does, becomes a :class:`Twins` when numba starts: its
+dispatcher, and a *serial twin*, the same function compiled with ``parallel=False`` (and
+calling the twins of such kernels), built and compiled only when first needed and cached under
+its own name (``<name>__serial``). A call whose array arguments hold fewer than
+:func:`parallel_min_bytes` bytes in all runs the twin, a larger one the parallel kernel. The
+parallel kernels cut their work by the data alone, never by the thread count, and reduce
+nothing across threads, so both give the same bits (tests/learners/test_threads.py trains
+seven learners both ways). The first ``tagger train`` on the shipped sample thus compiles only
+twins (docs/integrations.md, "Start-up").
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ import contextlib
 import os
 import sys
 import threading
+import types
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -36,8 +49,19 @@ from pathlib import Path
 # "Start-up").
 INTERPRETED_WORK = 1_000_000
 
+#: Calls of a parallel kernel whose array arguments hold fewer bytes than this in all run its
+#: serial twin (see the module's docstring). The objective of the shipped chunking sample (1,035
+#: tokens, 8,398 weights) takes 4.5 MB, most of it its 64 per-chunk gradient buffers: there
+#: the serial twin costs 2.3 ms a call, a second thread would save about 1 ms of it, and
+#: compiling the parallel kernels costs 9 s of CPU more than the twins. CoNLL-2000's (211,727
+#: tokens) takes over 80 MB.
+PARALLEL_MIN_BYTES = 8 * 2**20
+
 _kernels: list[Kernel] = []
 _numba = None
+_min_bytes = PARALLEL_MIN_BYTES
+#: the serial twins' module globals, one namespace per module namespace (by id)
+_serial_spaces: dict[int, dict] = {}
 _threads: int | None = None
 _local = threading.local()
 _lock = threading.RLock()
@@ -85,6 +109,9 @@ def njit(fn=None, **options):
 
     def declare(fn):
         if _numba is not None:
+            with _lock:
+                if options.get("parallel") or _calls_twins(fn):
+                    return Twins(fn, options, _numba)
             return _numba.njit(**options)(fn)
         kernel = Kernel(fn, options)
         _kernels.append(kernel)
@@ -109,8 +136,13 @@ def start():
 
         if _threads is not None:
             _apply_threads(numba, _threads)
+        parallel = _reaching_parallel(_kernels)
         for kernel in _kernels:
-            kernel.dispatcher = numba.njit(**kernel.options)(kernel.py_func)
+            kernel.dispatcher = (
+                Twins(kernel.py_func, kernel.options, numba)
+                if id(kernel) in parallel
+                else numba.njit(**kernel.options)(kernel.py_func)
+            )
         swap = {id(k): k.dispatcher for k in _kernels}
         swap[id(prange)] = numba.prange
         for name, module in list(sys.modules.items()):
@@ -123,6 +155,125 @@ def start():
                     space[key] = new
         _numba = numba
         return numba
+
+
+class Twins:
+    """A kernel with parallel loops (or calling one), once numba has started: the parallel
+    dispatcher and its serial twin, chosen per call by the size of the array arguments."""
+
+    def __init__(self, fn, options: dict, numba):
+        self.py_func = fn
+        self.options = options
+        self.parallel = numba.njit(**options)(fn)
+        self._serial = None
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__module__ = fn.__module__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __call__(self, *args):
+        if _array_bytes(args) < _min_bytes:
+            return self.serial(*args)
+        return self.parallel(*args)
+
+    @property
+    def serial(self):
+        """The serial twin's dispatcher (made on first use; compiled on its first call)."""
+        if self._serial is None:
+            with _lock:
+                if self._serial is None:
+                    self._serial = _serial_twin(self)
+        return self._serial
+
+    @property
+    def _numba_type_(self):
+        """Compiled code that names the kernel calls the parallel dispatcher (the serial twins
+        call each other through their own globals)."""
+        return _numba.typeof(self.parallel)
+
+    def __repr__(self) -> str:
+        return f"<parallel kernel {self.__module__}.{self.__qualname__} and its serial twin>"
+
+
+def _array_bytes(args) -> int:
+    """Bytes of the arrays among ``args``, inside tuples (named ones: layouts, batches) too."""
+    total = 0
+    for arg in args:
+        if isinstance(arg, tuple):
+            total += _array_bytes(arg)
+        else:
+            total += getattr(arg, "nbytes", 0)
+    return total
+
+
+def _global_names(code) -> set[str]:
+    """The global names a function's code (and the code nested in it) may read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _reaching_parallel(kernels: list[Kernel]) -> set[int]:
+    """The ids of the kernels that run parallel loops or call, directly or not, one that does
+    (by the global names their code reads)."""
+    found = {id(k) for k in kernels if k.options.get("parallel")}
+    grew = True
+    while grew:
+        grew = False
+        for k in kernels:
+            if id(k) in found:
+                continue
+            space = k.py_func.__globals__
+            if any(id(space.get(n)) in found for n in _global_names(k.py_func.__code__)):
+                found.add(id(k))
+                grew = True
+    return found
+
+
+def _calls_twins(fn) -> bool:
+    """Whether a kernel declared after numba started names a :class:`Twins` it would call."""
+    space = fn.__globals__
+    return any(isinstance(space.get(n), Twins) for n in _global_names(fn.__code__))
+
+
+def _serial_twin(twins: Twins):
+    """A dispatcher of ``twins``' function without ``parallel``, reading globals in which
+    every :class:`Twins` is its serial twin, cached under ``<qualname>__serial``."""
+    fn = twins.py_func
+    twin = types.FunctionType(
+        fn.__code__, _serial_space(fn.__globals__), fn.__name__, fn.__defaults__, fn.__closure__
+    )
+    twin.__qualname__ = fn.__qualname__ + "__serial"
+    twin.__module__ = fn.__module__
+    twin.__doc__ = fn.__doc__
+    options = {k: v for k, v in twins.options.items() if k != "parallel"}
+    return _numba.njit(**options)(twin)
+
+
+def _serial_space(space: dict) -> dict:
+    """The serial twins' copy of a module's globals (made once per module)."""
+    twin_space = _serial_spaces.get(id(space))
+    if twin_space is None:
+        twin_space = _serial_spaces[id(space)] = dict(space)
+        for key, value in space.items():
+            if isinstance(value, Twins):
+                twin_space[key] = value.serial
+    return twin_space
+
+
+def parallel_min_bytes() -> int:
+    """Array bytes from which a parallel kernel runs in parallel (below: its serial twin)."""
+    return _min_bytes
+
+
+def set_parallel_min_bytes(n: int) -> None:
+    """Let calls whose array arguments hold at least ``n`` bytes run the parallel kernels (0:
+    every call; the tests that compare thread counts use it). Results are the same bits."""
+    global _min_bytes
+    _min_bytes = max(0, int(n))
 
 
 def set_threads(n: int) -> None:

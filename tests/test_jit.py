@@ -248,3 +248,71 @@ def test_a_kernel_imported_before_numba_starts_compiles_inside_user_code():
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "True"]
+
+
+@pytest.fixture
+def parallel_min_bytes():
+    """Restores the size from which parallel kernels run in parallel after a test changes it."""
+    before = jit.parallel_min_bytes()
+    yield
+    jit.set_parallel_min_bytes(before)
+
+
+def test_kernels_reaching_parallel_loops_get_serial_twins():
+    """A parallel kernel, and a serial one that calls it, become :class:`~tagger.jit.Twins`;
+    a kernel that reaches no parallel loop stays a plain dispatcher. Twins are cached apart."""
+    from tagger.inference import max_product, sum_product
+
+    jit.start()
+    assert isinstance(max_product._viterbi_batch_impl, jit.Twins)  # parallel=True
+    assert isinstance(max_product.viterbi_batch_into, jit.Twins)  # calls it
+    assert isinstance(sum_product.forward_backward_batch_into, jit.Twins)
+    for plain in (max_product.viterbi_into, sum_product.forward_backward_into):
+        assert not isinstance(plain, (jit.Twins, jit.Kernel)), plain
+    twin = sum_product.forward_backward_batch_into.serial
+    assert twin.py_func.__qualname__ == "forward_backward_batch_into__serial"
+    assert not twin.targetoptions.get("parallel")
+    assert sum_product.forward_backward_batch_into.parallel.targetoptions["parallel"]
+    # the twin of a caller calls the twin of its callee
+    space = max_product.viterbi_batch_into.serial.py_func.__globals__
+    assert space["_viterbi_batch_impl"] is max_product._viterbi_batch_impl.serial
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_serial_twin_and_parallel_kernel_give_the_same_bits(seed, parallel_min_bytes):
+    """Forward-backward over a batch (log-sum-exps and sums) by the serial twin and by the
+    parallel kernel: the same bits; which one runs follows the arrays' bytes."""
+    from tagger.inference import sum_product
+
+    print(f"seed={seed}")
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 30, 150)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    L = 7
+    state = rng.normal(scale=3.0, size=(int(offsets[-1]), L))
+    trans = rng.normal(size=(L, L))
+    trans[rng.random((L, L)) < 0.2] = -np.inf
+    kernel = sum_product.forward_backward_batch_into
+    jit.start()
+
+    def run(min_bytes):
+        jit.set_parallel_min_bytes(min_bytes)
+        node = np.empty_like(state)
+        edge = np.empty((len(lengths), L, L))
+        log_z = np.empty(len(lengths))
+        kernel(state, offsets, trans, node, edge, log_z)
+        return node, edge, log_z
+
+    serial = run(jit.PARALLEL_MIN_BYTES)
+    parallel = run(0)
+    for a, b in zip(serial, parallel):
+        assert a.tobytes() == b.tobytes()
+    n_serial, n_parallel = len(kernel.serial.signatures), len(kernel.parallel.signatures)
+    assert n_serial >= 1 and n_parallel >= 1
+
+
+def test_array_bytes_counts_arrays_inside_tuples():
+    a = np.zeros(10)
+    b = np.zeros((3, 4), dtype=np.int32)
+    assert jit._array_bytes((a, 3, 2.5, (b, (a,)), "x")) == 80 + 48 + 80
+    assert jit._array_bytes(()) == 0

@@ -1,10 +1,11 @@
 """Training gives the same weights, bit for bit, whatever the number of threads.
 
-Each learner is trained three times in one child process started with room for three numba
-threads (``NUMBA_NUM_THREADS=3``, so that the test means the same on a 2-core machine), at 1, 2
-and 3 threads, and the SHA-256 of its weights must agree. The sample corpus is cut into
-several chunks by the parallel objectives, so a sum whose order followed the threads would
-show here.
+Each learner is trained four times in one child process started with room for three numba
+threads (``NUMBA_NUM_THREADS=3``, so that the test means the same on a 2-core machine): by the
+parallel kernels (:func:`tagger.jit.set_parallel_min_bytes` 0, since the sample is small enough
+for the serial twins) at 1, 2 and 3 threads, then by the serial twins; the SHA-256 of its
+weights must agree. The sample corpus is cut into several chunks by the parallel objectives,
+so a sum whose order followed the threads would show here.
 """
 
 from __future__ import annotations
@@ -39,9 +40,13 @@ sentences = load_corpus(sys.argv[1], format="conll")
 out = {}
 for name, params in json.loads(sys.argv[2]).items():
     digests = []
-    for threads in (1, 2, 3):
-        jit.set_threads(threads)
-        assert jit.thread_count() == threads
+    for threads in (1, 2, 3, "serial twins"):
+        if threads == "serial twins":
+            jit.set_parallel_min_bytes(jit.PARALLEL_MIN_BYTES)
+        else:
+            jit.set_parallel_min_bytes(0)
+            jit.set_threads(threads)
+            assert jit.thread_count() == threads
         tg = Tagger(learner=name, params=params, select=False).fit(sentences)
         digests.append(hashlib.sha256(tg.weights_.tobytes()).hexdigest())
     out[name] = digests
@@ -64,6 +69,6 @@ def digests() -> dict:
 
 
 @pytest.mark.parametrize("learner", sorted(LEARNERS))
-def test_same_weights_with_1_2_and_3_threads(digests, learner):
-    one, two, three = digests[learner]
-    assert one == two == three, f"{learner}: {digests[learner]}"
+def test_same_weights_with_1_2_and_3_threads_and_serially(digests, learner):
+    one, two, three, serial = digests[learner]
+    assert one == two == three == serial, f"{learner}: {digests[learner]}"
