@@ -438,7 +438,7 @@ def main(argv: list[str]) -> int:
     d = C.corpora()
     import tempfile
 
-    results = {"machine": mach, "tasks": {}}
+    results = {"command": C.command_line(), "machine": mach, "tasks": {}}
     out = Path(args.json) if args.json else C.BENCH / "out" / "defaults.json"
     with tempfile.TemporaryDirectory(prefix="tagger-defaults-") as tmp:
         for task in args.tasks:

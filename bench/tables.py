@@ -175,6 +175,29 @@ def compare_checkouts_tables(data: dict) -> str:
     return title + "\n\n" + C.markdown_table(header, rows)
 
 
+def threads_tables(data: dict) -> str:
+    """bench/threads.py: one learner on one task at each thread count."""
+    runs = data["runs"]
+    header = ["threads", "wall s", "CPU s", "speed-up", "score", "weights (SHA-256)", "load before"]
+    rows = [
+        [
+            str(r["threads"]),
+            f"{r['wall_seconds']:.2f}",
+            f"{r['cpu_seconds']:.2f}",
+            f"{runs[0]['wall_seconds'] / r['wall_seconds']:.2f}",
+            f"{100 * r['score']:.2f}",
+            r["sha256"][:16],
+            " ".join(f"{x:.2f}" for x in r["load_average_before"]),
+        ]
+        for r in runs
+    ]
+    same = "yes" if data.get("same_weights") else "no"
+    return (
+        f"`{data['learner']}` on `{data['task']}`; the same weights at every thread count: "
+        f"{same}\n\n" + C.markdown_table(header, rows)
+    )
+
+
 #: (script, test of the JSON's layout, renderer), the first that matches is used
 LAYOUTS: tuple[tuple[str, Callable[[dict], bool], Callable[[dict], str]], ...] = (
     ("compare_checkouts.py", lambda d: "checkouts" in d, compare_checkouts_tables),
@@ -189,6 +212,7 @@ LAYOUTS: tuple[tuple[str, Callable[[dict], bool], Callable[[dict], str]], ...] =
         tasks_tables,
     ),
     ("chunking.py", lambda d: "systems" in d and "repeat" in d, chunking_tables),
+    ("threads.py", lambda d: "runs" in d and "same_weights" in d, threads_tables),
 )
 
 

@@ -179,6 +179,7 @@ def main(argv) -> int:
     C.write_json(
         Path(args.json or C.OUT / f"threads_{args.task}_{learner}.json"),
         {
+            "command": C.command_line(),
             "machine": mach,
             "task": args.task,
             "learner": learner,
