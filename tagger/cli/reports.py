@@ -135,7 +135,7 @@ def selection_text(sel: dict | None) -> str:
         return ""
     return (
         f"regularization chosen on the {sel['scored_on']} (--set {sel['param']}=VALUE "
-        f"fixes it):\n{path_table(sel['rows'], sel['param'])}\n"
+        f"fixes it):\n{path_table(sel['rows'], sel['param'])}\n{path_legend(sel['rows'])}"
         f"chose {sel['param']}={sel['value']:g}"
         + "".join(f", {k}={v:g}" for k, v in sel.get("mix", {}).items())
         + (
@@ -192,28 +192,27 @@ def path_table(rows: list[dict], param: str) -> str:
             + _marks(r)
             + mix
         )
-    legend = [
-        text
-        for key, text in (
-            ("selected", "*: kept"),
-            ("best", "best: the best dev score"),
-            ("within_noise", "~: within one standard error of the best (paired over sentences)"),
-        )
-        if any(r.get(key) for r in rows)
-    ]
-    if legend and any(r.get("best") and not r.get("selected") for r in rows):
-        lines.append("; ".join(legend))
     return "\n".join(lines)
 
 
+def path_legend(rows: list[dict]) -> str:
+    """What the marks of :func:`path_table` mean, when another point than the best-scoring one
+    was kept ('' otherwise)."""
+    if not any(r.get("best") and not r.get("selected") for r in rows):
+        return ""
+    return (
+        "*: kept; best: the best dev score; ~: within one standard error of the best "
+        "(paired over the dev sentences)\n"
+    )
+
+
 def _marks(row: dict) -> str:
-    """The kept point (*), the best-scoring one when another was kept, and the points within
-    noise of it (~)."""
-    marks = [
-        m for key, m in (("selected", "*"), ("best", "best"), ("within_noise", "~")) if row.get(key)
-    ]
+    """The points within noise of the best (~), the best-scoring one when another was kept
+    (best), and the kept point, last (*)."""
     if row.get("selected") and row.get("best"):
-        marks = ["*"]
+        return "  *"
+    keys = (("best", "best"), ("within_noise", "~"), ("selected", "*"))
+    marks = [m for key, m in keys if row.get(key)]
     return "  " + " ".join(marks) if marks else ""
 
 

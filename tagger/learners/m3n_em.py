@@ -43,7 +43,14 @@ from dataclasses import replace
 import numpy as np
 
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.learners.params import HINGE_C, MAX_INNER, MAX_WORKING_SET, SDM_TOL
+from tagger.learners.params import (
+    HINGE_C,
+    MAX_INNER,
+    MAX_WORKING_SET,
+    SDM_BLOCK_SIZE,
+    SDM_BLOCKS,
+    SDM_TOL,
+)
 from tagger.learners.solvers.sdm_solver import SDMSolver, warm_state
 
 
@@ -92,6 +99,8 @@ class M3NEM(Learner):
         ),
         MAX_WORKING_SET,
         MAX_INNER,
+        SDM_BLOCKS,
+        SDM_BLOCK_SIZE,
     )
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
@@ -112,6 +121,8 @@ class M3NEM(Learner):
                 max_working_set=settings["max_working_set"],
                 max_inner=settings["max_inner"],
                 seed=seed,
+                blocks=settings["blocks"],
+                block_size=settings["block_size"],
             )
             index = np.arange(K, dtype=np.int64)  # solver's weights -> this model's weights
             beta = np.ones(K)

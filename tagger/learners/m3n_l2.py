@@ -9,7 +9,15 @@ from dataclasses import replace
 import numpy as np
 
 from tagger.learners.base import Learner, Stopwatch, TrainingProblem
-from tagger.learners.params import EPOCHS, HINGE_C, MAX_INNER, MAX_WORKING_SET, SDM_TOL
+from tagger.learners.params import (
+    EPOCHS,
+    HINGE_C,
+    MAX_INNER,
+    MAX_WORKING_SET,
+    SDM_BLOCK_SIZE,
+    SDM_BLOCKS,
+    SDM_TOL,
+)
 from tagger.learners.solvers.sdm_solver import SDMSolver, warm_state
 
 
@@ -33,6 +41,8 @@ class M3NL2(Learner):
         SDM_TOL,
         MAX_WORKING_SET,
         MAX_INNER,
+        SDM_BLOCKS,
+        SDM_BLOCK_SIZE,
     )
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
@@ -49,6 +59,8 @@ class M3NL2(Learner):
                 max_working_set=settings["max_working_set"],
                 max_inner=settings["max_inner"],
                 seed=seed,
+                blocks=settings["blocks"],
+                block_size=settings["block_size"],
             )
         self.state_ = (problem, solver)
         clock = Stopwatch()

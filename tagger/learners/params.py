@@ -91,6 +91,24 @@ SDM_TOL = Param(
 )
 MAX_WORKING_SET = Param("max_working_set", 32, int, "competitor labelings kept per sentence", low=1)
 MAX_INNER = Param("max_inner", 10, int, "SDM minimal steps per sentence visit", low=1)
+#: the SDM learners' block-parallel rounds (tagger.learners.solvers.sdm_blocks): a setting of
+#: the method that the user chooses, never derived from the thread count, so that the weights
+#: do not depend on --threads. Off by default: the blocks' steps are damped on the weights
+#: they share (transitions, frequent attributes), so a pass gains less than a sequential one
+#: (on the citation and chunking data about a third as much with 8 blocks), which pays only
+#: with more threads than that ratio
+SDM_BLOCKS = Param(
+    "blocks",
+    0,
+    int,
+    "SDM blocks of sentences optimised at once, one per thread, and joined by a line "
+    "search on the dual: the same weights with any --threads (0: the sequential method, "
+    "one sentence at a time, one thread)",
+    low=0,
+)
+SDM_BLOCK_SIZE = Param(
+    "block_size", 8, int, "sentences per SDM block and round (with blocks > 0)", low=1
+)
 
 # ---- minibatch subgradient: m3n-subgradient, m3n-l2-subgradient
 

@@ -30,7 +30,8 @@ Algorithm:
       proposal per unlabeled token lowered the objective by less than ``switch_tol`` of it.
    b. *supervised step*, labelings fixed: the SDM solver on L and U with example weights C_l
       and C_u, warm-started (sequences whose labeling changed lose their duals; the others
-      keep theirs).
+      keep theirs); in block-parallel rounds with ``blocks`` > 0 (the same weights with any
+      number of threads, see :mod:`~tagger.learners.solvers.sdm_blocks`).
    c. a-b repeat ``rounds`` times or until no labeling changes; then C_u rises.
 3. Model selection on the dev set: the weights with the best dev score along the schedule
    (the supervised start included) are returned. With ``restarts`` > 1 the whole of 1-2 runs
@@ -58,7 +59,15 @@ from tagger.constraints import ViolationState
 from tagger.errors import ParameterError, TaggerWarning, bad_value
 from tagger.io.scratch import ScratchSpace, available_memory
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
-from tagger.learners.params import HINGE_C, MAX_INNER, MAX_WORKING_SET, SDM_TOL, SELECT
+from tagger.learners.params import (
+    HINGE_C,
+    MAX_INNER,
+    MAX_WORKING_SET,
+    SDM_BLOCK_SIZE,
+    SDM_BLOCKS,
+    SDM_TOL,
+    SELECT,
+)
 from tagger.learners.solvers.label_switching import (
     SwitchLattice,
     SwitchPlan,
@@ -177,6 +186,8 @@ class SSVMAnnealing(Learner):
             low=1,
         ),
         replace(MAX_WORKING_SET, default=64),
+        SDM_BLOCKS,
+        SDM_BLOCK_SIZE,
         Param(
             "restarts",
             1,
@@ -313,6 +324,8 @@ class SSVMAnnealing(Learner):
             max_inner=settings["max_inner"],
             seed=seed,
             scratch=scratch,
+            blocks=settings["blocks"],
+            block_size=settings["block_size"],
         )
         cons = getattr(problem, "constraints", None)
         rng = np.random.default_rng(seed)

@@ -3,12 +3,14 @@ strength is given with ``--set``).
 
 A learner names the parameter that sets its strength and which way it goes (``strength =
 ("radius", -1)``: a smaller radius penalizes more; ``("c1", +1)``: a larger c1 does). The path
-walks a geometric grid around the learner's default (factor 2, four steps to the strong side,
+walks a geometric grid around the learner's default (factor 2, two steps to the strong side,
 three to the weak side), strongest penalty first, so that each point starts from the sparser
 weights of the point before (a warm start) and the first points, with few non-zero weights,
 are the cheap ones. Each point is scored on dev; the walk stops once ``PATIENCE`` points in a
 row fail to beat the best, and goes on past the weak end of the grid while the last point is
-the best (up to ``MAX_POINTS``).
+the best (up to ``MAX_POINTS``). When the strongest point is the best, the walk then goes on
+to stronger penalties, from its weights, while they score better: a small training set can
+want a penalty stronger than the grid's.
 
 Which point is kept (``choose``): ``"sparsest"`` (the default) keeps the point with the fewest
 non-zero weights among those whose dev score is within noise of the best one: its deficit is
@@ -54,8 +56,9 @@ log = logging.getLogger("tagger.train")
 
 #: ratio of neighbouring values on the path
 GRID_FACTOR = 2.0
-#: grid steps from the default towards a stronger and a weaker penalty
-STRONG_STEPS, WEAK_STEPS = 4, 3
+#: grid steps from the default towards a stronger and a weaker penalty (the walk goes on past
+#: either end while the point at that end is the best)
+STRONG_STEPS, WEAK_STEPS = 2, 3
 #: points in a row without a better dev score before the path stops
 PATIENCE = 2
 #: most points on a path, extensions past the weak end included
@@ -143,6 +146,8 @@ class Path:
     best: int = -1
     #: standard errors within which two points are as good (0: ``choose="best"``)
     noise_se: float = NOISE_SE
+    #: +1 when a larger value penalizes more (the learner's strength direction)
+    direction: int = 1
     weights: np.ndarray | None = None  # of the best point
     trace: list[dict] = field(default_factory=list)  # the best point's training trace
     notes: list[str] = field(default_factory=list)
@@ -202,7 +207,9 @@ def run_path(
     started = time.perf_counter() if started is None else started
     param = learner.strength[0]
     values = grid(default, direction)
-    path = Path(param, scored_on, noise_se=NOISE_SE if choose == "sparsest" else 0.0)
+    path = Path(
+        param, scored_on, noise_se=NOISE_SE if choose == "sparsest" else 0.0, direction=direction
+    )
     # a learner may train the path's points more cheaply than its final model
     cheap = getattr(learner, "path_settings", {})
     polish = getattr(learner, "polish_settings", {})
@@ -254,6 +261,8 @@ def run_path(
                 f"those is kept, {param}={path.value:g}"
             )
             break
+    if path.best == 0 and path.rows[0]["nonzero"] and not _spent(max_seconds, started):
+        _stronger(learner, problem, path, values[0], direction, seed, report, max_seconds, started)
     mix_param = getattr(learner, "mix", None)
     if mix and mix_param and not _spent(max_seconds, started):
         _mix_path(learner, problem, path, mix_param, seed, report, max_seconds, started)
@@ -296,11 +305,56 @@ def _effort(learner) -> dict:
     return out
 
 
+def _stronger(learner, problem, path, value, direction, seed, report, max_seconds, started):
+    """The strongest point of the grid was the best: stronger penalties, each from the weights
+    of the best point so far, until :data:`PATIENCE` points in a row do not score better, one
+    zeroes every weight, or the path has :data:`MAX_POINTS` points."""
+    param, since_best = path.param, 0
+    while len(path.rows) < MAX_POINTS and not _spent(max_seconds, started):
+        value *= GRID_FACTOR**direction
+        learner.settings[param] = value
+        t0 = time.perf_counter()
+        w = learner.fit(problem, seed=seed, w0=path.points[path.best].weights())
+        row = {
+            "param": param,
+            "value": value,
+            **problem.dev_score(w),
+            "nonzero": int(np.count_nonzero(w)),
+            **_effort(learner),
+            "seconds": round(time.perf_counter() - t0, 3),
+        }
+        top = main_score(path.rows[path.best])
+        _add_point(path, row, w, learner, problem)
+        log.info(
+            "selection: %s=%.6g %s nonzero=%d (stronger than the grid, best %s=%.6g)",
+            param,
+            value,
+            _scores(row),
+            row["nonzero"],
+            param,
+            path.value,
+        )
+        if report is not None:
+            report(dict(row, selection=True))
+        # a stronger point that only ties is kept (sparser) but does not renew the patience
+        since_best = 0 if main_score(row) > top else since_best + 1
+        if since_best >= PATIENCE or not row["nonzero"]:
+            break
+
+
 def _add_point(path: Path, row: dict, w: np.ndarray, learner, problem) -> None:
-    """Record a point; it becomes the best when it ranks higher than the best so far."""
+    """Record a point; it becomes the best when it ranks higher than the best so far, or as
+    high with a stronger penalty (the sparser model: the walk past the strong end comes after
+    weaker points)."""
     path.rows.append(row)
     path.points.append(Point.of(w, learner.trace_, problem.dev_score))
-    if path.best < 0 or _rank(row) > _rank(path.rows[path.best]):
+    if path.best < 0:
+        path.best = 0
+        return
+    top = path.rows[path.best]
+    stronger = "mix" not in row and "mix" not in top
+    stronger = stronger and (row["value"] - top["value"]) * path.direction > 0
+    if _rank(row) > _rank(top) or (_rank(row) == _rank(top) and stronger):
         path.best = len(path.rows) - 1
 
 
@@ -412,6 +466,7 @@ def _refit(learner, problem, path: Path, seed: int, polish: dict) -> None:
     else:  # not a warning: the path's cheaper weights simply scored better
         path.rows[path.best]["refit_score"] = main_score(row)
         path.rows[path.best]["refit_nonzero"] = row["nonzero"]
+        path.rows[path.best]["refit_iterations"] = row["iterations"]
 
 
 def _scores(row: dict) -> str:

@@ -19,7 +19,9 @@ import pytest
 
 from tests._helpers import ROOT, SAMPLE
 
-# every learner whose training runs parallel kernels, with settings that keep it short
+# every learner whose training runs parallel kernels, with settings that keep it short; a
+# name after "/" tells two settings of one learner apart. ssvm-annealing learns from the last
+# UNLABELED sentences of the sample with their labels taken off (and the rest as labeled)
 LEARNERS = {
     "m3n-owlqn": {"epochs": 30},
     "crf-l1": {"epochs": 30},
@@ -27,8 +29,19 @@ LEARNERS = {
     "crf-grafting": {},
     "m3n-subgradient": {"epochs": 3},
     "m3n-l2": {},
+    "m3n-l2/blocks": {"epochs": 6, "blocks": 3, "block_size": 4},
+    "m3n-em/blocks": {"epochs": 3, "blocks": 3, "block_size": 4},
     "lp-extragradient": {"epochs": 20},
+    "ssvm-annealing": {"steps": 2, "epochs": 3, "start_epochs": 3},
+    "ssvm-annealing/blocks": {
+        "steps": 2,
+        "epochs": 3,
+        "start_epochs": 3,
+        "blocks": 3,
+        "block_size": 4,
+    },
 }
+UNLABELED = 40
 
 CHILD = r"""
 import hashlib, json, sys
@@ -36,9 +49,20 @@ from tagger import jit
 from tagger.api import Tagger
 from tagger.io import load_corpus
 
+from tagger.sentence import Sentence
+import tagger.training.run as run
+
+# fit() gives the kernels the default threads (every usable core, at most the variable's 3);
+# here the loop sets them, so that 1, 2 and 3 threads are really compared
+run.use_threads = lambda requested: jit.thread_count()
+
 sentences = load_corpus(sys.argv[1], format="conll")
+cut = len(sentences) - int(sys.argv[3])
+labeled = sentences[:cut]
+unlabeled = [Sentence(s.columns, None) for s in sentences[cut:]]
 out = {}
-for name, params in json.loads(sys.argv[2]).items():
+for key, params in json.loads(sys.argv[2]).items():
+    name = key.split("/")[0]
     digests = []
     for threads in (1, 2, 3, "serial twins"):
         if threads == "serial twins":
@@ -47,9 +71,15 @@ for name, params in json.loads(sys.argv[2]).items():
             jit.set_parallel_min_bytes(0)
             jit.set_threads(threads)
             assert jit.thread_count() == threads
-        tg = Tagger(learner=name, params=params, select=False).fit(sentences)
+        tg = Tagger(learner=name, params=params, select=False)
+        if name == "ssvm-annealing":
+            tg.fit(labeled, unlabeled=unlabeled)
+        else:
+            tg.fit(sentences)
+        if threads != "serial twins":
+            assert jit.thread_count() == threads
         digests.append(hashlib.sha256(tg.weights_.tobytes()).hexdigest())
-    out[name] = digests
+    out[key] = digests
 print(json.dumps(out))
 """
 
@@ -58,7 +88,7 @@ print(json.dumps(out))
 def digests() -> dict:
     env = dict(os.environ, NUMBA_NUM_THREADS="3", PYTHONPATH=str(ROOT))
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(SAMPLE), json.dumps(LEARNERS)],
+        [sys.executable, "-c", CHILD, str(SAMPLE), json.dumps(LEARNERS), str(UNLABELED)],
         capture_output=True,
         text=True,
         env=env,

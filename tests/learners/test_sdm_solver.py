@@ -500,3 +500,120 @@ def test_table_rescoring_takes_the_same_steps_as_the_plain_gather(valued, all_pa
             assert np.array_equal(getattr(a, name), getattr(b, name)), name
         assert np.all(a.scratch.attr_row == -1)  # the scratch is left clean for the next pass
     assert solvers[0].stats[1] > 0 and solvers[0].ws_n.max() == 4  # steps taken, sets full
+
+
+# ------------------------------------------------------------------------------ block-parallel
+
+
+BLOCKINGS = [(2, 2), (3, 1), (2, 8)]  # (blocks, block_size): several rounds, one round
+
+
+@pytest.mark.parametrize("blocks, block_size", BLOCKINGS)
+@pytest.mark.parametrize("seed, C", [(1, 0.1), (2, 1.0), (3, 10.0)])
+def test_block_rounds_reach_the_sequential_optimum(seed, C, blocks, block_size):
+    """The block-parallel rounds and the sequential method, each to a relative duality gap of
+    1e-8, land on the optimum of the brute-force QP; the dual never falls on the way."""
+    model, X, y = tiny(seed, n=9)
+    ref_w, ref_obj = reference(model, X, y, C)
+    sequential = SDMSolver(model, X, y, C=C, seed=seed)
+    blocked = SDMSolver(model, X, y, C=C, seed=seed, blocks=blocks, block_size=block_size)
+    duals = []
+    r0 = sequential.solve(epochs=20000, tol=1e-8)
+    r1 = blocked.solve(
+        epochs=20000, tol=1e-8, callback=lambda e, p, d, g: duals.append(d) and False
+    )
+    assert r0.converged and r1.converged
+    for res in (r0, r1):
+        assert res.primal == pytest.approx(ref_obj, rel=1e-6)
+        assert res.dual <= ref_obj * (1 + 1e-9) + 1e-12
+    assert r1.primal == pytest.approx(r0.primal, rel=1e-7)
+    assert all(d2 >= d1 - 1e-12 * abs(d1) for d1, d2 in zip(duals, duals[1:]))
+    tol = 2e-4 * max(1.0, np.abs(ref_w).max())
+    np.testing.assert_allclose(blocked.weights(), ref_w, atol=tol)
+    np.testing.assert_allclose(blocked.weights(), sequential.weights(), atol=tol)
+    check_dual_consistency(blocked)
+    assert blocked.stats[3] >= 1  # rounds were run
+
+
+def test_block_rounds_with_scaling_weights_and_restricted_parameters():
+    """What m3n-em and ssvm-annealing ask of the solver (per-feature scales, example weights
+    with zeros, new labelings, removed parameters) in block-parallel rounds."""
+    model, X, y = tiny(9, n=8)
+    rng = np.random.default_rng(3)
+    C = rng.uniform(0.2, 2.0, X.n_sentences)
+    C[2] = 0.0
+    solver = SDMSolver(model, X, y, C=C, blocks=3, block_size=2, seed=4)
+    solver.solve(epochs=50, tol=1e-9)
+    s = rng.uniform(0.5, 1.5, model.n_weights)
+    drop = np.zeros(model.n_state, bool)
+    drop[rng.choice(model.n_state, model.n_state // 3, replace=False)] = True
+    s[: model.n_state][drop] = 0.0
+    y2 = y.copy()
+    a, b = int(X.offsets[5]), int(X.offsets[6])
+    y2[a:b] = (y2[a:b] + 1) % model.n_labels
+    solver.set_labels(y2)
+    solver.set_scale(s)
+    index = solver.restrict(~drop)
+    res = solver.solve(epochs=20000, tol=1e-8)
+    assert res.converged
+    check_dual_consistency(solver)
+    assert solver.ws_n[2] == 0
+    ref_w, ref_obj = reference(model, X, y2, C, scale=s)
+    assert res.primal == pytest.approx(ref_obj, rel=1e-6)
+    full = np.zeros(model.n_weights)
+    full[index] = solver.weights()
+    np.testing.assert_allclose(full, ref_w, atol=2e-4 * max(1.0, np.abs(ref_w).max()))
+
+
+@pytest.mark.parametrize("unit", [True, False])
+def test_block_rounds_do_not_depend_on_how_many_threads_share_the_blocks(unit):
+    """One thread per slot of work arrays: 1, 2 or 5 slots (a thread running several blocks,
+    blocks left without a thread) take the same steps, bit for bit."""
+    from tagger.learners.solvers.sdm_blocks import block_epoch, slot_work
+
+    model, X, y = tiny(15, n=23, max_len=6)
+    scale = None if unit else np.random.default_rng(1).uniform(0.5, 1.5, model.n_weights)
+    solvers = [
+        SDMSolver(model, X, y, C=1.5, scale=scale, blocks=3, block_size=2, max_inner=3)
+        for _ in range(3)
+    ]
+    for epoch in range(8):
+        order = np.random.default_rng(epoch).permutation(X.n_sentences).astype(np.int64)
+        for solver, n_slots in zip(solvers, (1, 2, 5)):
+            solver.stats = np.zeros(5, dtype=np.int64)
+            layout, batch, dual, ws = solver.kernel_records()
+            slots = slot_work(n_slots, model.n_weights, model.n_attrs)
+            block_epoch(
+                layout,
+                batch,
+                solver.y,
+                dual,
+                ws,
+                order,
+                solver.blocks,
+                solver.block_size,
+                solver.max_inner,
+                solver.eps,
+                solver.scratch,
+                slots,
+                solver.stats,
+                solver.w is solver.u,
+            )
+            # the slots come back clean: copies of w, nothing marked
+            assert np.array_equal(slots.w, np.broadcast_to(solver.w, slots.w.shape))
+            assert not slots.mark.any() and not slots.du.any() and not slots.step.any()
+            assert np.all(slots.attr_row == -1)
+        first = solvers[0]
+        for other in solvers[1:]:
+            assert np.array_equal(first.stats, other.stats)
+            for name in ("u", "w", "ws_n", "ws_alpha", "ws_loss", "ws_lab"):
+                assert np.array_equal(getattr(first, name), getattr(other, name)), name
+    assert solvers[0].stats[1] > 0
+
+
+def test_block_settings_are_checked():
+    model, X, y = tiny(11)
+    with pytest.raises(ValueError, match="blocks"):
+        SDMSolver(model, X, y, blocks=-1)
+    with pytest.raises(ValueError, match="block_size"):
+        SDMSolver(model, X, y, blocks=2, block_size=0)

@@ -30,8 +30,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tagger._config import NUMBA_OPTS
-from tagger.jit import njit
+from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger.jit import njit, prange
 
 #: sufficient-decrease constant of the Armijo line search
 ARMIJO = 1e-4
@@ -47,55 +47,156 @@ def pseudo_gradient(
     """The orthant-wise pseudo-gradient of ``f + c1 ||w||_1`` (Andrew & Gao 2007, eq. 4)."""
     if out is None:
         out = np.empty_like(g)
-    np.copyto(out, g)
-    pos = w > 0
-    neg = w < 0
-    zero = ~(pos | neg)
-    out[pos] += c1
-    out[neg] -= c1
-    gz = g[zero]
-    out[zero] = np.where(gz < -c1, gz + c1, np.where(gz > c1, gz - c1, 0.0))
+    _pseudo_gradient_into(w, g, float(c1), out)
     return out
 
 
-# Vector work in numba, single-threaded: numpy's dot products go through a multi-threaded BLAS
+# Vector work in numba rather than numpy: numpy's dot products go through a multi-threaded BLAS
 # whose threads fight the parallel CRF kernels for the same cores (measured: 4-30x slower
-# two-loop recursions on a loaded 2-core machine).
+# two-loop recursions on a loaded 2-core machine), and its element-wise passes run on one core.
+# The kernels below run in parallel over blocks of BLOCK coordinates. A sum is taken block by
+# block, each block by one thread in index order, and the blocks' sums are added in block
+# order: the same bits whatever the number of threads.
+
+#: coordinates per block of the parallel vector kernels
+BLOCK = 16384
 
 
-@njit(**NUMBA_OPTS)
+@njit(**NUMBA_PARALLEL_OPTS)
 def dot(a, b):
-    acc = 0.0
-    for i in range(a.shape[0]):
-        acc += a[i] * b[i]
-    return acc
+    """sum_i a[i] b[i], summed block by block (see above)."""
+    n = a.shape[0]
+    n_blocks = (n + BLOCK - 1) // BLOCK
+    part = np.empty(n_blocks)
+    for k in prange(n_blocks):
+        acc = 0.0
+        for i in range(k * BLOCK, min(n, (k + 1) * BLOCK)):
+            acc += a[i] * b[i]
+        part[k] = acc
+    total = 0.0
+    for k in range(n_blocks):
+        total += part[k]
+    return total
+
+
+@njit(**NUMBA_PARALLEL_OPTS)
+def dot_difference(a, b, c):
+    """sum_i a[i] (b[i] - c[i]), summed as :func:`dot` sums."""
+    n = a.shape[0]
+    n_blocks = (n + BLOCK - 1) // BLOCK
+    part = np.empty(n_blocks)
+    for k in prange(n_blocks):
+        acc = 0.0
+        for i in range(k * BLOCK, min(n, (k + 1) * BLOCK)):
+            acc += a[i] * (b[i] - c[i])
+        part[k] = acc
+    total = 0.0
+    for k in range(n_blocks):
+        total += part[k]
+    return total
+
+
+@njit(**NUMBA_PARALLEL_OPTS)
+def l1_norm(a):
+    """sum_i |a[i]|, summed as :func:`dot` sums."""
+    n = a.shape[0]
+    n_blocks = (n + BLOCK - 1) // BLOCK
+    part = np.empty(n_blocks)
+    for k in prange(n_blocks):
+        acc = 0.0
+        for i in range(k * BLOCK, min(n, (k + 1) * BLOCK)):
+            acc += abs(a[i])
+        part[k] = acc
+    total = 0.0
+    for k in range(n_blocks):
+        total += part[k]
+    return total
+
+
+@njit(**NUMBA_PARALLEL_OPTS)
+def _pseudo_gradient_into(w, g, c1, out):
+    for i in prange(w.shape[0]):
+        gi = g[i]
+        if w[i] > 0.0:
+            out[i] = gi + c1
+        elif w[i] < 0.0:
+            out[i] = gi - c1
+        elif gi < -c1:
+            out[i] = gi + c1
+        elif gi > c1:
+            out[i] = gi - c1
+        else:
+            out[i] = 0.0
+
+
+@njit(**NUMBA_PARALLEL_OPTS)
+def _axpy(a, x, y):
+    """y += a x."""
+    for i in prange(y.shape[0]):
+        y[i] += a * x[i]
+
+
+@njit(**NUMBA_PARALLEL_OPTS)
+def _scale(a, y):
+    """y *= a."""
+    for i in prange(y.shape[0]):
+        y[i] *= a
+
+
+@njit(**NUMBA_PARALLEL_OPTS)
+def _orthant_direction(d, pg, w, xi):
+    """Zero the components of ``d`` whose sign disagrees with ``-pg``; ``xi`` = the orthant
+    of the step: sgn(w), or sgn(-pg) where w = 0."""
+    for i in prange(d.shape[0]):
+        if d[i] * pg[i] >= 0.0:
+            d[i] = 0.0
+        if w[i] > 0.0:
+            xi[i] = 1.0
+        elif w[i] < 0.0:
+            xi[i] = -1.0
+        elif pg[i] < 0.0:
+            xi[i] = 1.0
+        elif pg[i] > 0.0:
+            xi[i] = -1.0
+        else:
+            xi[i] = 0.0
+
+
+@njit(**NUMBA_PARALLEL_OPTS)
+def _trial_point(w, d, alpha, xi, project, out):
+    """out = w + alpha d, with every coordinate that leaves the orthant ``xi`` set to 0 when
+    ``project``."""
+    for i in prange(w.shape[0]):
+        v = w[i] + alpha * d[i]
+        if project and v * xi[i] <= 0.0:
+            v = 0.0
+        out[i] = v
+
+
+@njit(**NUMBA_PARALLEL_OPTS)
+def _difference_into(a, b, out):
+    """out = a - b."""
+    for i in prange(a.shape[0]):
+        out[i] = a[i] - b[i]
 
 
 @njit(**NUMBA_OPTS)
 def _two_loop(S, Y, rho, order, q, alphas):
     """q <- H q in place: L-BFGS two-loop recursion (Nocedal & Wright, Algorithm 7.4) over the
     pairs S[k], Y[k] for k in ``order`` (oldest first)."""
-    n = q.shape[0]
     m = order.shape[0]
     for j in range(m - 1, -1, -1):
         k = order[j]
         a = rho[k] * dot(S[k], q)
         alphas[j] = a
-        yk = Y[k]
-        for i in range(n):
-            q[i] -= a * yk[i]
+        _axpy(-a, Y[k], q)
     if m > 0:
         k = order[m - 1]
-        gamma = dot(S[k], Y[k]) / dot(Y[k], Y[k])
-        for i in range(n):
-            q[i] *= gamma
+        _scale(dot(S[k], Y[k]) / dot(Y[k], Y[k]), q)
     for j in range(m):
         k = order[j]
         b = rho[k] * dot(Y[k], q)
-        c = alphas[j] - b
-        sk = S[k]
-        for i in range(n):
-            q[i] += c * sk[i]
+        _axpy(alphas[j] - b, S[k], q)
 
 
 class OWLQN:
@@ -134,7 +235,7 @@ class OWLQN:
     @property
     def objective(self) -> float:
         """``f(w) + c1 ||w||_1`` at the current iterate."""
-        return self.f + self.c1 * float(np.abs(self.w).sum())
+        return self.f + self.c1 * l1_norm(self.w)
 
     def pseudo_gradient(self) -> np.ndarray:
         return pseudo_gradient(self.w, self.g, self.c1)
@@ -153,6 +254,7 @@ class OWLQN:
         return q
 
     def _remember(self, s: np.ndarray, y: np.ndarray) -> None:
+        """Keep the pair (s, y) (arrays of their own: they are stored, not copied)."""
         sy = dot(s, y)
         if not sy > 1e-12 * max(dot(y, y), 1e-300):
             return  # curvature condition fails: keep the old pairs
@@ -216,16 +318,16 @@ class OWLQN:
         pg = self.pseudo_gradient()
         if not pg.any():
             return False
-        d = -self._two_loop(pg)
+        d = self._two_loop(pg)
+        _scale(-1.0, d)
         l1 = self.c1 > 0.0  # c1 = 0: plain L-BFGS, no orthant constraints
+        xi = np.empty(0)
         if l1:
-            d[d * pg >= 0.0] = 0.0  # keep the direction in -pg's orthant
+            # keep the direction in -pg's orthant; xi: the orthant the step stays in
+            xi = np.empty_like(d)
+            _orthant_direction(d, pg, self.w, xi)
         if not d.any() or dot(d, pg) >= 0.0:
             return False
-        if l1:
-            xi = np.sign(self.w)
-            zero = xi == 0
-            xi[zero] = np.sign(-pg[zero])
         F0 = self.objective
         if self.order:
             alpha = self.first_step if self.adaptive_step else 1.0
@@ -233,17 +335,20 @@ class OWLQN:
             alpha = 1.0 / max(float(np.sqrt(dot(d, d))), 1e-300)
         first = alpha
         for _ in range(MAX_LINESEARCH):
-            wn = self.w + alpha * d
-            if l1:
-                wn[wn * xi <= 0.0] = 0.0  # coordinates crossing zero stop at zero
+            wn = np.empty_like(self.w)
+            # coordinates crossing zero stop at zero
+            _trial_point(self.w, d, alpha, xi if l1 else d, l1, wn)
             fn, gn = self.fun(wn)
-            Fn = fn + self.c1 * float(np.abs(wn).sum()) if l1 else fn
-            if Fn <= F0 + ARMIJO * dot(pg, wn - self.w):
+            Fn = fn + self.c1 * l1_norm(wn) if l1 else fn
+            if Fn <= F0 + ARMIJO * dot_difference(pg, wn, self.w):
                 break
             alpha *= 0.5
         else:
             return False
-        self._remember(wn - self.w, gn - self.g)
+        s_new, y_new = np.empty_like(wn), np.empty_like(wn)
+        _difference_into(wn, self.w, s_new)
+        _difference_into(gn, self.g, y_new)
+        self._remember(s_new, y_new)
         self.w, self.f, self.g = wn, fn, np.array(gn, copy=True)
         self.n_steps += 1
         self.last_step_size = alpha

@@ -33,6 +33,13 @@ One *epoch* visits every example once in a random order (seeded). After each epo
 objective is computed exactly (a parallel loss-augmented Viterbi pass), and the solver stops
 when the relative duality gap ``(P - D) / P`` falls below ``tol``.
 
+With ``blocks`` = K > 0 an epoch runs in *block-parallel rounds* instead
+(:mod:`.sdm_blocks`): K blocks of ``block_size`` examples are visited at once, each against
+its own copy of the weights, and joined by an exact line search on the dual, so the dual
+still never falls and the same duality gap certifies the same optimum. The blocks come from
+the data and the seed only, so the result is the same with any number of threads; K = 0 is
+the sequential method above, one example at a time (one thread).
+
 Warm starts are the point of keeping the state in an object: the duals stay feasible when
 
 * ``scale`` changes (``u`` does not depend on it; ``w_eff`` is recomputed),
@@ -52,7 +59,9 @@ import numpy as np
 
 from tagger.chain import ChainModel, FeatureBatch, Featurized, SparseAccumulator
 from tagger.errors import bad_value
+from tagger.jit import thread_count
 from tagger.learners.base import Learner, TrainingProblem
+from tagger.learners.solvers.sdm_blocks import block_epoch, slot_work
 from tagger.learners.solvers.sdm_kernels import (
     CompetitorSets,
     DualState,
@@ -95,7 +104,8 @@ def restrict_featurized(X: Featurized, keep_attr: np.ndarray) -> Featurized:
 class SDMSolver:
     """Warm-startable L2 structural SVM solver (Sequential Dual Method); see the module docstring.
 
-    ``SDMSolver(model, X, y, C=1.0, scale=None, max_working_set=32, max_inner=10, seed=0)``
+    ``SDMSolver(model, X, y, C=1.0, scale=None, max_working_set=32, max_inner=10, seed=0,
+    blocks=0, block_size=8)``
 
     model, X, y
         the parameter layout (:class:`~tagger.chain.layout.ChainModel`), featurized sentences and
@@ -108,6 +118,10 @@ class SDMSolver:
     scratch
         None, or a :class:`~tagger.io.scratch.ScratchSpace` that holds the working sets (their
         labelings take ``max_working_set`` ints per token: memory-mapped with a directory).
+    blocks, block_size
+        0: the sequential method (one example at a time); K > 0: epochs in block-parallel
+        rounds of K blocks of ``block_size`` examples (the module docstring), which use up to
+        K threads and give the same weights with any number of them.
 
     Typical use, including repeated calls with changing weights and imputed labelings (the
     semi-supervised learner)::
@@ -137,11 +151,19 @@ class SDMSolver:
         seed: int = 0,
         eps: float = 1e-9,
         scratch=None,
+        blocks: int = 0,
+        block_size: int = 8,
     ):
         if max_working_set < 1:
             raise bad_value(
                 "max_working_set", "an integer in [1, inf)", max_working_set, "SDMSolver"
             )
+        if blocks < 0:
+            raise bad_value("blocks", "an integer in [0, inf)", blocks, "SDMSolver")
+        if block_size < 1:
+            raise bad_value("block_size", "an integer in [1, inf)", block_size, "SDMSolver")
+        self.blocks, self.block_size = int(blocks), int(block_size)
+        self._slots = None
         self.model = model
         self.X = X
         self.vals = X.vals
@@ -325,10 +347,31 @@ class SDMSolver:
 
     # ---- optimisation
     def epoch(self) -> None:
-        """One SDM pass over the examples in a random order."""
+        """One SDM pass over the examples in a random order: sequential, or in block-parallel
+        rounds with ``blocks`` > 0. ``stats`` counts competitors added, minimal steps, visits
+        to full working sets, rounds, and rounds whose line search shortened the step."""
         order = self.rng.permutation(self.X.n_sentences).astype(np.int64)
-        self.stats = np.zeros(3, dtype=np.int64)
+        self.stats = np.zeros(5, dtype=np.int64)
         layout, X, dual, ws = self.kernel_records()
+        if self.blocks > 0:
+            block_epoch(
+                layout,
+                X,
+                self.y,
+                dual,
+                ws,
+                order,
+                self.blocks,
+                self.block_size,
+                self.max_inner,
+                self.eps,
+                self.scratch,
+                self._slot_work(),
+                self.stats,
+                self.w is self.u,
+            )
+            self.epochs_done += 1
+            return
         sdm_epoch(
             layout,
             X,
@@ -344,6 +387,15 @@ class SDMSolver:
             self.w is self.u,
         )
         self.epochs_done += 1
+
+    def _slot_work(self):
+        """The threads' work arrays of the block-parallel rounds: one slot per thread (at most
+        one per block), kept between epochs while the model and thread count stay."""
+        n = max(1, min(self.blocks, thread_count()))
+        shape = (n, self.model.n_weights, self.model.n_attrs)
+        if self._slots is None or self._slots[0] != shape:
+            self._slots = (shape, slot_work(*shape))
+        return self._slots[1]
 
     def solve(
         self,
