@@ -62,6 +62,15 @@ def pseudo_gradient(
 BLOCK = 16384
 
 
+@njit(**NUMBA_OPTS)
+def _in_order(part):
+    """The blocks' sums added in block order."""
+    total = 0.0
+    for k in range(part.shape[0]):
+        total += part[k]
+    return total
+
+
 @njit(**NUMBA_PARALLEL_OPTS)
 def dot(a, b):
     """sum_i a[i] b[i], summed block by block (see above)."""
@@ -73,10 +82,7 @@ def dot(a, b):
         for i in range(k * BLOCK, min(n, (k + 1) * BLOCK)):
             acc += a[i] * b[i]
         part[k] = acc
-    total = 0.0
-    for k in range(n_blocks):
-        total += part[k]
-    return total
+    return _in_order(part)
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
@@ -90,10 +96,7 @@ def dot_difference(a, b, c):
         for i in range(k * BLOCK, min(n, (k + 1) * BLOCK)):
             acc += a[i] * (b[i] - c[i])
         part[k] = acc
-    total = 0.0
-    for k in range(n_blocks):
-        total += part[k]
-    return total
+    return _in_order(part)
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
@@ -107,10 +110,7 @@ def l1_norm(a):
         for i in range(k * BLOCK, min(n, (k + 1) * BLOCK)):
             acc += abs(a[i])
         part[k] = acc
-    total = 0.0
-    for k in range(n_blocks):
-        total += part[k]
-    return total
+    return _in_order(part)
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
