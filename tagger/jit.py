@@ -28,7 +28,7 @@ its own name (``<name>__serial``). A call whose array arguments hold fewer than
 parallel kernels cut their work by the data alone, never by the thread count, and reduce
 nothing across threads, so both give the same bits (tests/learners/test_threads.py trains
 seven learners both ways). The first ``tagger train`` on the shipped sample thus compiles only
-twins (docs/integrations.md, "Start-up").
+twins, in two processes at once (:mod:`tagger.precompile`; docs/integrations.md, "Start-up").
 """
 
 from __future__ import annotations
@@ -207,12 +207,12 @@ def _array_bytes(args) -> int:
     return total
 
 
-def _global_names(code) -> set[str]:
+def global_names(code) -> set[str]:
     """The global names a function's code (and the code nested in it) may read."""
     names = set(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names |= _global_names(const)
+            names |= global_names(const)
     return names
 
 
@@ -227,7 +227,7 @@ def _reaching_parallel(kernels: list[Kernel]) -> set[int]:
             if id(k) in found:
                 continue
             space = k.py_func.__globals__
-            if any(id(space.get(n)) in found for n in _global_names(k.py_func.__code__)):
+            if any(id(space.get(n)) in found for n in global_names(k.py_func.__code__)):
                 found.add(id(k))
                 grew = True
     return found
@@ -236,7 +236,7 @@ def _reaching_parallel(kernels: list[Kernel]) -> set[int]:
 def _calls_twins(fn) -> bool:
     """Whether a kernel declared after numba started names a :class:`Twins` it would call."""
     space = fn.__globals__
-    return any(isinstance(space.get(n), Twins) for n in _global_names(fn.__code__))
+    return any(isinstance(space.get(n), Twins) for n in global_names(fn.__code__))
 
 
 def _serial_twin(twins: Twins):

@@ -200,6 +200,7 @@ def train_cmd(config_file, config_model, settings, quiet, as_json, **options) ->
     if source is None:  # --set carries the parameters
         cfg["params"] = learner_settings(learner, settings)
     config = TrainingConfig(**cfg, source=source or "the command line")
+    _precompile(learner, config.data, quiet)
     try:
         with TrainProgress(quiet):
             tagger = train(config, progress=None if quiet else _unlabeled_progress)
@@ -215,6 +216,22 @@ def train_cmd(config_file, config_model, settings, quiet, as_json, **options) ->
         click.echo(to_json(train_record(tagger, model_path, size)))
     elif not quiet:
         click.echo(train_summary(tagger, model_path, size), err=True)
+
+
+def _precompile(learner: str, data: dict, quiet: bool) -> None:
+    """On a first run like the README's (a fresh numba cache), compile the kernels it needs in
+    two processes at once (:mod:`tagger.precompile`), and say so."""
+    from tagger.precompile import compile_for_training
+
+    train, dev = data.get("train") or [], data.get("dev")
+    files = [*([train] if isinstance(train, str) else train), *([dev] if dev else [])]
+    seconds = compile_for_training(learner, files)
+    if seconds is not None and not quiet:
+        click.echo(
+            f"compiled the numba kernels in {seconds:.1f} s, in two processes (once: later "
+            "runs load them from the cache)",
+            err=True,
+        )
 
 
 @click.command("init-config")

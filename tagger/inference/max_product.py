@@ -79,17 +79,23 @@ def _argmax_pred(prev, trans, j):
 
 
 @_njit
-def _viterbi_core(state, trans, gold, loss_scale, augment, out, delta):
+def _viterbi_core(state, trans, gold, loss_scale, out, delta):
     """Viterbi on one lattice; ``delta`` is a float64 work array with at least T rows.
 
     delta[t, j] is the best score of a prefix ending in label j at position t. The forward pass
     keeps only these maxima (no back-pointer bookkeeping in the O(L^2) loop); the backward pass
     recomputes each back-pointer, argmax_i delta[t-1, i] + trans[i, y_t], from the same float
     operations, so it is exact, with the lowest label index winning ties (likewise at the last
-    position). When ``augment`` is true, ``loss_scale`` is added to every state score whose label
-    differs from ``gold[t]`` (Hamming-loss-augmented decoding) without touching ``state``.
-    Returns the best (augmented) score and writes the path into ``out``.
+    position). A non-zero ``loss_scale`` is added to every state score whose label differs from
+    ``gold[t]`` (Hamming-loss-augmented decoding) without touching ``state``; with 0.0 the
+    decoding is plain and ``gold`` is not read. Returns the best (augmented) score and writes
+    the path into ``out``.
+
+    The switch is a runtime value rather than a constant flag: numba compiles a callee once
+    per literal argument (``True`` and ``False`` would be two compilations of this kernel and
+    of the batch kernel above it, about a second on a first run).
     """
+    augment = loss_scale != 0.0
     T = state.shape[0]
     L = state.shape[1]
     for t in range(T):
@@ -112,7 +118,7 @@ def _viterbi_core(state, trans, gold, loss_scale, augment, out, delta):
                 cur[j] += st[j]
     last = delta[T - 1]
     best = last[0]
-    arg = 0
+    arg = np.int64(0)  # not the literal 0: numba would compile _argmax_pred for it apart
     for j in range(1, L):
         if last[j] > best:
             best = last[j]
@@ -144,7 +150,7 @@ def viterbi_into(state, trans, out):
     T, L = state.shape
     delta = np.empty((T, L), dtype=np.float64)
     dummy = np.zeros(1, dtype=np.int32)
-    return _viterbi_core(state, trans, dummy, 0.0, False, out, delta)
+    return _viterbi_core(state, trans, dummy, 0.0, out, delta)
 
 
 @_njit
@@ -155,14 +161,17 @@ def loss_augmented_viterbi_into(state, trans, gold, loss_scale, out):
     """
     T, L = state.shape
     delta = np.empty((T, L), dtype=np.float64)
-    return _viterbi_core(state, trans, gold, loss_scale, True, out, delta)
+    return _viterbi_core(state, trans, gold, loss_scale, out, delta)
 
 
 @_njit_parallel
-def _viterbi_batch_impl(state, offsets, trans, gold, loss_scale, augment, out, scores):
+def _viterbi_batch_impl(state, offsets, trans, gold, loss_scale, out, scores):
+    """Viterbi over stacked sentences, loss-augmented by a non-zero ``loss_scale`` (``gold``
+    then has a label per row; see :func:`_viterbi_core`)."""
     n = offsets.shape[0] - 1
     L = state.shape[1]
     per, n_chunks = chunking(n)
+    augment = loss_scale != 0.0
     for c in prange(n_chunks):
         s0 = c * per
         s1 = min(n, s0 + per)
@@ -173,11 +182,8 @@ def _viterbi_batch_impl(state, offsets, trans, gold, loss_scale, augment, out, s
             if b <= a:
                 scores[s] = 0.0
                 continue
-            if augment:
-                g = gold[a:b]
-            else:
-                g = gold[0:1]
-            scores[s] = _viterbi_core(state[a:b], trans, g, loss_scale, augment, out[a:b], delta)
+            g = gold[a:b] if augment else gold[0:1]
+            scores[s] = _viterbi_core(state[a:b], trans, g, loss_scale, out[a:b], delta)
 
 
 @_njit
@@ -188,7 +194,7 @@ def viterbi_batch_into(state, offsets, trans, out, scores):
     ``out`` int32[N], best scores into ``scores`` float64[n]; empty sentences score 0.
     """
     dummy = np.zeros(1, dtype=np.int32)
-    _viterbi_batch_impl(state, offsets, trans, dummy, 0.0, False, out, scores)
+    _viterbi_batch_impl(state, offsets, trans, dummy, 0.0, out, scores)
 
 
 @_njit
@@ -198,7 +204,7 @@ def loss_augmented_viterbi_batch_into(state, offsets, trans, gold, loss_scale, o
     Same layout as ``viterbi_batch_into``; ``scores[s]`` is the augmented value
     max_y F(y) + loss_scale * Hamming(gold_s, y).
     """
-    _viterbi_batch_impl(state, offsets, trans, gold, loss_scale, True, out, scores)
+    _viterbi_batch_impl(state, offsets, trans, gold, loss_scale, out, scores)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -80,10 +80,13 @@ def _group_gone(pgid: int) -> bool:
     return False
 
 
-def _signal(args: list[str], sig: int, to_group: bool, delay: float) -> tuple[int, float, str]:
-    """Run ``tagger ARGS`` in a session of its own, send ``sig`` after ``delay`` seconds;
-    its exit status, seconds from the signal to its exit, stderr."""
-    env = dict(os.environ, PYTHONFAULTHANDLER="1")  # a hang below dumps every thread
+def _signal(
+    args: list[str], sig: int, to_group: bool, delay: float, **environ: str
+) -> tuple[int, float, str]:
+    """Run ``tagger ARGS`` (with ``environ`` added to its environment) in a session of its
+    own, send ``sig`` after ``delay`` seconds; its exit status, seconds from the signal to its
+    exit, stderr."""
+    env = dict(os.environ, PYTHONFAULTHANDLER="1", **environ)  # a hang dumps every thread
     proc = subprocess.Popen(
         [sys.executable, "-c", "import cli; cli.main()", *args],
         cwd=ROOT,
@@ -222,3 +225,28 @@ def test_a_signal_during_sharded_tagging_keeps_finished_shards(setup, tmp_path, 
     assert rerun.returncode == 0, rerun.stderr
     assert f"{12 - len(done)} shard(s) tagged, {len(done)} already done" in rerun.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in shards.iterdir())
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+@pytest.mark.parametrize(
+    "sig, to_group",
+    [(signal.SIGINT, True), (signal.SIGTERM, True), (signal.SIGTERM, False)],
+    ids=["SIGINT", "SIGTERM-group", "SIGTERM-main-process"],
+)
+def test_a_signal_while_a_first_training_compiles_in_two_processes(tmp_path, sig, to_group):
+    """The README's second command on an empty numba cache compiles in this process and a
+    helper (tagger.precompile) for several seconds: a signal then stops both (the helper
+    killed and reaped by the command even when the signal reached the command alone), with
+    the exit status and the one line, and no model file."""
+    seed = 11 + int(sig) + to_group
+    delay = random.Random(seed).uniform(1.5, 4.0)
+    print(f"\nseed {seed}: {signal.Signals(sig).name} after {delay:.2f} s")
+    model = tmp_path / "m.tgm"
+    dev = SAMPLE.with_name("sample_chunk_dev.txt")
+    args = ["train", str(SAMPLE), "--dev", str(dev), "-o", str(model), "-q"]
+    code, took, err = _signal(args, sig, to_group, delay, NUMBA_CACHE_DIR=str(tmp_path / "c"))
+    assert code == EXIT[sig], (delay, code, err)
+    assert took <= HANG, (delay, took)
+    assert err.strip().splitlines() == ["error: interrupted"], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]
