@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 import signal
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -164,8 +165,11 @@ def tag_parallel(
         "write_options": dict(write_options or {}),
         "read_options": dict(read_options or {}),
     }
-    fork = "fork" in mp.get_all_start_methods()
-    ctx = mp.get_context("fork") if fork else mp.get_context()
+    # fork only from a process with no other Python thread: a child forked while another
+    # thread holds a lock (an IO loop a Dask client left running in the same process, a
+    # logging handler) waits on it forever; otherwise spawned workers load the model themselves
+    fork = "fork" in mp.get_all_start_methods() and threading.active_count() == 1
+    ctx = mp.get_context("fork") if fork else mp.get_context("spawn")
     if fork:
         if tagger is None:
             from tagger.api import Tagger
