@@ -38,8 +38,27 @@ class Terminated(KeyboardInterrupt):
     written are removed, worker processes stopped; the status is 143 rather than 130."""
 
 
+#: the signals that arrived: numba compiles through LLVM, which calls back into Python through
+#: ctypes, and ctypes prints and drops an exception raised there, so the KeyboardInterrupt of a
+#: Ctrl-C that lands in a compilation can be lost; training checks this list at each progress
+#: row (:func:`raise_if_interrupted`) and the group before it reports success
+_arrived: list[int] = []
+
+
 def _raise_terminated(signum, frame) -> None:
+    _arrived.append(signum)
     raise Terminated()
+
+
+def _raise_interrupt(signum, frame) -> None:
+    _arrived.append(signum)
+    raise KeyboardInterrupt()
+
+
+def raise_if_interrupted() -> None:
+    """Raise the interrupt of a signal whose exception was lost (see :data:`_arrived`)."""
+    if _arrived:
+        raise Terminated() if _arrived[-1] == signal.SIGTERM else KeyboardInterrupt()
 
 
 def usage_line(exc: click.UsageError) -> str:
@@ -76,6 +95,9 @@ class TaggerGroup(click.Group):
             click.echo("error: interrupted", err=True)
             terminated = isinstance(exc.__context__, Terminated)
             sys.exit(EXIT_SIGTERM if terminated else EXIT_SIGINT)
+        if _arrived and not code:  # a signal whose exception was lost on its way (_arrived)
+            click.echo("error: interrupted", err=True)
+            sys.exit(EXIT_SIGTERM if _arrived[-1] == signal.SIGTERM else EXIT_SIGINT)
         sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: click.Context):
@@ -99,6 +121,7 @@ def run(group: click.Group) -> None:
     _show_tagger_warnings()
     try:  # SIGTERM unwinds as Ctrl-C does (not in a thread other than the main one)
         signal.signal(signal.SIGTERM, _raise_terminated)
+        signal.signal(signal.SIGINT, _raise_interrupt)
     except ValueError:
         pass
     try:

@@ -15,6 +15,7 @@ from tagger.cli.console import (
     learner_settings,
     path_param,
     path_values,
+    raise_if_interrupted,
     resolved_config,
     setting_error,
     to_json,
@@ -201,9 +202,17 @@ def train_cmd(config_file, config_model, settings, quiet, as_json, **options) ->
         cfg["params"] = learner_settings(learner, settings)
     config = TrainingConfig(**cfg, source=source or "the command line")
     _precompile(learner, config.data, quiet)
+    raise_if_interrupted()
+    shown = None if quiet else _unlabeled_progress
+
+    def progress(row: dict) -> None:
+        raise_if_interrupted()  # a Ctrl-C lost inside a compilation stops training here
+        if shown is not None:
+            shown(row)
+
     try:
         with TrainProgress(quiet):
-            tagger = train(config, progress=None if quiet else _unlabeled_progress)
+            tagger = train(config, progress=progress)
     except ParameterSettingError as exc:
         if exc.key != "model.learner":
             raise  # a parameter's value in the file: a data error (exit status 1)
