@@ -41,7 +41,7 @@ class Terminated(KeyboardInterrupt):
 #: the signals that arrived: numba compiles through LLVM, which calls back into Python through
 #: ctypes, and ctypes prints and drops an exception raised there, so the KeyboardInterrupt of a
 #: Ctrl-C that lands in a compilation can be lost; training checks this list at each progress
-#: row (:func:`raise_if_interrupted`) and the group before it reports success
+#: row (:func:`raise_if_interrupted`)
 _arrived: list[int] = []
 
 
@@ -95,9 +95,6 @@ class TaggerGroup(click.Group):
             click.echo("error: interrupted", err=True)
             terminated = isinstance(exc.__context__, Terminated)
             sys.exit(EXIT_SIGTERM if terminated else EXIT_SIGINT)
-        if _arrived and not code:  # a signal whose exception was lost on its way (_arrived)
-            click.echo("error: interrupted", err=True)
-            sys.exit(EXIT_SIGTERM if _arrived[-1] == signal.SIGTERM else EXIT_SIGINT)
         sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: click.Context):
