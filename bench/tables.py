@@ -177,24 +177,12 @@ def compare_checkouts_tables(data: dict) -> str:
 
 def threads_tables(data: dict) -> str:
     """bench/threads.py: one learner on one task at each thread count."""
-    runs = data["runs"]
-    header = ["threads", "wall s", "CPU s", "speed-up", "score", "weights (SHA-256)", "load before"]
-    rows = [
-        [
-            str(r["threads"]),
-            f"{r['wall_seconds']:.2f}",
-            f"{r['cpu_seconds']:.2f}",
-            f"{runs[0]['wall_seconds'] / r['wall_seconds']:.2f}",
-            f"{100 * r['score']:.2f}",
-            r["sha256"][:16],
-            " ".join(f"{x:.2f}" for x in r["load_average_before"]),
-        ]
-        for r in runs
-    ]
+    import threads
+
     same = "yes" if data.get("same_weights") else "no"
     return (
         f"`{data['learner']}` on `{data['task']}`; the same weights at every thread count: "
-        f"{same}\n\n" + C.markdown_table(header, rows)
+        f"{same}\n\n" + threads.runs_table(data["runs"])
     )
 
 

@@ -96,6 +96,24 @@ def _task(name: str) -> dict:
     return task
 
 
+def runs_table(runs: list[dict], score: str = "score") -> str:
+    """The runs as a markdown table (printed at the end of a run; bench/tables.py too)."""
+    rows = [
+        [
+            str(r["threads"]),
+            f"{r['wall_seconds']:.2f}",
+            f"{r['cpu_seconds']:.2f}",
+            f"{runs[0]['wall_seconds'] / r['wall_seconds']:.2f}",
+            f"{100 * r['score']:.2f}",
+            r["sha256"][:16],
+            " ".join(f"{x:.2f}" for x in r["load_average_before"]),
+        ]
+        for r in runs
+    ]
+    header = ["threads", "wall s", "CPU s", "speed-up", score, "weights (SHA-256)", "load before"]
+    return C.markdown_table(header, rows)
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", choices=sorted(DEFAULT_LEARNER), default="semisup")
@@ -158,21 +176,8 @@ def main(argv) -> int:
             f"load before {' '.join(map(str, best['load_average_before']))}",
             flush=True,
         )
-    rows = [
-        [
-            str(r["threads"]),
-            f"{r['wall_seconds']:.2f}",
-            f"{r['cpu_seconds']:.2f}",
-            f"{runs[0]['wall_seconds'] / r['wall_seconds']:.2f}",
-            f"{100 * r['score']:.2f}",
-            r["sha256"][:16],
-        ]
-        for r in runs
-    ]
     print()
-    print(
-        C.markdown_table(["threads", "wall s", "CPU s", "speed-up", task["score"], "weights"], rows)
-    )
+    print(runs_table(runs, task["score"]))
     same = len({r["sha256"] for r in runs}) == 1
     print(f"\nweights identical at every thread count: {'yes' if same else 'NO'}")
     print(f"load average at the end {' '.join(map(str, C.load_average()))}")
