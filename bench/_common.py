@@ -33,7 +33,8 @@ def corpora() -> Path:
     from tagger._config import corpora_dir
 
     d = corpora_dir()
-    if not (d / "conll2000" / "train.txt").exists():
+    known = ("conll2000/train.txt", "ud_english_gum", "citations")
+    if not any((d / k).exists() for k in known):
         sys.exit(f"the real corpora are not in {d}; set TAGGER_CORPORA (see corpora/README.md)")
     return d
 
@@ -60,6 +61,23 @@ def _version(dist: str) -> str:
         return "absent"
 
 
+def _commit() -> tuple[str, str]:
+    """The checkout's short commit and whether tagger/ has changes; where the tree is a copy
+    without git (a borrowed machine), ``BENCH_COMMIT`` names the commit it was copied from."""
+    try:
+        git = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", "tagger", "cli.py"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except OSError:
+        git, dirty = "", ""
+    return git or os.environ.get("BENCH_COMMIT", ""), dirty
+
+
 def machine() -> dict:
     cpu = ""
     try:
@@ -70,16 +88,14 @@ def machine() -> dict:
     except OSError:
         pass
     import numba
-    import pycrfsuite
 
-    git = subprocess.run(
-        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "-C", str(REPO), "status", "--porcelain", "--", "tagger", "cli.py"],
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    try:
+        import pycrfsuite
+
+        crfsuite = getattr(pycrfsuite, "CRFSUITE_VERSION", "?")
+    except ImportError:  # bench/threads.py runs without the peer, on machines without it
+        crfsuite = "absent"
+    git, dirty = _commit()
     return {
         "cores": os.cpu_count(),
         "usable_cores": len(os.sched_getaffinity(0)),
@@ -90,7 +106,7 @@ def machine() -> dict:
         "numba": _version("numba"),
         "numba_threads": numba.get_num_threads(),
         "python-crfsuite": _version("python-crfsuite"),
-        "crfsuite": getattr(pycrfsuite, "CRFSUITE_VERSION", "?"),
+        "crfsuite": crfsuite,
         "tagger": _version("sparse-m3n-tagger"),
         "commit": git + (" + uncommitted changes in tagger/ or cli.py" if dirty else ""),
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
