@@ -180,9 +180,10 @@ def threads_tables(data: dict) -> str:
     import threads
 
     same = "yes" if data.get("same_weights") else "no"
+    note = f"{data['note']}\n\n" if data.get("note") else ""
     return (
         f"`{data['learner']}` on `{data['task']}`; the same weights at every thread count: "
-        f"{same}\n\n" + threads.runs_table(data["runs"])
+        f"{same}\n\n" + note + threads.runs_table(data["runs"])
     )
 
 
