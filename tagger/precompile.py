@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tagger import jit
+from tagger.signals import held
 
 #: the list of units shipped with the package
 SIGNATURES = Path(__file__).with_name("_kernel_signatures.txt")
@@ -341,7 +342,9 @@ def compile_for_training(
 def _compile(dispatcher, signature: tuple) -> None:
     """Compile (or load) one unit; a unit this version's kernels refuse (a stale list) is left
     to the run, which compiles what it really calls."""
-    with contextlib.suppress(Exception):
+    # a signal that lands inside LLVM's callbacks into Python would be printed and dropped by
+    # ctypes: held, it acts once the unit is compiled
+    with contextlib.suppress(Exception), held():
         dispatcher.compile(signature)
 
 
@@ -371,14 +374,16 @@ class _Helper:
     def __enter__(self) -> _Helper:
         try:
             # unbuffered: a line read is never followed by others hidden in a buffer, unseen
-            # by the selector
-            self.proc = subprocess.Popen(
-                helper_command(self.listing_path),
-                bufsize=0,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-            )
+            # by the selector; held: no interruption between its start and noting it, which
+            # would leave it running
+            with held():
+                self.proc = subprocess.Popen(
+                    helper_command(self.listing_path),
+                    bufsize=0,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
         except OSError:  # no process to be had: this one compiles everything
             self.proc = None
         return self

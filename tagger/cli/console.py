@@ -13,6 +13,8 @@ import threading
 
 import click
 
+from tagger.signals import Terminated, arrived, raise_if_arrived
+
 
 def quiet_broken_pipe() -> None:
     """The reader of stdout went away (``tagger tag ... | head``): stop without a word.
@@ -33,32 +35,32 @@ EXIT_SIGINT = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-
 EXIT_SIGTERM = 143  # 128 + SIGTERM
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the process is, so that it unwinds as for Ctrl-C: outputs being
-    written are removed, worker processes stopped; the status is 143 rather than 130."""
-
-
-#: the signals that arrived: numba compiles through LLVM, which calls back into Python through
-#: ctypes, and ctypes prints and drops an exception raised there, so the KeyboardInterrupt of a
-#: Ctrl-C that lands in a compilation can be lost; training checks this list at each progress
-#: row (:func:`raise_if_interrupted`)
-_arrived: list[int] = []
-
-
 def _raise_terminated(signum, frame) -> None:
-    _arrived.append(signum)
+    arrived.append(signum)
     raise Terminated()
 
 
 def _raise_interrupt(signum, frame) -> None:
-    _arrived.append(signum)
+    arrived.append(signum)
     raise KeyboardInterrupt()
 
 
-def raise_if_interrupted() -> None:
-    """Raise the interrupt of a signal whose exception was lost (see :data:`_arrived`)."""
-    if _arrived:
-        raise Terminated() if _arrived[-1] == signal.SIGTERM else KeyboardInterrupt()
+def _quiet_after_a_signal(default_hook):
+    """``sys.unraisablehook`` for the command line: once Ctrl-C or SIGTERM has arrived, what
+    Python could not raise is not printed. That is the interruption itself, dropped by ctypes
+    inside a compilation (the command still stops: :func:`raise_if_interrupted`), or the
+    finalizer of an object it cut short in the making (llvmlite's, at exit); the command's one
+    line, ``error: interrupted``, says all there is to say."""
+
+    def hook(unraisable):
+        if not arrived:
+            default_hook(unraisable)
+
+    return hook
+
+
+#: raises the interruption of a signal whose exception was lost (see tagger.signals.arrived)
+raise_if_interrupted = raise_if_arrived
 
 
 def usage_line(exc: click.UsageError) -> str:
@@ -121,6 +123,8 @@ def run(group: click.Group) -> None:
         signal.signal(signal.SIGINT, _raise_interrupt)
     except ValueError:
         pass
+    else:
+        sys.unraisablehook = _quiet_after_a_signal(sys.unraisablehook)
     try:
         group.main(prog_name="tagger")
     except SystemExit as exc:

@@ -51,6 +51,7 @@ from tagger.integrations.shard_checks import (
     expand_inputs,
     probe_scheduler,
 )
+from tagger.signals import STOP_SIGNALS, ignore_in_child, starting_children
 
 __all__ = ["ShardResult", "expand_inputs", "tag_shards"]
 
@@ -60,8 +61,6 @@ _MODELS: dict[str, object] = {}
 WORKER_START_SECONDS = 120
 #: how long Dask may take to greet us at an address whose port accepts connections
 CONNECT_TIMEOUT = "10s"
-#: the signals a terminal or a job scheduler stops a command with
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: a local scheduler without a dashboard, whose HTTP server (health checks) takes any free
 #: port: on its default, 8787, it would print a warning whenever another cluster runs
 LOCAL_SCHEDULER = {"dashboard_address": None, "scheduler_kwargs": {"dashboard_address": ":0"}}
@@ -152,10 +151,10 @@ def _forked_cluster(workers: int, tagger, digest: str):
     _MODELS[digest] = tagger
     ctx = mp.get_context("fork")
     pipes, processes = [], []
-    # the workers are born ignoring Ctrl-C and SIGTERM (no window before they could set it):
+    # the workers start with Ctrl-C and SIGTERM held, and ignore them from their first line:
     # a terminal or a job scheduler signals the whole process group, and this process alone
-    # decides how its workers stop
-    with stop_signals_ignored():
+    # decides how its workers stop (one that arrives meanwhile acts here once they started)
+    with starting_children():
         for _ in range(workers):
             ours, theirs = ctx.Pipe()
             p = ctx.Process(target=_serve, args=(theirs, digest), daemon=True)
@@ -200,6 +199,7 @@ def _serve(pipe, digest: str) -> None:
     from tagger import jit
     from tagger.tagging.parallel import warm_up
 
+    ignore_in_child()
     jit.set_threads(1)
     warm_up(_MODELS[digest])
     # as quiet as a LocalCluster's own workers

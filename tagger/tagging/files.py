@@ -24,6 +24,7 @@ from tagger.io.sources import (
     peek,
     without_gold,
 )
+from tagger.signals import raise_if_arrived
 
 #: with --jobs N, inputs shorter than this are tagged in this process: they fit in the bytes
 #: peeked at, one block, and worker processes would only add their start (and numba's)
@@ -224,6 +225,7 @@ def _write_predictions(
     with atomic_text_output(output_path) as out, gc_paused(), jit.interpreted(small):
         for batch in iter(lambda: list(itertools.islice(it, TAG_BATCH)), []):
             p = tagger.predict_batch(batch, constraints, marginals=marginals)
+            raise_if_arrived()  # a Ctrl-C lost while the kernels loaded stops here
             labels = p.labels(tagger.labels_)
             if marginals and write["format"] == "jsonl":
                 write_jsonl(out, batch, labels, write["names"], p.marginal_list(), names)

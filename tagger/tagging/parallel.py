@@ -3,23 +3,29 @@
 The main process only cuts the input's bytes into blocks of whole sentences (at blank lines,
 or at line ends for one-sentence-per-line formats) and writes finished text; the worker
 processes each load the model once and do everything else on a block: parse, featurize,
-decode (numba, one thread each), format. At most ``2 * jobs`` blocks are in flight, so memory
-does not grow with the input, and results are written in the order the blocks were read.
+decode (numba, one thread each), format. At most ``2 * jobs`` blocks are read and not yet
+written, so memory does not grow with the input, and results are written in the order the
+blocks were read.
+
+Each worker has a pipe for its blocks and one for its results, which the main process reads
+itself: no thread of a pool sits between them. So stopping early (Ctrl-C, SIGTERM, an error)
+is always the same few steps: the workers, which ignore both signals, are killed and reaped,
+and whatever a killed worker was sending is left unread. There is no state a signal can
+catch half-changed that the stop then waits on (a pool's result thread waits forever on half
+a message, its queue lock on a worker killed while holding it).
 """
 
 from __future__ import annotations
 
 import io
 import os
-import signal
 import threading
-import time
-from collections import deque
 from collections.abc import Iterator
 
 from tagger.errors import CorpusFormatError
 from tagger.io import gc_paused, read_corpus, write_corpus
 from tagger.io.sources import without_gold
+from tagger.signals import held, ignore_in_child, raise_if_arrived, starting_children
 
 #: bytes of input per block: about 800 CoNLL-2000 sentences, small enough that the last
 #: blocks of an input keep every worker busy, large enough that decoding dominates each one
@@ -28,11 +34,6 @@ BLOCK_BYTES = 1 << 18
 BLANK_LINE_FORMATS = ("conll", "conllu", "tab")
 LINE_FORMATS = ("text", "raw")
 PARALLEL_FORMATS = BLANK_LINE_FORMATS + LINE_FORMATS
-#: seconds the blocks in flight may take to finish when tagging stops early (Ctrl-C, an error)
-STOP_GRACE_SECONDS = 1.5
-#: the signals a terminal (Ctrl-C) or a job scheduler and ``timeout`` (SIGTERM) stop a command
-#: with; both may reach the whole process group, workers included
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def iter_blocks(stream, fmt: str, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
@@ -68,28 +69,37 @@ def iter_blocks(stream, fmt: str, block_bytes: int = BLOCK_BYTES) -> Iterator[tu
 _WORKER: dict = {}
 
 
-def _init_worker(model_path: str, options: dict, stopping) -> None:
-    from tagger import jit
+def _serve(model_path: str, options: dict, blocks, results, inherited: list) -> None:
+    """A worker: tag each ``(index, block, first line)`` received on ``blocks`` and send
+    ``(index, result)`` on ``results``, until the main process closes its end."""
+    # Ctrl-C and SIGTERM reach the whole process group; only the main process acts on them,
+    # and it ends the workers itself. They arrive blocked (see _start_workers), so none
+    # reaches a handler of the main process's or a default one before this line.
+    ignore_in_child()
+    for conn in inherited:  # the other pipes' ends a forked worker holds: see _start_workers
+        conn.close()
+    failed = None
+    try:
+        from tagger import jit
 
-    # Ctrl-C and SIGTERM reach the whole process group; only the main process may act on
-    # them. A worker interrupted while it holds the pool's queue lock would leave the pool
-    # unable to stop, and one killed while it sends a result would leave half a message that
-    # the pool's result thread waits on forever. SIGTERM stays the pool's way to end its
-    # workers, so it ends a worker once the main process has said it is stopping them.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+        jit.set_threads(1)  # the processes share the cores, not the threads of one kernel
+        if "tagger" not in _WORKER:  # not inherited through fork
+            from tagger.api import Tagger
 
-    def on_sigterm(signum, frame):
-        if stopping.value:
-            os._exit(0)
-
-    signal.signal(signal.SIGTERM, on_sigterm)
-
-    jit.set_threads(1)  # the processes share the cores, not the threads of one kernel
-    if "tagger" not in _WORKER:  # not inherited through fork
-        from tagger.api import Tagger
-
-        _WORKER["tagger"] = Tagger.load(model_path)
-    _WORKER["options"] = options
+            _WORKER["tagger"] = Tagger.load(model_path)
+        _WORKER["options"] = options
+    except Exception as exc:  # reported by the main process, for each block
+        failed = ("error", f"{options['name']}: {type(exc).__name__}: {exc}")
+    while True:
+        try:
+            index, block, first_line = blocks.recv()
+        except (EOFError, OSError):  # the main process is done, or gone
+            return
+        result = failed or _tag_block(block, first_line)
+        try:
+            results.send((index, result))
+        except OSError:  # the main process is gone
+            return
 
 
 def warm_up(tagger) -> None:
@@ -138,6 +148,14 @@ def _tag_sentences(tagger, spec, fh, o):
 # main side
 
 
+class _Worker:
+    """A worker process and the main process's ends of its two pipes."""
+
+    def __init__(self, process, blocks, results):
+        self.process, self.blocks, self.results = process, blocks, results
+        self.busy = False  # a block sent, its result not yet received
+
+
 def tag_parallel(
     model_path: str,
     stream,
@@ -154,6 +172,7 @@ def tag_parallel(
     """Tag the binary ``stream`` (format ``fmt``, already detected) into the text file ``out``
     with ``jobs`` worker processes. ``tagger``, the model already loaded, is handed to forked
     workers as it is."""
+    import gc
     import multiprocessing as mp
 
     if fmt not in PARALLEL_FORMATS:
@@ -177,74 +196,145 @@ def tag_parallel(
             tagger = Tagger.load(model_path)
         warm_up(tagger)
         _WORKER["tagger"] = tagger
-    import gc
-
     gc.freeze()  # objects made so far stay out of the collector: fork shares their pages
-    # set by _stop before it ends the workers: until then they ignore SIGTERM
-    stopping = ctx.RawValue("b", 0)
-    # the workers start with SIGINT and SIGTERM ignored (inherited at fork: no window before
-    # the initializer), the main process keeps its own handlers
-    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOP_SIGNALS}
+    workers: list[_Worker] = []
     try:
-        pool = ctx.Pool(
-            jobs, initializer=_init_worker, initargs=(os.fspath(model_path), options, stopping)
-        )
+        _start_workers(ctx, fork, jobs, os.fspath(model_path), options, workers)
+        _feed(workers, iter_blocks(stream, fmt, block_bytes or BLOCK_BYTES), out, fmt, name)
     finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
-    pending: deque = deque()
-    n_fields = None
-
-    def finish():
-        nonlocal n_fields
-        res, line = pending.popleft()
-        result = res.get()
-        if result[0] == "error":
-            raise CorpusFormatError(result[1])
-        _, text, nf = result
-        if nf is not None and fmt == "conll":
-            if n_fields is None:
-                n_fields = nf
-            elif nf != n_fields:
-                raise CorpusFormatError(
-                    f"the token lines from here on have {nf} fields, those "
-                    f"above {n_fields}; every line needs the same fields",
-                    name,
-                    line,
-                )
-        out.write(text)
-
-    try:
-        for block, line in iter_blocks(stream, fmt, block_bytes or BLOCK_BYTES):
-            pending.append((pool.apply_async(_tag_block, (block, line)), line))
-            if len(pending) >= 2 * jobs:
-                finish()
-        while pending:
-            finish()
-        pool.close()
-    finally:
-        _stop(pool, [res for res, _ in pending], stopping)
+        _end_workers(workers)
         _WORKER.clear()
         gc.unfreeze()
 
 
-def _stop(pool, in_flight: list, stopping, grace: float = STOP_GRACE_SECONDS) -> None:
-    """Stop the pool without hanging, whatever interrupted the main process.
+def _start_workers(ctx, fork: bool, jobs: int, model_path: str, options: dict, workers) -> None:
+    """Start ``jobs`` workers, appending each to ``workers`` as it starts. Ctrl-C and SIGTERM
+    are held meanwhile (delivered after, not lost): a worker must not start with the main
+    process's handlers, and the main process must not be interrupted between a fork and
+    noting the worker it made, which it could then not end."""
+    with starting_children():
+        for _ in range(jobs):
+            blocks_out, blocks_in = ctx.Pipe(duplex=False)
+            results_out, results_in = ctx.Pipe(duplex=False)
+            # a forked worker inherits every pipe made so far: it closes the ends that are
+            # not its own, so that each worker sees the end of its input when the main
+            # process closes it or dies (a spawned worker inherits none)
+            ours = [blocks_in, results_out]
+            inherited = [*ours, *(c for w in workers for c in (w.blocks, w.results))]
+            process = ctx.Process(
+                target=_serve,
+                args=(model_path, options, blocks_out, results_in, inherited if fork else []),
+                daemon=True,
+            )
+            process.start()
+            blocks_out.close()
+            results_in.close()
+            workers.append(_Worker(process, blocks_in, results_out))
 
-    A worker killed while it sends a result leaves half a message in the result pipe, and the
-    pool's result thread then waits for the rest forever (so would ``terminate``). So the
-    blocks in flight (at most two per worker) are let finish first, for up to ``grace``
-    seconds, with a second Ctrl-C or SIGTERM ignored meanwhile; only then are the workers
-    told that SIGTERM now ends them, and stopped."""
-    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOP_SIGNALS}
+
+def _feed(workers: list[_Worker], blocks, out, fmt: str, name: str) -> None:
+    """Send the blocks to idle workers (one each at a time, so that neither side can block
+    sending to the other) and write the results in input order, with at most ``2 * jobs``
+    blocks read and not yet written."""
+    from multiprocessing.connection import wait
+
+    waiting: list = []  # blocks read and not yet sent: (index, block, first line)
+    first_lines: dict[int, int] = {}  # of the blocks read and not yet written
+    done: dict[int, tuple] = {}  # results received and not yet written
+    read = written = 0
+    fields = _SameFields(fmt, name)
+    exhausted = False
+    while True:
+        raise_if_arrived()  # a Ctrl-C lost while the kernels loaded (warm_up) stops here
+        while not exhausted and read - written < 2 * len(workers):
+            try:
+                block, line = next(blocks)
+            except StopIteration:
+                exhausted = True
+                break
+            waiting.append((read, block, line))
+            first_lines[read] = line
+            read += 1
+        for w in workers:
+            if waiting and not w.busy:
+                _send(w, waiting.pop(0), name)
+        while written in done:
+            result = done.pop(written)
+            if result[0] == "error":
+                raise CorpusFormatError(result[1])
+            _, text, n_fields = result
+            fields.check(n_fields, first_lines.pop(written))
+            out.write(text)
+            written += 1
+        if exhausted and written == read:
+            return
+        busy = [w for w in workers if w.busy]
+        if not busy:
+            continue  # every block read was written: read more
+        ready = wait([w.results for w in busy] + [w.process.sentinel for w in busy])
+        for w in busy:
+            if w.results in ready or w.process.sentinel in ready:
+                index, result = _receive(w, name)
+                done[index] = result
+
+
+class _SameFields:
+    """The check that every block of a CoNLL input has as many fields per token line."""
+
+    def __init__(self, fmt: str, name: str):
+        self.fmt, self.name, self.n_fields = fmt, name, None
+
+    def check(self, n_fields: int | None, line: int) -> None:
+        if n_fields is None or self.fmt != "conll":
+            return
+        if self.n_fields is None:
+            self.n_fields = n_fields
+        elif n_fields != self.n_fields:
+            raise CorpusFormatError(
+                f"the token lines from here on have {n_fields} fields, those above "
+                f"{self.n_fields}; every line needs the same fields",
+                self.name,
+                line,
+            )
+
+
+def _send(w: _Worker, task: tuple, name: str) -> None:
     try:
-        pool.close()
-        deadline = time.monotonic() + grace
-        for res in in_flight:
-            res.wait(max(0.0, deadline - time.monotonic()))
-        stopping.value = 1
-        pool.terminate()
-        pool.join()
-    finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
+        w.blocks.send(task)
+    except OSError:
+        _worker_ended(w, name)
+    w.busy = True
+
+
+def _receive(w: _Worker, name: str) -> tuple:
+    try:
+        message = w.results.recv()
+    except (EOFError, OSError):
+        _worker_ended(w, name)
+    w.busy = False
+    return message
+
+
+def _worker_ended(w: _Worker, name: str):
+    w.process.join(1)
+    raise CorpusFormatError(
+        f"{name}: a tagging worker process ended unexpectedly (exit status "
+        f"{w.process.exitcode}); tag with --jobs 1 to see why"
+    ) from None
+
+
+def _end_workers(workers: list[_Worker]) -> None:
+    """Close the pipes and end the workers: those still busy are killed (what they were
+    sending is left unread), then every one is reaped. A second Ctrl-C or SIGTERM is held
+    meanwhile, so that no worker outlives the command."""
+    with held():
+        for w in workers:
+            w.blocks.close()  # an idle worker reads the end of its input and returns
+            if w.busy:
+                w.process.kill()
+        for w in workers:
+            w.process.join(5)
+            if w.process.exitcode is None:
+                w.process.kill()
+                w.process.join()
+            w.results.close()

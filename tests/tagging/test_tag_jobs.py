@@ -123,3 +123,33 @@ def test_a_short_input_is_tagged_without_workers(model, tmp_path, monkeypatch):
     two = run_cli("tag", model, DEV, "-o", tmp_path / "two.txt", "--jobs", 2)
     assert one.exit_code == two.exit_code == 0, two.output
     assert (tmp_path / "two.txt").read_bytes() == (tmp_path / "one.txt").read_bytes()
+
+
+def test_a_worker_that_dies_is_one_error_line(model, tmp_path, small_blocks, monkeypatch):
+    """A worker process that ends in the middle (killed, out of memory) is an error naming
+    the input, exit status 1, no output file; the other worker is ended too."""
+    import os
+    import threading
+
+    if (
+        threading.active_count() > 1
+        or "fork" not in __import__("multiprocessing").get_all_start_methods()
+    ):
+        pytest.skip("the workers are forked only from a process with no other thread")
+
+    def dies(block, first_line):
+        if first_line > 1:  # the first block is tagged, a later one kills its worker
+            os._exit(9)
+        return real(block, first_line)
+
+    real = parallel._tag_block
+    monkeypatch.setattr(parallel, "_tag_block", dies)
+    src = tmp_path / "in.txt"
+    src.write_bytes(SAMPLE.read_bytes() * 4)
+    r = run_cli("tag", model, src, "-o", tmp_path / "out.txt", "--jobs", 2)
+    assert r.exit_code == 1
+    assert r.stderr.splitlines() == [
+        f"error: {src}: a tagging worker process ended unexpectedly (exit status 9); tag "
+        "with --jobs 1 to see why"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
