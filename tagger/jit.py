@@ -28,7 +28,7 @@ its own name (``<name>__serial``). A call whose array arguments hold fewer than
 parallel kernels cut their work by the data alone, never by the thread count, and reduce
 nothing across threads, so both give the same bits (tests/learners/test_threads.py trains
 seven learners both ways). The first ``tagger train`` on the shipped sample thus compiles only
-twins, in two processes at once (:mod:`tagger.precompile`; docs/integrations.md, "Start-up").
+twins, in two processes at once (:mod:`tagger.precompile`; docs/architecture.md, "Start-up").
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from pathlib import Path
 # tagged by the interpreted kernels when numba has not started. Interpreted, a token costs
 # about 0.25 us per squared label plus its templates: 65 us with 16 labels, 224 us with the
 # default chunker's 22 labels and 19 templates, 604 us with 42 POS tags, so this budget is
-# 0.25-0.5 s of tagging, under the 0.7-1.5 s that starting numba takes (docs/integrations.md,
+# 0.25-0.5 s of tagging, under the 0.7-1.5 s that starting numba takes (docs/architecture.md,
 # "Start-up").
 INTERPRETED_WORK = 1_000_000
 

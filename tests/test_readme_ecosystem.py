@@ -1,5 +1,5 @@
-"""Every marked snippet of the documentation runs: the README's (its configuration files) and
-then docs/integrations.md's (spaCy and Hugging Face datasets).
+"""Every marked snippet of the documentation runs: the configuration files guide's, then the
+spaCy, Hugging Face datasets and Dask guides'.
 
 A fenced block preceded by ``<!-- ecosystem-test -->`` must succeed; one preceded by
 ``<!-- ecosystem-test: offline -->`` needs the Hugging Face hub, so it runs with the hub's
@@ -24,7 +24,7 @@ MARK = re.compile(r"<!-- ecosystem-test(: offline)? -->\n```(bash|python)\n(.*?)
 
 
 #: the pages whose marked snippets run, in the order they run
-PAGES = ("README.md", "docs/integrations.md")
+PAGES = ("docs/config-files.md", "docs/spacy.md", "docs/datasets.md", "docs/multicore.md")
 
 
 def _blocks():

@@ -34,7 +34,7 @@ each optimizes, is in [Learners](learners.md).
 A learner that *chooses its strength* varies that parameter along a regularization path
 scored on the dev data (or on a held-out tenth of the training data) unless the parameter is
 set or `--no-select` is given; see
-[how the default chooses its settings](learners.md#how-the-default-chooses-its-settings).
+[how the default chooses its settings](training.md#how-the-default-chooses-its-settings).
 """
 
 

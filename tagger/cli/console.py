@@ -28,7 +28,7 @@ def quiet_broken_pipe() -> None:
         pass
 
 
-#: the exit statuses of the command line (``tagger --help`` and docs/reference.md list them)
+#: the exit statuses of the command line (``tagger --help`` and docs/errors.md list them)
 EXIT_DATA_ERROR = 1
 EXIT_USAGE_ERROR = 2
 EXIT_SIGINT = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C

@@ -4,7 +4,9 @@ that say how a test runs each block.
 A fenced block preceded by ``<!-- docs-test -->`` runs as it is; ``<!-- docs-test: WORD -->``
 gives it a role that the page's own test knows (a module to write, a registry line, a block
 that needs the module registered); ``<!-- docs-test: skip REASON -->`` says why a block cannot
-run in a test (it installs packages). On the pages of :data:`RUN_PAGES` every block carries a
+run in a test (it installs packages). ``<!-- ecosystem-test -->`` (or ``: offline``) says that
+``tests/test_readme_ecosystem.py`` runs the block, with the other pages of that test. On the
+pages of :data:`RUN_PAGES` (the README and every page written by hand) every block carries a
 mark, so that a new block cannot go untested unnoticed.
 """
 
@@ -21,11 +23,22 @@ from _helpers import ROOT
 
 DOCS = ROOT / "docs"
 
+#: the pages generated from the code or the data: they hold no code block to run
+GENERATED = ("docs/learner-reference.md", "docs/bench-tables.md")
+
 #: pages whose every fenced code block is run by a test or says why it is not
-RUN_PAGES = ("docs/index.md", "docs/quickstart.md", "docs/add-a-learner.md")
+RUN_PAGES = ("README.md",) + tuple(
+    sorted(
+        page
+        for page in (p.relative_to(ROOT).as_posix() for p in DOCS.glob("*.md"))
+        if page not in GENERATED
+    )
+)
 
 FENCE = re.compile(r"^(```+|~~~+)([^\n]*)\n(.*?)^\1[ \t]*$", re.S | re.M)
 MARK = re.compile(r"<!-- docs-test(?:: ([^>]*?))? -->\s*$")
+#: the mark of a block that tests/test_readme_ecosystem.py runs
+ECOSYSTEM_MARK = re.compile(r"<!-- ecosystem-test(: offline)? -->\s*$")
 
 
 class Block(NamedTuple):
@@ -42,14 +55,18 @@ def blocks(page: str) -> list[Block]:
     found = []
     for m in FENCE.finditer(text):
         before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
-        mark = MARK.search(before)
+        mark, ecosystem = MARK.search(before), ECOSYSTEM_MARK.search(before)
+        if ecosystem:
+            label: str | None = "ecosystem offline" if ecosystem.group(1) else "ecosystem"
+        else:
+            label = None if mark is None else (mark.group(1) or "").strip()
         found.append(
             Block(
                 page,
                 text.count("\n", 0, m.start()) + 1,
                 m.group(2).strip(),
                 m.group(3),
-                None if mark is None else (mark.group(1) or "").strip(),
+                label,
             )
         )
     return found

@@ -141,3 +141,62 @@ def test_the_script_writes_and_checks_a_page(tables, tmp_path, monkeypatch, caps
     page.write_text(page.read_text() + "a figure typed by hand\n")
     assert tables.main(["--check", str(source)]) == 1
     assert "out of date" in capsys.readouterr().err
+
+
+def test_the_readme_results_table_is_up_to_date(tables):
+    runs = tables.defaults_runs(tables.committed_json())
+    assert runs, "no bench/defaults.py run is committed under bench/out/"
+    text = tables.README.read_text(encoding="utf-8")
+    assert text == tables.with_readme_table(text, tables.readme_table(runs)), (
+        "README.md's results table is out of date: run python bench/tables.py --readme"
+    )
+    assert tables.main(["--readme", "--check"]) == 0
+
+
+def test_the_readme_table_has_each_task_of_the_runs(tables):
+    text = tables.README.read_text(encoding="utf-8")
+    table = text.split(tables.README_BEGIN, 1)[1].split(tables.README_END, 1)[0]
+    for path in tables.defaults_runs(tables.committed_json()):
+        data = json.loads(path.read_text())
+        for task, res in data["tasks"].items():
+            ours, day = res["rows"]["ours default"], res["rows"]["crfsuite everyday"]
+            row = next(line for line in table.splitlines() if tables.README_TASKS[task] in line)
+            cells = [c.strip() for c in row.strip("|").split("|")]
+            assert cells[1:7] == [
+                f"{ours['test']:.2f}",
+                f"{ours['n_nonzero']:,}",
+                f"{ours['seconds']:.0f}",
+                f"{day['test']:.2f}",
+                f"{day['n_nonzero']:,}",
+                f"{day['seconds']:.0f}",
+            ]
+            assert data["machine"]["commit"] in cells[7]
+
+
+def test_the_readme_table_is_written_and_checked(tables, tmp_path, capsys):
+    data = {
+        "machine": MACHINE,
+        "tasks": {
+            "chunk": {
+                "metric": "chunk F1",
+                "rows": {
+                    "ours default": {"test": 93.8, "n_nonzero": 19306, "seconds": 53.2},
+                    "crfsuite everyday": {"test": 93.86, "n_nonzero": 53325, "seconds": 44.0},
+                },
+            }
+        },
+    }
+    run = tmp_path / "defaults-chunk.json"
+    run.write_text(json.dumps(data))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{tables.README_BEGIN}\nold\n{tables.README_END}\n\nafter\n")
+    assert tables.main(["--readme", "--check", "-o", str(readme), str(run)]) == 1
+    assert "out of date" in capsys.readouterr().err
+    assert tables.main(["--readme", "-o", str(readme), str(run)]) == 0
+    text = readme.read_text()
+    assert "| CoNLL-2000 chunking (chunk F1) | 93.80 | 19,306 | 53 | 93.86 | 53,325 | 44 |" in text
+    assert "`abc1234`, 2 cores" in text and text.endswith(f"{tables.README_END}\n\nafter\n")
+    assert tables.main(["--readme", "--check", "-o", str(readme), str(run)]) == 0
+    readme.write_text("# x\n\nno markers\n")
+    assert tables.main(["--readme", "-o", str(readme), str(run)]) == 1
+    assert "no results table to fill" in capsys.readouterr().err

@@ -240,10 +240,8 @@ def test_the_readme_example_runs(tmp_path):
     import subprocess
     import sys
 
-    text = (ROOT / "docs" / "integrations.md").read_text()
-    section = text[text.index("## scikit-learn") :]
-    section = section[: section.index("\n## ", 3)]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    text = (ROOT / "docs" / "sklearn.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
     shutil.copytree(ROOT / "corpora", tmp_path / "corpora")
     run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
