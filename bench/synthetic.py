@@ -143,7 +143,6 @@ def main(argv) -> int:
     folds = range(2) if args.quick else range(min(args.table_folds, 10))
     rel = first.relevant_params
     best = {}
-    rows1, rows5 = [], []
     for name in names:
         reg, grid, _ = GRIDS[name]
         res = []
@@ -168,23 +167,6 @@ def main(argv) -> int:
                 "seconds": float(np.mean(secs)),
             }
             res.append(row)
-            rows1.append(
-                [
-                    name,
-                    f"{reg}={value:g}",
-                    row["nonzero"],
-                    row["irrelevant"],
-                    row["irrelevant_below_1e-4"],
-                ]
-            )
-            rows5.append(
-                [
-                    name,
-                    f"{reg}={value:g}",
-                    f"{100 * row['error']:.2f} ± {100 * row['error_sd']:.2f}",
-                    f"{row['seconds']:.2f}",
-                ]
-            )
             print(
                 f"{name} {reg}={value:g}: error {100 * row['error']:.2f}%  non-zero "
                 f"{row['nonzero']}/200, irrelevant {row['irrelevant']}/140  "
@@ -193,34 +175,11 @@ def main(argv) -> int:
             )
         result["table1"][name] = {"param": reg, "rows": res}
         best[name] = min(res, key=lambda r: r["error"])["value"]
-    print(
-        "\nTable 1: non-zero average state weights (10-fold CV on set 1; of 200, and of the "
-        "140 on irrelevant inputs)\n"
-    )
-    print(
-        Cm.markdown_table(
-            [
-                "learner",
-                "constant",
-                "non-zero (of 200)",
-                "irrelevant (of 140)",
-                "irrelevant < 1e-4",
-            ],
-            rows1,
-        )
-    )
-    print("\nFigure 5: test error (%, mean ± sd over folds) and training seconds per fit\n")
-    print(Cm.markdown_table(["learner", "constant", "error %", "seconds"], rows5))
+    print("\n" + table_1(result) + "\n\n" + figure_5(result), flush=True)
 
     # ---- part 3: error against training size, every set, each learner at its best constant
     fig2 = [n for n in FIG2 if n in names]
-    print(
-        "\nFigure 2: token error (%) against training size, mean ± sd over "
-        f"{n_sets} sets x training parts; constants: "
-        + ", ".join(f"{n} {GRIDS[n][0]}={best[n]:g}" for n in fig2)
-        + "\n"
-    )
-    table2 = []
+    result["figure2_constants"] = {n: [GRIDS[n][0], best[n]] for n in fig2}
     for K in KS:
         n_folds = 1 if args.quick else (args.folds or K)
         cells = {}
@@ -245,13 +204,8 @@ def main(argv) -> int:
                 "irrelevant_mean": float(np.mean(irr)),
             }
         result["figure2"][str(K)] = {"train_size": size, **cells}
-        table2.append(
-            [str(K), str(size)]
-            + [f"{100 * cells[n]['error']:.2f} ± {100 * cells[n]['sd']:.2f}" for n in fig2]
-        )
         print(f"K={K} done", flush=True)
-    print()
-    print(Cm.markdown_table(["K", "train size"] + fig2, table2))
+    print("\n" + figure_2(result))
 
     # ---- part 4: the LP solvers agree
     small = generate(n_sequences=20, n_features=30, n_relevant=12, weight_range=(0.0, 5.0), seed=2)
@@ -272,16 +226,8 @@ def main(argv) -> int:
     if len(objs) == 2:
         a, b = objs["lp-simplex"]["objective"], objs["lp-extragradient"]["objective"]
         objs["relative_difference"] = abs(a - b) / abs(a)
-        print(
-            "\nLP check (20 sequences, d = 30, C = 20): "
-            + "; ".join(
-                f"{k} objective {v['objective']:.6f} ({v['rows']} rows, {v['seconds']:.1f}s)"
-                for k, v in objs.items()
-                if isinstance(v, dict)
-            )
-            + f"; relative difference {objs['relative_difference']:.2e}"
-        )
     result["lp_check"] = objs
+    print("\n" + lp_check(result))
     result["seconds"] = time.perf_counter() - t_all
     print(f"\nwhole study: {result['seconds']:.0f} s")
 
@@ -290,6 +236,97 @@ def main(argv) -> int:
     if args.png:
         _figures(result, fig2, args.png)
     return 0
+
+
+def table_1(result: dict) -> str:
+    """Table 1 from a run's JSON: non-zero average state weights per learner and constant."""
+    rows = [
+        [
+            name,
+            f"{t['param']}={r['value']:g}",
+            r["nonzero"],
+            r["irrelevant"],
+            r["irrelevant_below_1e-4"],
+        ]
+        for name, t in result["table1"].items()
+        for r in t["rows"]
+    ]
+    header = [
+        "learner",
+        "constant",
+        "non-zero (of 200)",
+        "irrelevant (of 140)",
+        "irrelevant < 1e-4",
+    ]
+    return (
+        "Table 1: non-zero average state weights (cross-validation on set 1; of 200, and of "
+        "the 140 on irrelevant inputs)\n\n" + Cm.markdown_table(header, rows)
+    )
+
+
+def figure_5(result: dict) -> str:
+    """Figure 5's numbers from a run's JSON: test error and seconds per learner and constant."""
+    rows = [
+        [
+            name,
+            f"{t['param']}={r['value']:g}",
+            f"{100 * r['error']:.2f} ± {100 * r['error_sd']:.2f}",
+            f"{r['seconds']:.2f}",
+        ]
+        for name, t in result["table1"].items()
+        for r in t["rows"]
+    ]
+    return (
+        "Figure 5: test error (%, mean ± sd over folds) and training seconds per fit\n\n"
+        + Cm.markdown_table(["learner", "constant", "error %", "seconds"], rows)
+    )
+
+
+def figure_2(result: dict) -> str:
+    """Figure 2's numbers from a run's JSON: error against training size, each learner at its
+    best constant of Table 1."""
+    constants = result.get("figure2_constants", {})
+    names = list(constants) or [
+        k for k in next(iter(result["figure2"].values()), {}) if k != "train_size"
+    ]
+    rows = [
+        [K, str(cells["train_size"])]
+        + [f"{100 * cells[n]['error']:.2f} ± {100 * cells[n]['sd']:.2f}" for n in names]
+        for K, cells in result["figure2"].items()
+    ]
+    chosen = ", ".join(f"{n} {p}={v:g}" for n, (p, v) in constants.items())
+    return (
+        f"Figure 2: token error (%) against training size, mean ± sd over the sets and "
+        f"training parts{'; constants: ' + chosen if chosen else ''}\n\n"
+        + Cm.markdown_table(["K", "train size", *names], rows)
+    )
+
+
+def lp_check(result: dict) -> str:
+    """The two LP learners' objectives on the same small problem."""
+    objs = result.get("lp_check") or {}
+    parts = [
+        f"{k} objective {v['objective']:.6f} ({v['rows']} rows, {v['seconds']:.1f} s)"
+        for k, v in objs.items()
+        if isinstance(v, dict)
+    ]
+    if "relative_difference" in objs:
+        parts.append(f"relative difference {objs['relative_difference']:.2e}")
+    return "LP check (20 sequences, d = 30, C = 20): " + ("; ".join(parts) or "not run")
+
+
+def study_tables(result: dict) -> str:
+    """Every table of a run's JSON (bench/tables.py renders the committed run with it)."""
+    true = ", ".join(f"{100 * e:.1f} %" for e in result.get("true_error", []))
+    return "\n\n".join(
+        [
+            f"The generating CRFs' own Viterbi error per set: {true}.",
+            table_1(result),
+            figure_5(result),
+            figure_2(result),
+            lp_check(result),
+        ]
+    )
 
 
 def _figures(result, fig2, where: Path) -> None:

@@ -277,6 +277,13 @@ def threads_tables(data: dict) -> str:
     )
 
 
+def synthetic_tables(data: dict) -> str:
+    """bench/synthetic.py: the KDD'09 synthetic study's tables."""
+    import synthetic
+
+    return synthetic.study_tables(data)
+
+
 #: (script, test of the JSON's layout, renderer), the first that matches is used
 LAYOUTS: tuple[tuple[str, Callable[[dict], bool], Callable[[dict], str]], ...] = (
     ("compare_checkouts.py", lambda d: "checkouts" in d, compare_checkouts_tables),
@@ -292,6 +299,7 @@ LAYOUTS: tuple[tuple[str, Callable[[dict], bool], Callable[[dict], str]], ...] =
     ),
     ("chunking.py", lambda d: "systems" in d and "repeat" in d, chunking_tables),
     ("threads.py", lambda d: "runs" in d and "same_weights" in d, threads_tables),
+    ("synthetic.py", lambda d: "table1" in d and "figure2" in d, synthetic_tables),
 )
 
 
