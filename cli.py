@@ -4,9 +4,20 @@ The command itself lives in :mod:`tagger.cli` (the installed ``tagger`` script c
 ``tagger.cli:main``), so that installing the project puts no module but ``tagger`` on the path.
 """
 
-from tagger.cli import cli, main
+from typing import Any
 
-__all__ = ["cli", "main"]
+from tagger.cli import main
+
+__all__ = ["main"]  # and `cli`, the click group, through __getattr__
+
+
+def __getattr__(name: str) -> Any:  # the click group, imported when asked for
+    if name == "cli":
+        from tagger.cli import cli
+
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 if __name__ == "__main__":
     main()

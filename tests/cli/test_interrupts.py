@@ -252,3 +252,39 @@ def test_a_signal_while_a_first_training_compiles_in_two_processes(tmp_path, sig
     assert took <= HANG, (delay, took)
     assert err.strip().splitlines() == ["error: interrupted"], err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_command_starts_ends_it_with_the_one_line(sig):
+    """A signal while the command's modules are still being imported: the one line and the
+    status, even where an import swallows the exception (a library's bare ``except:``), which
+    would otherwise let the command run on as if no signal had come."""
+    script = f"""
+import importlib.abc, os, signal, sys, time
+
+class SignalDuringImport(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "tagger.cli.commands":
+            try:
+                os.kill(os.getpid(), {int(sig)})
+                time.sleep(2)  # the handler runs here
+            except:  # noqa: E722, a library's bare except
+                pass
+        return None
+
+sys.meta_path.insert(0, SignalDuringImport())
+sys.argv = ["tagger", "learners"]
+from tagger.cli import main
+main()
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        preexec_fn=_deliverable_sigint,
+        timeout=HANG,
+    )
+    assert proc.returncode == EXIT[sig], proc.stderr
+    assert proc.stderr.splitlines() == ["error: interrupted"]
+    assert proc.stdout == ""
