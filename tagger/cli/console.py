@@ -365,6 +365,7 @@ def sigterm_as_interrupt():
         return
 
     def on_sigterm(signum, frame):
+        arrived.append(signum)  # noticed even where ctypes drops the exception
         raise Terminated()
 
     previous = signal.signal(signal.SIGTERM, on_sigterm)
