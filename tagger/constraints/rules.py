@@ -129,8 +129,3 @@ class Rule:
     shape: str  # "linear" or "squared"
     options: dict = field(default_factory=dict)
     line: int | None = None  # line of its table header in the file, when the file has one
-
-    def where(self, source: str) -> str:
-        """The rule as reports name it: ``file:line: path 'name'`` (the line when known)."""
-        at = f"{source}:{self.line}" if self.line is not None else source
-        return f"{at}: {self.path} {self.name!r}"

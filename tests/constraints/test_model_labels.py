@@ -146,3 +146,11 @@ def test_a_file_with_nothing_left_to_decode_with_is_refused():
     assert "every [[instance]] rule of the constraint file names only those labels" in message
     with pytest.raises(ConstraintError, match="none of the labels of the constraint file"):
         ConstraintSet.from_text(FILE, "ads.toml").compile(["B-NP", "I-NP", "O"])
+
+
+def test_the_constraint_docs_show_the_warning_this_file_gets():
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parents[2] / "constraints" / "README.md"
+    _, seen = _compiled_with_warnings(FILE, MODEL)
+    assert f"warning: {seen[0]}\n" in readme.read_text(encoding="utf-8")
