@@ -118,7 +118,9 @@ def constraints_check_cmd(
     type=click.Path(),
     metavar="FILE",
     help="Decode under this constraint file: hard rules enforced (exactly where "
-    "an expanded-state Viterbi can), soft ones weighed in by label switching.",
+    "an expanded-state Viterbi can), soft ones weighed in by label switching. Labels "
+    "of the file the model lacks are taken out of its rules; a warning names the rules "
+    "left with none, which are dropped.",
 )
 @fields_option
 @click.option(
