@@ -176,3 +176,25 @@ def test_a_file_with_no_rule_left_is_refused_in_one_line(files):
     assert len(lines) == 1 and lines[0].startswith(f"error: {files / 'city.toml'}: the model ")
     assert "every [[instance]] rule of the constraint file names only those labels" in lines[0]
     assert r.stdout == ""
+
+
+def test_the_rule_report_counts_every_rule_as_written(files):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TaggerWarning)  # nothing is dropped from a report
+        r = run_cli(
+            "eval",
+            files / "m.tgm",
+            files / "test.tsv",
+            "--constraints",
+            files / "rules.toml",
+            "--json",
+        )
+    assert r.exit_code == 0, r.output
+    rows = {row["constraint"]: row for row in json.loads(r.stdout)["constraints"]}
+    assert len(rows) == 5
+    # no address of the sample has a city, so every one breaks "the city comes last", by its
+    # gold labels and by the predictions, which cannot name a city either
+    last = rows["the city comes last"]
+    assert last["gold_rate"] == 1.0 and last["pred_rate"] == 1.0
