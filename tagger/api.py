@@ -261,8 +261,10 @@ class Tagger:
 
     def compile_constraints(self, constraints):
         """Constraints compiled for this model's labels (given compiled, as a
-        :class:`~tagger.constraints.ConstraintSet` or as a file); a label of the file that the
-        model lacks is an error."""
+        :class:`~tagger.constraints.ConstraintSet` or as a file). Labels of the file that the
+        model lacks are taken out of its rules and the rules left with none are dropped, with
+        a :class:`~tagger.errors.TaggerWarning` naming them; a file with no rule left to decode
+        with is an error (:mod:`tagger.constraints.model_labels`)."""
         if hasattr(constraints, "indicators"):
             return constraints
         return constraint_set(constraints).compile(self.fitted().labels.labels)
@@ -342,7 +344,11 @@ class Tagger:
         self, gold_sents: list[Sentence], constraints, predictions: Sequence[Sequence[str]] | None
     ) -> list[dict]:
         index = self.fitted().labels
-        compiled = constraint_set(constraints).compile(index.labels)
+        cset = constraint_set(constraints)
+        # every rule as written: labels of the file the model lacks take ids after its own,
+        # which neither labeling uses
+        extra = [lab for lab in cset.labels if lab not in set(index.labels)]
+        compiled = cset.compile(list(index.labels) + extra)
         ti = compiled.indicators(gold_sents)
         gold = [lab for s in gold_sents for lab in s.labels or ()]
         check_all_known(gold, index.labels)

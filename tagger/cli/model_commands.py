@@ -41,9 +41,14 @@ def constraints_check_cmd(
     constraints_file, data_files, fmt, label_column, conllu_label, as_json
 ) -> None:
     """Check FILE without a model: every mistake in it, then, on labeled DATA, the labels it
-    names that the data never use (with suggestions), the data's labels it never names, and how
-    often the gold labels break each rule."""
+    names that the data never use (with suggestions), the data's labels it never names, and per
+    rule what it matched (words, stretches, sentences or label changes) and how often the gold
+    labels break it. A rule that matched nothing gets a warning line with a hint: its 0.0%
+    breaks mean it never applied."""
+    import warnings
+
     from tagger.constraints.check import check, check_text
+    from tagger.errors import TaggerWarning
     from tagger.io import gc_paused
     from tagger.io.sources import open_many_labeled
 
@@ -60,6 +65,8 @@ def constraints_check_cmd(
         )
     report = check(cset, sentences)
     click.echo(to_json(report) if as_json else check_text(report))
+    for line in report["never_matched"]:
+        warnings.warn(line, TaggerWarning, stacklevel=1)
 
 
 @click.command("tag")
@@ -111,7 +118,9 @@ def constraints_check_cmd(
     type=click.Path(),
     metavar="FILE",
     help="Decode under this constraint file: hard rules enforced (exactly where "
-    "an expanded-state Viterbi can), soft ones weighed in by label switching.",
+    "an expanded-state Viterbi can), soft ones weighed in by label switching. Labels "
+    "of the file the model lacks are taken out of its rules; a warning names the rules "
+    "left with none, which are dropped.",
 )
 @fields_option
 @click.option(
@@ -227,12 +236,22 @@ def tag_cmd(
     type=click.Path(),
     metavar="FILE",
     help="Also report how often each constraint of this file is violated by the "
-    "gold labels and by the predictions.",
+    "gold labels and by the predictions (with --decode-constraints: only with "
+    "--rule-report).",
 )
 @click.option(
     "--decode-constraints",
     is_flag=True,
-    help="Score predictions made under --constraints (constrained decoding).",
+    help="Score predictions made under --constraints (constrained decoding); the "
+    "report of how often TEST's gold labels break each rule is left out unless "
+    "--rule-report asks for it, so that scoring on test data does not show the "
+    "rule writer test statistics.",
+)
+@click.option(
+    "--rule-report",
+    is_flag=True,
+    help="With --decode-constraints: also print how often the gold labels and the "
+    "predictions break each rule of --constraints (--constraints alone always does).",
 )
 @click.option(
     "--vocabulary",
@@ -254,6 +273,7 @@ def eval_cmd(
     fields,
     constraints_file,
     decode_constraints,
+    rule_report,
     vocabulary_path,
     threads,
 ) -> None:
@@ -270,10 +290,14 @@ def eval_cmd(
     cset = load_constraints(constraints_file)
     if cset is None and decode_constraints:
         raise click.UsageError("--decode-constraints needs --constraints FILE")
+    if cset is None and rule_report:
+        raise click.UsageError("--rule-report needs --constraints FILE")
     use_threads(threads)
     tagger = Tagger.load(model_path)
     test = open_labeled(test_path, fmt, label_column, fields, conllu_label or tagger.conllu_label_)
     decode_under = cset if decode_constraints else None
+    # --constraints alone asks for the rule report; decoding under the rules does not
+    report_on = cset if rule_report or not decode_constraints else None
     vocabulary = None
     if vocabulary_path is not None:
         vocabulary = {
@@ -285,7 +309,7 @@ def eval_cmd(
         }
     # one decoding scores the predictions and counts their violations
     metrics = tagger.evaluate(
-        test, constraints=decode_under, vocabulary=vocabulary, violations=cset
+        test, constraints=decode_under, vocabulary=vocabulary, violations=report_on
     )
     if as_json:
         click.echo(to_json(metrics))
@@ -298,7 +322,7 @@ def eval_cmd(
             "labels the model never saw in training (always wrong): "
             + ", ".join(metrics["unknown_labels"])
         )
-    if cset is not None:
+    if report_on is not None:
         click.echo(constraint_table(metrics["constraints"]))
 
 

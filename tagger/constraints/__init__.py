@@ -9,6 +9,8 @@ is the citation list of docs/algorithms.md section 4). This package
 2. compiles it against a label list into arrays (:class:`CompiledConstraints`): per constraint a
    kind, a label mask, bounds and a penalty weight / shape; per corpus the token indicators that
    word lists, patterns and token properties turn into (:meth:`CompiledConstraints.indicators`);
+   for a model that lacks labels the file names, the rules narrowed to its labels
+   (:mod:`.model_labels`);
 3. counts violations per sequence and per corpus, and the change of the penalty when one label
    is switched (numba; :class:`ViolationState`), which the semi-supervised learner's constraint
    matching and constrained decoding both use.

@@ -1,5 +1,6 @@
 """Checking a constraint file against labeled data, without a model (``tagger constraints
-check``), and the label check ``tagger train`` runs before training.
+check``: what each rule matched and how often the gold labels break it), and the label check
+``tagger train`` runs before training.
 
 A label the file names that the data never use is either a typo or a different spelling (the
 data say ``AUTHOR``, the file ``author``), which would silently train a model with invented
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tagger.constraints.language import ConstraintSet
+from tagger.constraints.matches import counted, rule_matches
 from tagger.constraints.violations import violation_report
 from tagger.errors import ConstraintError
 
@@ -57,27 +59,60 @@ def check_training_labels(cset: ConstraintSet, data_labels: Sequence[str]) -> No
 
 
 def check(cset: ConstraintSet, sentences: Sequence) -> dict:
-    """The file against labeled ``sentences``: the label check and each rule's violations by
-    the gold labels (instance rules: share of sentences with a violation, and the violation
-    amount per token; corpus rules: the measured value against target and tolerance)."""
+    """The file against labeled ``sentences``: the label check and, per rule, what it matched
+    (:func:`~tagger.constraints.matches.rule_matches`: ``matched``, ``unit``, and a ``hint``
+    when nothing) and its violations by the gold labels (instance rules: share of sentences
+    with a violation, and the violation amount per token; corpus rules: the measured value
+    against target and tolerance). ``never_matched`` lists the rules that matched nothing, as
+    :func:`never_matched_lines` words them."""
     data_labels = sorted({lab for s in sentences for lab in s.labels})
     names = sorted(set(data_labels) | set(cset.labels))
     compiled = cset.compile(names)
     index = {lab: i for i, lab in enumerate(names)}
     y = np.array([index[lab] for s in sentences for lab in s.labels], dtype=np.int32)
     n_tokens = max(len(y), 1)
+    indicators = compiled.indicators(sentences)
+    found = rule_matches(
+        compiled, indicators, [s.tokens for s in sentences], [s.labels for s in sentences]
+    )
+    rules = compiled.instance_rules + compiled.corpus_rules
     rows = []
-    for r in violation_report(compiled, compiled.indicators(sentences), y):
+    for rule, r, m in zip(rules, violation_report(compiled, indicators, y), found):
+        r = dict(r, path=rule.path, line=rule.line, **m)
         if r["level"] == "instance":
-            r = dict(r, token_rate=r["violations"] / n_tokens)
+            r["token_rate"] = r["violations"] / n_tokens
         rows.append(r)
-    return {
+    report = {
         "source": cset.source,
         "n_sentences": len(sentences),
         "n_tokens": int(len(y)),
         **label_check(cset, data_labels),
         "rules": rows,
     }
+    report["never_matched"] = never_matched_lines(report)
+    return report
+
+
+def never_matched_lines(report: dict) -> list[str]:
+    """One line per rule that matched nothing in the data (the ``warning:`` lines of ``tagger
+    constraints check``): the rule as the file names it, that its breaks mean nothing, and the
+    hint."""
+    out = []
+    for r in report["rules"]:
+        if r["matched"]:
+            continue
+        at = f"{report['source']}:{r['line']}" if r.get("line") is not None else report["source"]
+        broken = (
+            "its 0.0% breaks mean it never applied, not that it holds"
+            if r["level"] == "instance"
+            else "its measured fraction says nothing about it"
+        )
+        out.append(
+            f"{at}: {r['path']} {r['constraint']!r} matched nothing in the "
+            f"{counted(report['n_sentences'], 'sentences').replace(' ', ' labeled ', 1)} "
+            f"(0 {r['unit']}), so {broken}: {r['hint']}"
+        )
+    return out
 
 
 def check_text(report: dict) -> str:
@@ -96,17 +131,26 @@ def check_text(report: dict) -> str:
     if report["unmentioned"]:
         lines.append("labels of the data the file never names: " + ", ".join(report["unmentioned"]))
     width = max([len("rule")] + [len(r["constraint"]) for r in report["rules"]])
-    lines += ["", f"{'rule':<{width}}  {'kind':<13}  {'sentences':>9}  {'per token':>9}"]
-    for r in report["rules"]:
+    matched = [counted(r["matched"], r["unit"]) for r in report["rules"]]
+    mwidth = max([len("matched")] + [len(m) for m in matched])
+    lines += [
+        "",
+        f"{'rule':<{width}}  {'kind':<13}  {'matched':>{mwidth}}  {'sentences':>9}  "
+        f"{'per token':>9}",
+    ]
+    for r, m in zip(report["rules"], matched):
         kind = f"{r['level']}{' hard' if r['hard'] else ''}"
         if r["level"] == "instance":
             a, b = f"{100 * r['rate']:.1f}%", f"{r['token_rate']:.4f}"
         else:
             a, b = f"{r['value']:.3f}", f"+-{r['tolerance']:g} of {r['target']:g}"
-        lines.append(f"{r['constraint']:<{width}}  {kind:<13}  {a:>9}  {b:>9}")
-    lines.append(
-        "instance rules: share of sentences whose gold labels break the rule at least "
-        "once, and the amount broken per token; corpus rules: the measured fraction, "
-        "then the file's tolerance and target"
-    )
+        lines.append(f"{r['constraint']:<{width}}  {kind:<13}  {m:>{mwidth}}  {a:>9}  {b:>9}")
+    lines += [
+        "matched: the words its word list, pattern or token class matched, the runs of words its "
+        "sequence matched, or the stretches, sentences or label changes it looked at (0: the "
+        "rule never applied, and its 0.0% says nothing)",
+        "sentences, per token: instance rules, the share of sentences whose gold labels break "
+        "the rule at least once and the amount broken per token; corpus rules, the measured "
+        "fraction, then the file's tolerance and target",
+    ]
     return "\n".join(lines)

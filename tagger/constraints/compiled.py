@@ -84,8 +84,8 @@ class CompiledConstraints:
     """
 
     def __init__(self, rules: Sequence[Rule], label_names: list[str]):
-        """``rules``: those of a constraint set (:meth:`ConstraintSet.compile` checks that
-        their labels are among ``label_names``)."""
+        """``rules``: those of a constraint set, every label they name among ``label_names``
+        (:meth:`ConstraintSet.compile` narrows them to a model's labels first)."""
         self.label_names = list(label_names)
         L = len(label_names)
         lid = {lab: i for i, lab in enumerate(label_names)}

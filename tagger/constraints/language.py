@@ -7,11 +7,13 @@ properties and :class:`Rule` are :mod:`.rules`; the names of both are importable
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from tagger.constraints.compiled import CompiledConstraints
+from tagger.constraints.model_labels import rules_for_labels
 from tagger.constraints.rule_checks import (
     CORPUS_RULES,
     INSTANCE_RULES,
@@ -69,6 +71,7 @@ __all__ = [
 # the parsed file
 
 
+_HEADER = re.compile(r"^\s*\[\[\s*(instance|corpus)\s*\]\]\s*(#.*)?$")
 _TOP_KEYS = {"labels", "defaults", "instance", "corpus", "description"}
 _DEFAULT_KEYS = {"hard", "weight", "shape"}
 
@@ -90,7 +93,12 @@ class ConstraintSet:
 
     @classmethod
     def from_text(cls, text: str, source: str = "<constraints>") -> ConstraintSet:
-        return cls.from_dict(toml_file.parse(text, source, ConstraintError), source)
+        data = toml_file.parse(text, source, ConstraintError)
+        cset = cls.from_dict(data, source)
+        lines = table_lines(text, data)
+        for rule in cset.rules:
+            rule.line = lines.get(rule.path)
+        return cset
 
     @classmethod
     def from_dict(cls, data: dict, source: str = "<constraints>") -> ConstraintSet:
@@ -158,12 +166,29 @@ class ConstraintSet:
 
     # ---- compilation
     def compile(self, label_names: Sequence[str]) -> CompiledConstraints:
-        """Arrays over the model's labels. Every label of the file must be one of them."""
+        """Arrays over a model's labels, for decoding with them. When the model lacks labels
+        the file names, the rules are those that still say something about the labelings it
+        can make (:func:`~tagger.constraints.model_labels.rules_for_labels`): a
+        :class:`~tagger.errors.TaggerWarning` names the rules dropped, and a
+        :class:`~tagger.errors.ConstraintError` says when none is left to decode with."""
         names = list(label_names)
-        missing = [lab for lab in self.labels if lab not in names]
-        if missing:
-            raise ConstraintError(
-                f"{self.source}: label(s) {', '.join(missing)} of the constraint file are not "
-                f"labels of the model ({', '.join(names)})"
-            )
-        return CompiledConstraints(self.rules, names)
+        return CompiledConstraints(rules_for_labels(self, names), names)
+
+
+def table_lines(text: str, data: dict) -> dict[str, int]:
+    """``{"instance[3]": line}``: the line of each ``[[instance]]`` / ``[[corpus]]`` header,
+    counted in the order the file gives them. A level written another way (an inline array,
+    ``instance = [{...}]``) has fewer headers than tables and gets no lines rather than wrong
+    ones."""
+    found: dict[str, list[int]] = {"instance": [], "corpus": []}
+    for number, line in enumerate(text.splitlines(), start=1):
+        m = _HEADER.match(line)
+        if m:
+            found[m.group(1)].append(number)
+    out = {}
+    for level, numbers in found.items():
+        tables = data.get(level, [])
+        count = 1 if isinstance(tables, dict) else len(tables) if isinstance(tables, list) else 0
+        if len(numbers) == count:
+            out.update({f"{level}[{i}]": n for i, n in enumerate(numbers)})
+    return out

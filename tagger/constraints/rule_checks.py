@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from typing import Any
 
 from tagger.constraints.rules import PROPERTIES, Rule, normalize_word, sequence_element
@@ -36,6 +37,8 @@ CORPUS_RULES = {
     "change-off-punctuation": "the fraction of label changes not on punctuation is about "
     "`fraction` (give or take `tolerance`)",
 }
+#: a sequence element that looks like a token class missing one of its brackets (<digit, digit>)
+_HALF_CLASS = re.compile(r"^(<[A-Za-z]+|[A-Za-z]+>)$")
 #: the keys every rule takes, and those of each rule besides them
 COMMON_KEYS = {"rule", "name", "hard", "weight", "shape"}
 RULE_KEYS = {
@@ -242,7 +245,7 @@ def parse_rule(
                 "the 'tokens' rule takes `sequence` or `words` / `pattern`, not both: "
                 "write two rules",
             )
-        opts["sequence"], opts["mark"] = _sequence(ck, item, path, cs)
+        opts["sequence"], opts["mark"], opts["sequence_text"] = _sequence(ck, item, path, cs)
     elif rule == "tokens" and "mark" in item:
         ck.err(f"{path}.mark", "`mark` picks tokens of a `sequence`; this rule has none")
     if rule == "tokens":
@@ -329,7 +332,9 @@ def parse_rule(
     return Rule(path, level, rule, name, labels, hard, float(weight), shape, opts)
 
 
-def _sequence(ck: Checker, item: dict, path: str, cs: bool) -> tuple[list, list[int]]:
+def _sequence(ck: Checker, item: dict, path: str, cs: bool) -> tuple[list, list[int], list]:
+    """The elements of a rule's ``sequence``, the marked positions, and the elements as
+    written (reports quote them)."""
     seq = item["sequence"]
     if isinstance(seq, str):
         seq = seq.split()
@@ -339,7 +344,7 @@ def _sequence(ck: Checker, item: dict, path: str, cs: bool) -> tuple[list, list[
             f'expected a list of tokens, e.g. ["no", "pets|pet"] or '
             f'["<number>", "br|bedrooms"], got {seq!r}',
         )
-        return [], []
+        return [], [], []
     elements = []
     for i, text in enumerate(seq):
         el = sequence_element(text, cs)
@@ -350,6 +355,12 @@ def _sequence(ck: Checker, item: dict, path: str, cs: bool) -> tuple[list, list[
                 f"{path}.sequence[{i}]",
                 f"unknown property {text!r}; {hint}known: "
                 + ", ".join(f"<{p}>" for p in PROPERTIES),
+            )
+        elif el[0] == "words" and _HALF_CLASS.match(text):
+            ck.err(
+                f"{path}.sequence[{i}]",
+                f"expected a token class in angle brackets such as '<digit>', got {text!r} "
+                f"with one bracket; close it, or write the word without brackets",
             )
         elif el[0] == "words" and any(ch.isspace() for ch in text):
             ck.err(
@@ -374,4 +385,4 @@ def _sequence(ck: Checker, item: dict, path: str, cs: bool) -> tuple[list, list[
             f"the tokens that take the labels, got {mark!r}",
         )
         mark = list(range(len(seq)))
-    return elements, sorted(set(mark))
+    return elements, sorted(set(mark)), list(seq)

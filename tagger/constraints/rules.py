@@ -128,3 +128,4 @@ class Rule:
     weight: float
     shape: str  # "linear" or "squared"
     options: dict = field(default_factory=dict)
+    line: int | None = None  # line of its table header in the file, when the file has one

@@ -131,15 +131,19 @@ def test_semisupervised_training_tagging_report_and_trace(files):
     rep = json.loads(r.stdout)["constraints"]
     assert len(rep) == 4
     assert rep[0]["gold_rate"] == 0.0 and rep[1]["gold_rate"] == 0.0
-    r = run_cli(
-        "eval",
-        model,
-        files / "dev.tsv",
-        "--constraints",
-        files / "good.toml",
-        "--decode-constraints",
-    )
+    # decoding under the rules scores without the gold break rates; --rule-report adds them
+    decode = ("eval", model, files / "dev.tsv", "--constraints", files / "good.toml")
+    r = run_cli(*decode, "--decode-constraints")
+    assert r.exit_code == 0 and "accuracy" in r.stdout
+    assert "gold" not in r.stdout and "predicted" not in r.stdout
+    r = run_cli(*decode, "--decode-constraints", "--json")
+    assert "constraints" not in json.loads(r.stdout)
+    r = run_cli(*decode, "--decode-constraints", "--rule-report")
     assert r.exit_code == 0 and "gold" in r.stdout and "predicted" in r.stdout
+    r = run_cli(*decode, "--decode-constraints", "--rule-report", "--json")
+    assert len(json.loads(r.stdout)["constraints"]) == 4
+    r = run_cli("eval", model, files / "dev.tsv", "--rule-report")
+    assert r.exit_code == 2 and "--rule-report needs --constraints FILE" in r.stderr
 
 
 def _first_labels(path):
