@@ -125,29 +125,40 @@ def test_a_short_input_is_tagged_without_workers(model, tmp_path, monkeypatch):
     assert (tmp_path / "two.txt").read_bytes() == (tmp_path / "one.txt").read_bytes()
 
 
-def test_a_worker_that_dies_is_one_error_line(model, tmp_path, small_blocks, monkeypatch):
+def test_a_worker_that_dies_is_one_error_line(model, tmp_path):
     """A worker process that ends in the middle (killed, out of memory) is an error naming
-    the input, exit status 1, no output file; the other worker is ended too."""
-    import os
-    import threading
+    the input, exit status 1, no output file; the other worker is ended too. (In a process of
+    its own: the workers are forked, and inherit the worker made to die, only from a process
+    with no other thread.)"""
+    import subprocess
+    import sys
 
-    if (
-        threading.active_count() > 1
-        or "fork" not in __import__("multiprocessing").get_all_start_methods()
-    ):
-        pytest.skip("the workers are forked only from a process with no other thread")
-
-    def dies(block, first_line):
-        if first_line > 1:  # the first block is tagged, a later one kills its worker
-            os._exit(9)
-        return real(block, first_line)
-
-    real = parallel._tag_block
-    monkeypatch.setattr(parallel, "_tag_block", dies)
     src = tmp_path / "in.txt"
     src.write_bytes(SAMPLE.read_bytes() * 4)
-    r = run_cli("tag", model, src, "-o", tmp_path / "out.txt", "--jobs", 2)
-    assert r.exit_code == 1
+    out = tmp_path / "out.txt"
+    script = f"""
+import os, sys
+import tagger.tagging.files as files
+import tagger.tagging.parallel as parallel
+
+parallel.BLOCK_BYTES = 2048  # many blocks from a small file
+files.PARALLEL_MIN_BYTES = 0  # and workers for it
+real = parallel._tag_block
+
+def dies(block, first_line):
+    if first_line > 1:  # the first block is tagged, a later one kills its worker
+        os._exit(9)
+    return real(block, first_line)
+
+parallel._tag_block = dies
+sys.argv = ["tagger", "tag", {str(model)!r}, {str(src)!r}, "-o", {str(out)!r}, "--jobs", "2"]
+from tagger.cli import main
+main()
+"""
+    r = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 1, r.stderr
     assert r.stderr.splitlines() == [
         f"error: {src}: a tagging worker process ended unexpectedly (exit status 9); tag "
         "with --jobs 1 to see why"
