@@ -113,16 +113,21 @@ def provenance(data: dict) -> str:
 # ------------------------------------------------------------------ the README's table
 
 
+def read_json(path: Path):
+    """The file's JSON, or one line saying why it cannot be read."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise LayoutError(f"{path}: cannot read it as JSON ({exc})") from None
+
+
 def readme_table(paths: list[Path]) -> str:
     """One row per task of the ``bench/defaults.py`` runs among ``paths``: our default training
     beside python-crfsuite's everyday configuration (score, non-zero weights, seconds), with the
     run's commit and machine."""
     rows = []
     for path in paths:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise LayoutError(f"{path}: cannot read it as JSON ({exc})") from None
+        data = read_json(path)
         if not isinstance(data, dict) or not isinstance(data.get("tasks"), dict):
             continue
         machine = data.get("machine") or {}
@@ -333,10 +338,7 @@ def section(path: Path, data: dict) -> str:
 def page(paths: list[Path]) -> str:
     sections = []
     for path in paths:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise LayoutError(f"{path}: cannot read it as JSON ({exc})") from None
+        data = read_json(path)
         if not isinstance(data, dict):
             raise LayoutError(f"{path}: expected a JSON object, found {type(data).__name__}")
         sections.append(section(path, data))
