@@ -132,6 +132,11 @@ def start():
     with _lock:
         if _numba is not None:
             return _numba
+        # numba refuses to import under a NUMBA_NUM_THREADS that is no positive count (a
+        # traceback from its import); resolve_threads says that the value is ignored
+        value = os.environ.get("NUMBA_NUM_THREADS")
+        if value is not None and not (value.strip().isdigit() and int(value) > 0):
+            _refused_environment["NUMBA_NUM_THREADS"] = os.environ.pop("NUMBA_NUM_THREADS")
         import numba
 
         if _threads is not None:
@@ -291,6 +296,9 @@ def _apply_threads(numba, n: int) -> None:
 
 #: the environment variables that set the thread count when no option does, in this order
 THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS")
+#: values :func:`start` took out of the environment because numba refuses them, kept for
+#: :func:`resolve_threads` to name
+_refused_environment: dict[str, str] = {}
 
 
 def usable_cores(
@@ -368,8 +376,9 @@ def resolve_threads(
     ``requested`` (an option, a configuration key, a keyword; None when none was given) wins;
     then the first of :data:`THREAD_VARIABLES` set to a positive whole number; then every
     usable core (:func:`usable_cores`). A request above the usable cores is cut to them, with
-    the warning; a variable above them is cut silently (it is often set for a whole machine)."""
-    environ = os.environ if environ is None else environ
+    the warning; a variable above them is cut silently (it is often set for a whole machine); a
+    variable that is no count (``0``, ``two``) is ignored, with a warning."""
+    environ = {**os.environ, **_refused_environment} if environ is None else environ
     usable = usable_cores() if usable is None else usable
     if requested is not None:
         if requested > usable:
@@ -379,11 +388,16 @@ def resolve_threads(
                 f"affinity and cgroup quota); using {usable}"
             )
         return requested, None
+    ignored = None
     for name in THREAD_VARIABLES:
         value = environ.get(name, "").strip()
         if value.isdigit() and int(value) > 0:
-            return min(int(value), usable), None
-    return usable, None
+            return min(int(value), usable), ignored
+        if value and ignored is None:
+            ignored = (
+                f"{name}={value!r} is not a number of threads (a whole number, at least 1); ignored"
+            )
+    return usable, ignored
 
 
 def thread_count() -> int:

@@ -5,6 +5,7 @@ command line, in a configuration file and in the API, and that the model never k
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import pytest
@@ -13,7 +14,7 @@ import tagger
 from tagger import jit
 from tagger.errors import ConfigError, TaggerWarning
 
-from _helpers import SAMPLE, run_cli
+from _helpers import ROOT, SAMPLE, run_cli
 
 GOOD = "The DT B-NP\ncat NN I-NP\nsat VBD B-VP\n\nA DT B-NP\ndog NN I-NP\n"
 
@@ -77,8 +78,6 @@ def test_usable_cores_is_the_affinity_mask_cut_to_the_quota(tmp_path):
         (None, {}, 8),
         (None, {"OMP_NUM_THREADS": "3"}, 3),
         (None, {"NUMBA_NUM_THREADS": "2", "OMP_NUM_THREADS": "3"}, 2),
-        (None, {"NUMBA_NUM_THREADS": "lots", "OMP_NUM_THREADS": "3"}, 3),  # not a count
-        (None, {"OMP_NUM_THREADS": "0"}, 8),
         (None, {"OMP_NUM_THREADS": "64"}, 8),  # cut to the usable cores without a word
         (4, {"NUMBA_NUM_THREADS": "2"}, 4),  # the option wins
         (1, {}, 1),
@@ -86,6 +85,60 @@ def test_usable_cores_is_the_affinity_mask_cut_to_the_quota(tmp_path):
 )
 def test_the_option_then_the_environment_then_the_usable_cores(requested, environ, threads):
     assert jit.resolve_threads(requested, environ, usable=8) == (threads, None)
+
+
+@pytest.mark.parametrize(
+    "environ, threads, named",
+    [
+        ({"NUMBA_NUM_THREADS": "lots", "OMP_NUM_THREADS": "3"}, 3, "NUMBA_NUM_THREADS='lots'"),
+        ({"OMP_NUM_THREADS": "0"}, 8, "OMP_NUM_THREADS='0'"),
+        ({"NUMBA_NUM_THREADS": "-2"}, 8, "NUMBA_NUM_THREADS='-2'"),
+        ({"NUMBA_NUM_THREADS": "1.5", "OMP_NUM_THREADS": "x"}, 8, "NUMBA_NUM_THREADS='1.5'"),
+    ],
+)
+def test_a_variable_that_is_no_count_is_ignored_and_said(environ, threads, named):
+    got, note = jit.resolve_threads(None, environ, usable=8)
+    assert got == threads
+    assert note is not None and note.startswith(named) and note.endswith("ignored")
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two"])
+def test_a_numba_threads_variable_that_is_no_count_is_one_warning(value, tmp_path):
+    """numba itself refuses to import under NUMBA_NUM_THREADS=0 (a traceback): the command
+    trains on every usable core and says once that the value is ignored."""
+    import subprocess
+    import sys
+
+    (tmp_path / "g.txt").write_text(GOOD)
+    env = dict(os.environ, NUMBA_NUM_THREADS=value)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import cli; cli.main()",
+            "train",
+            str(tmp_path / "g.txt"),
+            "-o",
+            str(tmp_path / "m.tgm"),
+            "-q",
+            "--set",
+            "epochs=1",
+            "--no-select",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if "NUMBA_NUM_THREADS" in ln]
+    assert lines == [
+        f"warning: NUMBA_NUM_THREADS={value!r} is not a number of threads (a whole number, at "
+        "least 1); ignored"
+    ], r.stderr
+    assert "Traceback" not in r.stderr
+    assert (tmp_path / "m.tgm").is_file()
 
 
 def test_asking_for_more_threads_than_cores_uses_the_cores_and_says_so():
