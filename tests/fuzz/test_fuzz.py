@@ -1,6 +1,8 @@
 """Fuzzing every entry point that reads what a user gives it: each corpus reader, the split file,
 spaCy DocBin files, feature specifications, the constraint parser and compiler (and decoding
-under the result), the model loader (and tagging with what it loaded) and ``tagger tag``.
+under the result), the model loader (and tagging with what it loaded), ``tagger tag``, model
+headers, constraint patterns, JSON lines records, training configurations, sharded tagging's
+checks and per-shard work, and the scikit-learn estimator's inputs.
 
 Each test runs for its time budget (tests/fuzz/_harness.py; ``--fuzz-minutes N`` gives every
 entry point N minutes) and fails on any exception that is not one of the project's errors, or,
@@ -10,6 +12,7 @@ one line.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -26,6 +29,7 @@ from tagger.cli import cli
 from tagger.constraints import CORPUS_RULES, INSTANCE_RULES, ConstraintSet
 from tagger.constraints.decoding import constrained_decode
 from tagger.constraints.language import PROPERTIES
+from tagger.errors import TaggerError
 from tagger.features import FeatureSpec, Featurizer
 from tagger.io.docbin import read_docbin
 from tagger.io.formats import FORMATS, read_corpus
@@ -60,7 +64,7 @@ PROBE = [
 
 
 #: entry points fuzzed below; without --fuzz-minutes they share DEFAULT_TOTAL_SECONDS
-N_ENTRY_POINTS = 11
+N_ENTRY_POINTS = 13
 
 
 @pytest.fixture
@@ -508,3 +512,192 @@ def test_config_loader(scratch, budget):
         TrainingConfig.from_file(_write(scratch, "train.toml", text.encode()))
 
     fuzz("training configuration", config_files(), body, budget)
+
+
+# --------------------------------------------------------------------------------------------
+# sharded tagging and the scikit-learn estimator
+
+
+@st.composite
+def shard_cases(draw):
+    """Shard files (hostile bytes, empty, a folder, a dangling link), the patterns that name
+    them, an output folder (fresh, existing, a file, the inputs' own), the tag options, and a
+    scheduler address typed by hand."""
+    seeds = seed_bytes()
+    files = draw(st.lists(st.one_of(hostile_bytes(seeds), st.just(b"")), min_size=1, max_size=3))
+    extra = draw(st.lists(st.sampled_from(["folder", "dangling", "none"]), max_size=2))
+    odd = st.sampled_from(["s0.txt", "nothing*.txt", "d*", "[", "*", "s?.txt", ""])
+    # half the cases name the shards plainly, so that their contents reach the tagging
+    patterns = draw(
+        st.one_of(st.just(["s*.txt"]), st.lists(st.one_of(st.just("s*.txt"), odd), max_size=3))
+    )
+    out = draw(st.sampled_from(["out", "out", "out/deeper", "s0.txt", ".", "existing"]))
+    options = draw(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "fmt": st.sampled_from(["auto", "conll", "conllu", "inline", "text", "raw", "tab"]),
+                "label_column": st.one_of(st.none(), st.integers(-3, 5)),
+            },
+        )
+    )
+    address = draw(
+        st.one_of(
+            st.sampled_from(["", "tcp://", "tcp://h", "tcp://h:0", "h:99999", "http://h:8787"]),
+            st.text(max_size=20),
+        )
+    )
+    return files, extra, patterns, out, options, address
+
+
+def test_sharded_tagging(chunk_model, scratch, budget):
+    """What ``tagger tag MODEL 'shards/*' --output-dir DIR [--scheduler ADDRESS]`` checks and
+    does before and without a cluster: the address, the patterns, the output folder, and each
+    shard tagged by the function a Dask worker runs (its bad input returned as one line)."""
+    import hashlib
+    import shutil
+
+    from tagger.integrations import distributed
+    from tagger.integrations.shard_checks import (
+        check_output_dir,
+        check_scheduler_address,
+        expand_inputs,
+    )
+
+    tagger = Tagger.load(chunk_model)
+    digest = hashlib.sha256(chunk_model.read_bytes()).hexdigest()
+    distributed._MODELS[digest] = tagger
+
+    def body(case):
+        files, extra, patterns, out, options, address = case
+        with contextlib.suppress(TaggerError):
+            check_scheduler_address(address)
+        root = scratch / "shards"
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir()
+        for k, data in enumerate(files):
+            _write(root, f"s{k}.txt", data)
+        if "folder" in extra:
+            (root / "d_folder").mkdir()
+        if "dangling" in extra:
+            (root / "d_link").symlink_to(root / "missing")
+        if out == "existing":
+            (root / "existing").mkdir()
+        cwd = os.getcwd()
+        os.chdir(root)
+        try:
+            shards = expand_inputs(patterns)
+            check_output_dir(out, shards)
+            Path(out).mkdir(parents=True, exist_ok=True)
+            refused = False
+            for shard in shards:
+                kwargs = {"format": options.get("fmt", "auto")}
+                if "label_column" in options:
+                    kwargs["label_column"] = options["label_column"]
+                target = str(Path(out) / os.path.basename(shard))
+                status, text = distributed._tag_shard(None, digest, shard, target, kwargs)
+                assert status in ("ok", "error"), status
+                if status == "error":
+                    assert "\n" not in text and text.strip(), text
+                    refused = True
+            return refused
+        finally:
+            os.chdir(cwd)
+
+    fuzz("sharded tagging", shard_cases(), body, budget, batch=20)
+
+
+#: a token as the estimator may be given one, well or badly
+estimator_tokens = st.one_of(
+    st.sampled_from(["The", "cat", "", " ", "B-NP"]),
+    st.tuples(st.sampled_from(["The", "cat"]), st.sampled_from(["DT", "NN"])),
+    st.lists(st.sampled_from(["The", "NN"]), max_size=3),
+    st.dictionaries(st.sampled_from(["word", "pos", "x"]), st.sampled_from(["The", "DT"])),
+    st.none(),
+    st.integers(-2, 2),
+    st.floats(allow_nan=True),
+    st.binary(max_size=3),
+)
+estimator_labels = st.one_of(
+    st.sampled_from(["B-NP", "I-NP", "O", ""]), st.integers(-1, 3), st.none(), st.floats()
+)
+
+
+@st.composite
+def estimator_cases(draw):
+    """X and y as a scikit-learn user may pass them (lists, tuples, numpy arrays, strings, a
+    generator's worth of odd values), lengths that agree or not, and the estimator's own
+    parameters."""
+    n = draw(st.integers(0, 4))
+    lengths = [draw(st.integers(0, 4)) for _ in range(n)]
+    # half the cases are well formed but for the odd token, so that they reach the training
+    # and the tagging
+    clean = draw(st.booleans())
+    token = st.sampled_from(["The", "cat", "sat"]) if clean else estimator_tokens
+    label = st.sampled_from(["B-NP", "I-NP", "O"]) if clean else estimator_labels
+    X = [[draw(token) for _ in range(k)] for k in lengths]
+    longer = st.sampled_from([0] * 7 + [1])  # now and then a label more than tokens
+    y = [[draw(label) for _ in range(k + draw(longer))] for k in lengths]
+    if clean and any(X) and draw(st.booleans()):
+        row = draw(st.sampled_from([x for x in X if x]))
+        row[draw(st.integers(0, len(row) - 1))] = draw(estimator_tokens)
+    shapes = ["list", "list", "list", "tuple", "array", "string", "none", "scalar"]
+    shape = draw(st.sampled_from(shapes))
+    if shape == "tuple":
+        X, y = tuple(map(tuple, X)), tuple(map(tuple, y))
+    elif shape == "array":
+        X = np.array(X, dtype=object) if X else np.zeros((0, 2))
+    elif shape == "string":
+        X = "The cat sat"
+    elif shape == "none":
+        y = None
+    elif shape == "scalar":
+        X = 3
+    own = (
+        {}
+        if draw(st.integers(0, 2))
+        else draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "seed": st.one_of(st.integers(-2, 2**33), st.floats(), st.text(max_size=3)),
+                    "select": st.one_of(st.booleans(), st.integers(0, 2), st.none()),
+                    "max_seconds": st.one_of(st.floats(), st.integers(-1, 2)),
+                    "features": st.sampled_from([None, "chunk", "pos", "nosuch", ""]),
+                    "learner": st.sampled_from([None, "perceptron", "nosuch", ""]),
+                    "epochs": st.one_of(st.integers(-1, 2), st.floats(), st.text(max_size=2)),
+                },
+            )
+        )
+    )
+    X_new = [
+        [draw(estimator_tokens) for _ in range(draw(st.integers(0, 3)))]
+        for _ in range(draw(st.integers(0, 2)))
+    ]
+    return X, y, own, X_new
+
+
+def test_estimator_inputs(budget):
+    """SparseTaggerEstimator.fit, predict and score on what a scikit-learn user may pass: a
+    fit either trains or refuses with one of the project's errors (whose message is one line),
+    and a fitted estimator tags and scores new input the same way."""
+    pytest.importorskip("sklearn")
+    from tagger.sklearn import SparseTaggerEstimator
+
+    def body(case):
+        X, y, own, X_new = case
+        params = {"learner": "perceptron", "epochs": 1, "select": False, **own}
+        est = SparseTaggerEstimator(**params)
+        try:
+            est.fit(X, y)
+        except TaggerError as exc:
+            assert "\n" not in str(exc), str(exc)
+            return True
+        for call in (lambda: est.predict(X_new), lambda: est.score(X, y)):
+            try:
+                call()
+            except TaggerError as exc:
+                assert "\n" not in str(exc), str(exc)
+        return False
+
+    fuzz("estimator inputs", estimator_cases(), body, budget, batch=20)
