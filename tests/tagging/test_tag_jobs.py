@@ -164,3 +164,26 @@ main()
         "with --jobs 1 to see why"
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_spawned_workers_tag_as_forked_ones_do(model, tmp_path, small_blocks, monkeypatch):
+    """From a process that runs other threads the workers are spawned (a fork could copy a
+    lock another thread holds) and load the model themselves: the same output."""
+    src = tmp_path / "in.txt"
+    src.write_bytes((SAMPLE.read_bytes() + DEV.read_bytes()) * 2)
+    one = run_cli("tag", model, src, "-o", tmp_path / "one.txt")
+    import multiprocessing
+
+    methods = []
+    get_context = multiprocessing.get_context
+
+    def recorded(method=None):
+        methods.append(method)
+        return get_context(method)
+
+    monkeypatch.setattr(parallel.threading, "active_count", lambda: 2)
+    monkeypatch.setattr(multiprocessing, "get_context", recorded)
+    two = run_cli("tag", model, src, "-o", tmp_path / "two.txt", "--jobs", 2)
+    assert one.exit_code == 0 and two.exit_code == 0, two.output
+    assert methods == ["spawn"]
+    assert (tmp_path / "two.txt").read_bytes() == (tmp_path / "one.txt").read_bytes()
