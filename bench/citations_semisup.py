@@ -185,6 +185,7 @@ def run_part(job: dict) -> dict:
             features="citation", learner="m3n-l2", params=job["supervised"], select=False
         ).fit(train)
         out["supervised"] = sup.evaluate(test)["accuracy"]
+        out["supervised_nonzero"] = sup.n_nonzero_
         out["seconds"]["supervised"] = round(time.perf_counter() - t0, 1)
         return out
 
@@ -198,10 +199,20 @@ def run_part(job: dict) -> dict:
     tg.fit(train, dev=dev, unlabeled=unl, constraints=cset, test=test)
     out[row] = tg.evaluate(test)["accuracy"]
     out[f"{row}_dev"] = max(r.get("dev_acc", 0) for r in tg.trace_) / 100
+    out[f"{row}_nonzero"] = tg.n_nonzero_
     out[f"{row}_trace"] = [
         {
             k: r.get(k)
-            for k in ("restart", "step", "C_u", "dev_acc", "test_acc", "violations", "selected")
+            for k in (
+                "restart",
+                "step",
+                "C_u",
+                "dev_acc",
+                "test_acc",
+                "violations",
+                "nonzero",
+                "selected",
+            )
         }
         for r in tg.trace_
     ]
@@ -233,6 +244,11 @@ def _crfsuite(train, test) -> float:
         tagger.open(path)
         pred = [tagger.tag(fz.string_attributes(s)) for s in test]
     return evaluate([s.labels for s in test], pred)["accuracy"]
+
+
+def _mean_of(results: list, key: str, size: int) -> str:
+    vals = [r[key] for r in results if r["size"] == size and key in r]
+    return f"{statistics.mean(vals):,.0f}" if vals else "–"
 
 
 def parse_args(argv):
@@ -328,6 +344,11 @@ def main(argv) -> int:
             print(
                 f"  {part['size']} labeled, draw {part['draw']}: "
                 + ", ".join(f"{k} {100 * part[k]:.2f}" for k, _ in ROWS if k in part)
+                + "".join(
+                    f", {k} {part[k + '_nonzero']:,} non-zero weights"
+                    for k, _ in ROWS
+                    if k + "_nonzero" in part
+                )
                 + f" ({seconds} s)",
                 flush=True,
             )
@@ -363,6 +384,14 @@ def main(argv) -> int:
             + [f">= {dom['targets'].get(n, 0):.1f}" for n in sizes]
         )
     print(C.markdown_table(header, rows))
+    nonzero = [
+        [name] + [_mean_of(results, key + "_nonzero", n) for n in sizes]
+        for key, name in ROWS
+        if any(key + "_nonzero" in r for r in results)
+    ]
+    if nonzero:
+        print("\nnon-zero weights of the models above (mean over the draws)\n")
+        print(C.markdown_table(header, nonzero))
     print(
         f"\ntest token accuracy (%), mean ± standard deviation over "
         f"{args.draws} random labeled sets for the smaller sizes, the whole training split for "
