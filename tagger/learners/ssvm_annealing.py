@@ -32,11 +32,8 @@ Algorithm:
    b. *supervised step*, labelings fixed: the SDM solver on L and U with example weights C_l
       and C_u, warm-started (sequences whose labeling changed lose their duals; the others
       keep theirs); in block-parallel rounds with ``blocks`` > 0 (the same weights with any
-      number of threads, see :mod:`~tagger.learners.solvers.sdm_blocks`). With
-      ``inner = "owlqn"`` the step minimises instead the objective divided by C with its hinges
-      smoothed (the softmax-margin) and an L1 term, by OWL-QN warm-started from the last
-      weights and L-BFGS pairs: sum_L H_i + (C_u/C) sum_U H_j + c1 ||w||_1 + ||w||^2 / (2C),
-      whose weights have exact zeros (:mod:`~tagger.learners.solvers.annealing_steps`).
+      number of threads, see :mod:`~tagger.learners.solvers.sdm_blocks`). ``inner = "owlqn"``:
+      a sparse step instead, see :mod:`~tagger.learners.solvers.annealing_steps`.
    c. a-b repeat ``rounds`` times or until no labeling changes; then C_u rises.
 3. Model selection on the dev set: the weights with the best dev score along the schedule
    (the supervised start included) are returned. With ``restarts`` > 1 the whole of 1-2 runs
@@ -174,6 +171,14 @@ class SSVMAnnealing(Learner):
             "(m3n-owlqn's scale); the step's L2 term is ||w||^2 / (2 C), the unlabeled "
             "hinges weigh C_u / C",
             low=0.0,
+        ),
+        Param(
+            "tau",
+            1.0,
+            float,
+            "with inner = owlqn: temperature of the smoothed hinge (1: the softmax-margin)",
+            low=0.0,
+            low_open=True,
         ),
         Param("epochs", 15, int, "SDM passes / OWL-QN iterations per supervised step", low=1),
         Param("start_epochs", 50, int, "SDM passes / OWL-QN iterations of the start", low=1),

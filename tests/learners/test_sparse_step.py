@@ -2,11 +2,12 @@
 solutions of its objective.
 
 On chains short enough to list every labeling, the weighted objective
-``a_L sum_L H_i + a_U sum_U H_j + c1 ||w||_1 + c2 ||w||^2`` (H the softmax-margin) is evaluated
-by enumeration and minimised by scipy's L-BFGS-B on the split w = u - v, u, v >= 0 (a smooth
-bound-constrained problem with the same minimum); the step must reach that minimum with exact
-zeros, its certified gap must bound the distance to it at any weights, and with the unlabeled
-sentences' weight 2 it must equal ``m3n-owlqn`` trained on those sentences listed twice.
+``a_L sum_L H_i + a_U sum_U H_j + c1 ||w||_1 + c2 ||w||^2`` (H the smoothed hinge at a
+temperature tau from 1, the softmax-margin, down to 0.1) is evaluated by enumeration and
+minimised by scipy's L-BFGS-B on the split w = u - v, u, v >= 0 (a smooth bound-constrained
+problem with the same minimum); the step must reach that minimum with exact zeros, its
+certified gap must bound the distance to it at any weights, and with the unlabeled sentences'
+weight 2 it must equal ``m3n-owlqn`` trained on those sentences listed twice.
 """
 
 from __future__ import annotations
@@ -51,23 +52,23 @@ def _task(seed: int):
     return problem, XL, U
 
 
-def _objective(problem, XL, U, w, weights, c1, c2):
+def _objective(problem, XL, U, w, weights, c1, c2, tau=1.0):
     """P(w) and its smooth part's gradient, by enumeration."""
     NL = XL.n_tokens
     total, grad = c1 * np.abs(w).sum() + c2 * w @ w, 2.0 * c2 * w
     for X, y, a in ((XL, problem.y[:NL], weights[0]), (U, problem.y[NL:], weights[1])):
-        smooth, g, _, _ = _by_enumeration(TrainingProblem(problem.model, X, y), w, 1.0, 1.0)
+        smooth, g, _, _ = _by_enumeration(TrainingProblem(problem.model, X, y), w, 1.0, tau)
         total += a * smooth
         grad = grad + a * g
     return total, grad
 
 
-def _reference_minimum(problem, XL, U, weights, c1, c2) -> tuple[float, np.ndarray]:
+def _reference_minimum(problem, XL, U, weights, c1, c2, tau=1.0) -> tuple[float, np.ndarray]:
     n = problem.model.n_weights
 
     def f(z):
         u, v = z[:n], z[n:]
-        value, g = _objective(problem, XL, U, u - v, weights, 0.0, c2)
+        value, g = _objective(problem, XL, U, u - v, weights, 0.0, c2, tau)
         return value + c1 * z.sum(), np.concatenate([g + c1, -g + c1])
 
     res = minimize(
@@ -79,27 +80,28 @@ def _reference_minimum(problem, XL, U, weights, c1, c2) -> tuple[float, np.ndarr
         options={"maxiter": 20000, "ftol": 1e-15, "gtol": 1e-11},
     )
     w = res.x[:n] - res.x[n:]
-    return _objective(problem, XL, U, w, weights, c1, c2)[0], w
+    return _objective(problem, XL, U, w, weights, c1, c2, tau)[0], w
 
 
-def _step(problem, XL, U, weights, c1, c2) -> SparseStep:
-    step = SparseStep(problem.model, XL, U, problem.y, c1=c1, c2=c2)
+def _step(problem, XL, U, weights, c1, c2, tau=1.0) -> SparseStep:
+    step = SparseStep(problem.model, XL, U, problem.y, c1=c1, c2=c2, tau=tau)
     step.set_example_weights(
         np.concatenate([np.full(XL.n_sentences, weights[0]), np.full(U.n_sentences, weights[1])])
     )
     return step
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-@pytest.mark.parametrize("c1", [0.3, 1.0])
-def test_reaches_the_minimum_of_its_weighted_objective_with_exact_zeros(seed, c1):
+@pytest.mark.parametrize(
+    "seed, c1, tau", [(0, 0.3, 1.0), (1, 1.0, 1.0), (0, 1.0, 0.25), (1, 0.3, 0.1)]
+)
+def test_reaches_the_minimum_of_its_weighted_objective_with_exact_zeros(seed, c1, tau):
     problem, XL, U = _task(seed)
     weights, c2 = (1.0, 2.5), 0.1
-    optimum, _ = _reference_minimum(problem, XL, U, weights, c1, c2)
-    step = _step(problem, XL, U, weights, c1, c2)
+    optimum, _ = _reference_minimum(problem, XL, U, weights, c1, c2, tau)
+    step = _step(problem, XL, U, weights, c1, c2, tau)
     res = step.solve(5000, 1e-9)
     w = step.weights()
-    value, grad = _objective(problem, XL, U, w, weights, c1, c2)
+    value, grad = _objective(problem, XL, U, w, weights, c1, c2, tau)
     assert res.converged and res.gap <= 1e-9
     assert res.primal == pytest.approx(value, rel=1e-10)
     assert value == pytest.approx(optimum, rel=1e-7)
@@ -124,8 +126,8 @@ def test_its_certified_gap_bounds_the_distance_to_the_minimum_anywhere():
 
 def test_equals_m3n_owlqn_on_the_unlabeled_sentences_listed_twice():
     problem, XL, U = _task(3)
-    c1, c2 = 0.4, 0.05
-    step = _step(problem, XL, U, (1.0, 2.0), c1, c2)
+    c1, c2, tau = 0.4, 0.05, 0.5
+    step = _step(problem, XL, U, (1.0, 2.0), c1, c2, tau)
     step.solve(5000, 1e-10)
     NL = XL.n_tokens
     twice = TrainingProblem(
@@ -134,7 +136,7 @@ def test_equals_m3n_owlqn_on_the_unlabeled_sentences_listed_twice():
         np.concatenate([problem.y, problem.y[NL:]]).astype(np.int32),
     )
     learner = LEARNERS["m3n-owlqn"](
-        c1=c1, c2=c2, stages=1, tau=1.0, gap=0.0, epochs=5000, delta=1e-13, period=20
+        c1=c1, c2=c2, stages=1, tau=tau, gap=0.0, epochs=5000, delta=1e-13, period=20
     )
     w_ref = learner.fit(twice)
     np.testing.assert_allclose(step.weights(), w_ref, atol=1e-4)

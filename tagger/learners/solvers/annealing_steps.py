@@ -69,7 +69,14 @@ def supervised_step(
     the labeled sentences, then the unlabeled ones."""
     if settings["inner"] == "owlqn":
         step = SparseStep(
-            model, XL, U, y, c1=settings["c1"] * settings["C"], c2=0.5, memory=settings["memory"]
+            model,
+            XL,
+            U,
+            y,
+            c1=settings["c1"] * settings["C"],
+            c2=0.5,
+            tau=settings["tau"],
+            memory=settings["memory"],
         )
         step.set_example_weights(C)
         return step
