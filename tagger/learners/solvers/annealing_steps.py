@@ -94,9 +94,14 @@ def supervised_step(
     )
 
 
-def solve_step(solver: SDMSolver | SparseStep, epochs: int, settings: dict, C=None):
-    """At most ``epochs`` passes (SDM) or iterations (OWL-QN) of the step's solver, stopping
-    at the relative duality gap ``tol``; the result has ``primal`` and ``gap``."""
+def solve_step(solver: SDMSolver | SparseStep, settings: dict, start: bool = False, C=None):
+    """One supervised step: at most ``start_epochs`` (the supervised start) or ``epochs`` SDM
+    passes, ``owlqn_epochs`` OWL-QN iterations, stopping at the relative duality gap ``tol``;
+    the result has ``primal`` and ``gap``. OWL-QN's iterations are each about one pass over
+    the data, and a step needs more of them than SDM passes (the measurements of
+    docs/semi-supervised.md)."""
     if isinstance(solver, SparseStep):
-        return solver.solve(epochs, settings["tol"], C=C)
-    return solver.solve(epochs, settings["tol"], C=C, check_every=settings["gap_every"])
+        budget = settings["start_epochs" if start else "owlqn_epochs"]
+        return solver.solve(budget, settings["tol"], C=C)
+    budget = settings["start_epochs" if start else "epochs"]
+    return solver.solve(budget, settings["tol"], C=C, check_every=settings["gap_every"])
