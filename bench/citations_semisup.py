@@ -27,6 +27,10 @@ never used to choose.
 (``corpora/recipes_*.txt``, ``constraints/recipes.toml``): 5 or 10 labeled ingredient lines
 drawn from the 40 training lines, or all 40; 264 unlabeled lines; 40 dev and 60 test lines;
 ssvm-annealing with its defaults (the settings the constraint docs recommend for a first run).
+``--domain chunking --parts semisup,supervised`` runs it on CoNLL-2000 chunking (``chunk``
+preset, no constraint file: self-training alone; see ``CHUNK_CUTS``), a third domain for
+choosing between the supervised steps' solvers (``--set inner=sdm`` or ``inner=owlqn``).
+Every row also records its model's non-zero weights.
 
 Each labeled set is three jobs (its supervised rows, its run without
 and its run with constraints) for worker processes (``--workers`` at a time, one numba
@@ -117,6 +121,17 @@ def _recipes() -> dict:
     }
 
 
+def _chunking() -> dict:
+    conll = C.corpora() / "conll2000"
+    return {"train": str(conll / "train.txt"), "test": str(conll / "test.txt")}
+
+
+#: CoNLL-2000 chunking cut into the study's parts (sentence ranges of its files): labeled
+#: sentences are drawn from the first 2,000 training sentences, the next 1,000 are the
+#: unlabeled text (labels taken off), the 300 after them the dev set; the first 500 test
+#: sentences are the test set
+CHUNK_CUTS = {"pool": (0, 2000), "unlabeled": (2000, 3000), "dev": (3000, 3300), "test": (0, 500)}
+
 #: what differs between the citation study and the recipe sample: data (the unlabeled file's
 #: format), constraint file, sizes, published figures and targets, settings
 DOMAINS = {
@@ -135,6 +150,19 @@ DOMAINS = {
         "unlabeled_format": "text",
         "constraints": "recipes.toml",
         "sizes": "5,10,40",
+        "published": {},
+        "targets": {},
+        "semisup": {},
+        "by_size": {},
+    },
+    # a third domain without a constraint file (the "semisup" rows alone: self-training)
+    "chunking": {
+        "data": _chunking,
+        "unlabeled_format": "conll",
+        "features": "chunk",
+        "constraints": None,
+        "full": CHUNK_CUTS["pool"][1],
+        "sizes": "20",
         "published": {},
         "targets": {},
         "semisup": {},
@@ -169,7 +197,10 @@ def run_part(job: dict) -> dict:
         return sents
 
     data = job["data"]
-    train, dev, test = load(data["train"]), load(data["dev"]), load(data["test"])
+    if job["features"] == "chunk":
+        train, dev, test, unl = _chunk_parts(data)
+    else:
+        train, dev, test = load(data["train"]), load(data["dev"]), load(data["test"])
     n = job["size"]
     if n < len(train):
         idx = np.random.default_rng(job["draw"]).choice(len(train), n, replace=False)
@@ -178,30 +209,45 @@ def run_part(job: dict) -> dict:
 
     if job["part"] == "supervised":
         t0 = time.perf_counter()
-        out["crfsuite"] = _crfsuite(train, test)
+        out["crfsuite"] = _crfsuite(train, test, job["features"])
         out["seconds"]["crfsuite"] = round(time.perf_counter() - t0, 1)
         t0 = time.perf_counter()
         sup = Tagger(
-            features="citation", learner="m3n-l2", params=job["supervised"], select=False
+            features=job["features"], learner="m3n-l2", params=job["supervised"], select=False
         ).fit(train)
         out["supervised"] = sup.evaluate(test)["accuracy"]
+        out["supervised_nonzero"] = sup.n_nonzero_
         out["seconds"]["supervised"] = round(time.perf_counter() - t0, 1)
         return out
 
     row = job["part"]
     cset = ConstraintSet.load(job["constraints"]) if row == "constrained" else None
-    unl = load(data["unlabeled"], labeled=False)
+    if job["features"] != "chunk":
+        unl = load(data["unlabeled"], labeled=False)
     t0 = time.perf_counter()
     tg = Tagger(
-        features="citation", learner="ssvm-annealing", params=job["semisup"], seed=job["draw"]
+        features=job["features"],
+        learner="ssvm-annealing",
+        params=job["semisup"],
+        seed=job["draw"],
     )
     tg.fit(train, dev=dev, unlabeled=unl, constraints=cset, test=test)
     out[row] = tg.evaluate(test)["accuracy"]
     out[f"{row}_dev"] = max(r.get("dev_acc", 0) for r in tg.trace_) / 100
+    out[f"{row}_nonzero"] = tg.n_nonzero_
     out[f"{row}_trace"] = [
         {
             k: r.get(k)
-            for k in ("restart", "step", "C_u", "dev_acc", "test_acc", "violations", "selected")
+            for k in (
+                "restart",
+                "step",
+                "C_u",
+                "dev_acc",
+                "test_acc",
+                "violations",
+                "nonzero",
+                "selected",
+            )
         }
         for r in tg.trace_
     ]
@@ -213,13 +259,25 @@ def run_part(job: dict) -> dict:
     return out
 
 
-def _crfsuite(train, test) -> float:
+def _chunk_parts(data: dict) -> tuple:
+    """The labeled pool, dev, test and unlabeled sentences of CoNLL-2000 (``CHUNK_CUTS``)."""
+    from tagger.sentence import Sentence
+
+    def part(name, path):
+        a, b = CHUNK_CUTS[name]
+        return C.load({"path": path, "format": "conll", "keep_columns": 2, "limit": b})[a:]
+
+    unl = [Sentence(s.columns, None) for s in part("unlabeled", data["train"])]
+    return part("pool", data["train"]), part("dev", data["train"]), part("test", data["test"]), unl
+
+
+def _crfsuite(train, test, features) -> float:
     import pycrfsuite
 
     from tagger.evaluation.metrics import evaluate
     from tagger.features import FeatureSpec, Featurizer
 
-    fz = Featurizer(FeatureSpec.load("citation"))
+    fz = Featurizer(FeatureSpec.load(features))
     trainer = pycrfsuite.Trainer(verbose=False)
     for s in train:
         trainer.append(fz.string_attributes(s), s.labels)
@@ -235,13 +293,19 @@ def _crfsuite(train, test) -> float:
     return evaluate([s.labels for s in test], pred)["accuracy"]
 
 
+def _mean_of(results: list, key: str, size: int) -> str:
+    vals = [r[key] for r in results if r["size"] == size and key in r]
+    return f"{statistics.mean(vals):,.0f}" if vals else "–"
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--domain", choices=sorted(DOMAINS), default="citations")
     p.add_argument(
         "--sizes",
         default=None,
-        help="labeled set sizes [default: 5,20,300 for citations, 5,10,40 for recipes]",
+        help="labeled set sizes [default: 5,20,300 for citations, 5,10,40 for recipes, 20 for "
+        "chunking]",
     )
     p.add_argument("--draws", type=int, default=5, help="random labeled sets for 5 and 20")
     p.add_argument("--workers", type=int, default=2)
@@ -279,9 +343,16 @@ def main(argv) -> int:
     semisup = dict(dom["semisup"])
     semisup.update(given)
     sizes = [int(x) for x in (args.sizes or dom["sizes"]).split(",")]
-    constraints = args.constraints or str(C.REPO / "constraints" / dom["constraints"])
+    constraints = args.constraints or (
+        str(C.REPO / "constraints" / dom["constraints"]) if dom["constraints"] else ""
+    )
+    if not constraints and "constrained" in args.parts.split(","):
+        raise SystemExit(
+            f"--domain {args.domain} has no constraint file: --parts semisup,supervised"
+        )
     data = dom["data"]()
-    full = max(int(x) for x in dom["sizes"].split(","))  # the whole training split: one draw
+    # the whole training split (one draw)
+    full = dom.get("full", max(int(x) for x in dom["sizes"].split(",")))
     jobs = []
     for n in sizes:
         for draw in range(args.draws) if n < full else [0]:
@@ -293,6 +364,7 @@ def main(argv) -> int:
                         "part": part,
                         "data": data,
                         "unlabeled_format": dom["unlabeled_format"],
+                        "features": dom.get("features", "citation"),
                         "constraints": constraints,
                         "supervised": SUPERVISED,
                         "semisup": {**semisup, **by_size.get(n, {}), **given},
@@ -328,6 +400,11 @@ def main(argv) -> int:
             print(
                 f"  {part['size']} labeled, draw {part['draw']}: "
                 + ", ".join(f"{k} {100 * part[k]:.2f}" for k, _ in ROWS if k in part)
+                + "".join(
+                    f", {k} {part[k + '_nonzero']:,} non-zero weights"
+                    for k, _ in ROWS
+                    if k + "_nonzero" in part
+                )
                 + f" ({seconds} s)",
                 flush=True,
             )
@@ -341,7 +418,7 @@ def main(argv) -> int:
             if n in sizes
         )
     )
-    print(f"constraints: {os.path.relpath(constraints, C.REPO)}\n")
+    print(f"constraints: {os.path.relpath(constraints, C.REPO) if constraints else 'none'}\n")
     header = ["system"] + [f"{n} labeled" for n in sizes]
     rows = []
     for key, name in ROWS:
@@ -363,6 +440,14 @@ def main(argv) -> int:
             + [f">= {dom['targets'].get(n, 0):.1f}" for n in sizes]
         )
     print(C.markdown_table(header, rows))
+    nonzero = [
+        [name] + [_mean_of(results, key + "_nonzero", n) for n in sizes]
+        for key, name in ROWS
+        if any(key + "_nonzero" in r for r in results)
+    ]
+    if nonzero:
+        print("\nnon-zero weights of the models above (mean over the draws)\n")
+        print(C.markdown_table(header, nonzero))
     print(
         f"\ntest token accuracy (%), mean ± standard deviation over "
         f"{args.draws} random labeled sets for the smaller sizes, the whole training split for "

@@ -13,7 +13,8 @@ hard ones with rho = ``hard_weight``).
 Algorithm:
 
 1. w <- supervised L2 SSVM on L alone (C_u = 0), by the Sequential Dual Method
-   (:class:`~tagger.learners.solvers.sdm_solver.SDMSolver`, one solver object for the whole run).
+   (:class:`~tagger.learners.solvers.sdm_solver.SDMSolver`, one solver object for the whole run;
+   with ``inner = "owlqn"`` the sparse step below instead).
 2. For C_u on a geometric schedule from ``cu_start * C`` to ``cu_end * C`` (``steps`` values):
    a. *constraint matching*, w fixed: y_j <- the best labeling under the hard instance rules
       (exact, by the expanded-state Viterbi of :mod:`tagger.constraints.decoding`; plain Viterbi
@@ -31,7 +32,8 @@ Algorithm:
    b. *supervised step*, labelings fixed: the SDM solver on L and U with example weights C_l
       and C_u, warm-started (sequences whose labeling changed lose their duals; the others
       keep theirs); in block-parallel rounds with ``blocks`` > 0 (the same weights with any
-      number of threads, see :mod:`~tagger.learners.solvers.sdm_blocks`).
+      number of threads, see :mod:`~tagger.learners.solvers.sdm_blocks`). ``inner = "owlqn"``:
+      a sparse step instead, see :mod:`~tagger.learners.solvers.annealing_steps`.
    c. a-b repeat ``rounds`` times or until no labeling changes; then C_u rises.
 3. Model selection on the dev set: the weights with the best dev score along the schedule
    (the supervised start included) are returned. With ``restarts`` > 1 the whole of 1-2 runs
@@ -63,11 +65,13 @@ from tagger.learners.params import (
     HINGE_C,
     MAX_INNER,
     MAX_WORKING_SET,
+    MEMORY,
     SDM_BLOCK_SIZE,
     SDM_BLOCKS,
     SDM_TOL,
     SELECT,
 )
+from tagger.learners.solvers.annealing_steps import solve_step, supervised_step
 from tagger.learners.solvers.label_switching import (
     SwitchLattice,
     SwitchPlan,
@@ -76,31 +80,7 @@ from tagger.learners.solvers.label_switching import (
     no_constraints,
     path_scores,
 )
-from tagger.learners.solvers.sdm_solver import SDMSolver
 from tagger.learners.solvers.unlabeled_decoding import unlabeled_decoding
-
-
-def _concat(X1: Featurized, X2: Featurized, scratch: ScratchSpace) -> Featurized:
-    """The labeled and the unlabeled sentences as one batch (in ``scratch``)."""
-
-    def joined(name, a, b, shift=0):
-        out = scratch.zeros(name, len(a) + len(b), a.dtype)
-        out[: len(a)] = a
-        out[len(a) :] = b
-        if shift:
-            out[len(a) :] += shift
-        return out
-
-    indptr = joined("indptr", X1.indptr, X2.indptr[1:], X1.indptr[-1])
-    attrs = joined("attrs", X1.attrs, X2.attrs)
-    offsets = joined("offsets", X1.offsets, X2.offsets[1:], X1.offsets[-1])
-    kwargs = {}
-    v1, v2 = X1.vals, X2.vals
-    if v1.shape[0] or v2.shape[0]:
-        ones1 = v1 if v1.shape[0] else np.ones(len(X1.attrs))
-        ones2 = v2 if v2.shape[0] else np.ones(len(X2.attrs))
-        kwargs["values"] = np.concatenate([ones1, ones2])
-    return Featurized(indptr, attrs, offsets, **kwargs)
 
 
 class SSVMAnnealing(Learner):
@@ -109,7 +89,10 @@ class SSVMAnnealing(Learner):
 
     Objective: (1/2)||w||^2 + C sum_L R_i(w) + C_u sum_U R_j(w; y_j) + sum_c rho_c pen_c(y_U),
     minimised alternately over the imputed labelings y_U (label switching) and w (SDM), C_u
-    raised on a schedule; the model with the best dev score is kept. Needs
+    raised on a schedule; the model with the best dev score is kept. With ``inner = "owlqn"``
+    the w-step is sparse: sum_L H_i + (C_u/C) sum_U H_j + c1 ||w||_1 + ||w||^2 / (2C), H the
+    softmax-margin (smoothed hinge), by OWL-QN (Andrew & Gao 2007; Zhu, Xing & Zhang 2009's
+    L1-M3N in penalized form). Needs
     ``TrainingProblem.unlabeled``; ``TrainingProblem.constraints`` is optional. See the module
     docstring.
     """
@@ -171,12 +154,45 @@ class SSVMAnnealing(Learner):
             low=0.0,
             low_open=True,
         ),
+        Param(
+            "inner",
+            "sdm",
+            str,
+            "supervised steps' solver: 'sdm' (L2 SSVM, Sequential Dual Method) or 'owlqn' "
+            "(L1 / elastic-net smoothed hinge by OWL-QN: sparse weights; see c1)",
+            choices=("sdm", "owlqn"),
+        ),
+        # c1, tau: the best mean dev accuracy over citations, recipes and chunking (see
+        # docs/semi-supervised.md; chunking's 23 labels lose most to warm tau: tau log L)
+        Param(
+            "c1",
+            0.1,
+            float,
+            "with inner = owlqn: L1 coefficient c1 ||w||_1 against the labeled hinges summed "
+            "(m3n-owlqn's scale); the step's L2 term is ||w||^2 / (2 C), the unlabeled "
+            "hinges weigh C_u / C",
+            low=0.0,
+        ),
+        Param(
+            "tau",
+            0.05,
+            float,
+            "with inner = owlqn: temperature of the smoothed hinge (1: the softmax-margin)",
+            low=0.0,
+            low_open=True,
+        ),
         Param("epochs", 15, int, "SDM passes per supervised step (at most; warm-started)", low=1),
-        Param("start_epochs", 50, int, "SDM passes of the supervised start (at most)", low=1),
+        Param("owlqn_epochs", 50, int, "OWL-QN iterations per step (inner = owlqn)", low=1),
+        Param("start_epochs", 50, int, "SDM passes / OWL-QN iterations of the start", low=1),
         # the supervised steps rerun SDM at every C_u, warm-started: shorter visits, a looser
         # gap and more competitors per sentence than m3n-l2 (the citation study's settings)
         replace(MAX_INNER, default=3),
-        replace(SDM_TOL, default=1e-2),
+        replace(
+            SDM_TOL,
+            default=1e-2,
+            help="stop a supervised step when its relative duality gap (P - D) / P is at most "
+            "this (inner = owlqn: the certified gap of its smoothed objective)",
+        ),
         Param(
             "gap_every",
             5,
@@ -186,6 +202,7 @@ class SSVMAnnealing(Learner):
             low=1,
         ),
         replace(MAX_WORKING_SET, default=64),
+        MEMORY,
         SDM_BLOCKS,
         SDM_BLOCK_SIZE,
         Param(
@@ -311,22 +328,10 @@ class SSVMAnnealing(Learner):
         model, XL = problem.model, problem.X
         L = model.n_labels
         nL, nU = XL.n_sentences, U.n_sentences
-        X = _concat(XL, U, scratch)
         y = np.concatenate([np.asarray(problem.y, np.int32), np.zeros(U.n_tokens, np.int32)])
         Cl = settings["C"]
         Cvec = np.concatenate([np.full(nL, Cl), np.zeros(nU)])
-        solver = SDMSolver(
-            model,
-            X,
-            y,
-            C=Cvec,
-            max_working_set=settings["max_working_set"],
-            max_inner=settings["max_inner"],
-            seed=seed,
-            scratch=scratch,
-            blocks=settings["blocks"],
-            block_size=settings["block_size"],
-        )
+        solver = supervised_step(model, XL, U, y, Cvec, settings, seed, scratch)
         cons = getattr(problem, "constraints", None)
         rng = np.random.default_rng(seed)
         uo = U.offsets
@@ -364,9 +369,7 @@ class SSVMAnnealing(Learner):
             row["time"] = round(clock(), 2)
             self.report(problem, row)
 
-        res = solver.solve(
-            settings["start_epochs"], settings["tol"], check_every=settings["gap_every"]
-        )
+        res = solve_step(solver, settings, start=True)
         w = solver.weights()
         evaluate(
             {
@@ -437,9 +440,7 @@ class SSVMAnnealing(Learner):
                 changed = solver.set_labels(y_new)
                 y = y_new
                 t_solve = clock()
-                res = solver.solve(
-                    settings["epochs"], settings["tol"], C=Cvec, check_every=settings["gap_every"]
-                )
+                res = solve_step(solver, settings, C=Cvec)
                 t_solve = clock() - t_solve
                 t_match = clock() - t_match - t_solve
                 w = solver.weights()

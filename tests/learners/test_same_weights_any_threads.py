@@ -33,6 +33,7 @@ LEARNERS = {
     "m3n-em/blocks": {"epochs": 3, "blocks": 3, "block_size": 4},
     "lp-extragradient": {"epochs": 20},
     "ssvm-annealing": {"steps": 2, "epochs": 3, "start_epochs": 3},
+    "ssvm-annealing/owlqn": {"steps": 2, "owlqn_epochs": 3, "start_epochs": 3, "inner": "owlqn"},
     "ssvm-annealing/blocks": {
         "steps": 2,
         "epochs": 3,

@@ -338,3 +338,40 @@ def test_available_memory_takes_the_tighter_of_the_system_and_the_cgroup(tmp_pat
     (v2 / "memory.max").write_text("max\n")
     assert available_memory(proc, groups) == 4000000 * 1024
     assert available_memory(tmp_path / "none", tmp_path / "none") is None
+
+
+# ---- the sparse supervised step (inner = "owlqn")
+
+
+def test_the_sparse_step_learns_the_task_with_far_fewer_weights(address_task):
+    from tagger import Tagger
+
+    rng = np.random.default_rng(7)
+    test = _sentences(rng, 40)
+    counts = [sum(lab == f for s in test for lab in s.labels) for f in ("name", "street", "city")]
+    majority = max(counts) / sum(counts)
+    fitted = {}
+    # the sparse step with citations' sparsest measured setting (c1 = 1, tau = 0.25)
+    for inner, extra in (("sdm", {}), ("owlqn", {"c1": 1.0, "tau": 0.25})):
+        fitted[inner] = Tagger(
+            features="citation",
+            learner="ssvm-annealing",
+            params={"steps": 3, "epochs": 15, "start_epochs": 30, "inner": inner, **extra},
+            seed=0,
+            select=False,
+        ).fit(
+            address_task["train"],
+            dev=address_task["dev"],
+            unlabeled=address_task["unlabeled"],
+            constraints=address_task["rules"],
+        )
+    sparse, dense = fitted["owlqn"], fitted["sdm"]
+    # learned: far above always saying the most frequent field
+    assert sparse.evaluate(test)["accuracy"] >= majority + 0.3
+    # the kept model has a third of SDM's non-zero weights or fewer
+    assert 3 * sparse.n_nonzero_ <= dense.n_nonzero_
+    # the steps after the supervised start learned from the unlabeled sentences: weights of
+    # attributes seen only there became non-zero
+    start = [r["nonzero"] for r in sparse.trace_ if r["step"] == 0]
+    later = [r["nonzero"] for r in sparse.trace_ if r["step"] > 0]
+    assert max(later) > start[0]
