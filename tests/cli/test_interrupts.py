@@ -56,8 +56,8 @@ def setup(corpora, tmp_path_factory):
     big.write_text(test * 60)
     shards = work / "shards"
     shards.mkdir()
-    for i in range(12):
-        (shards / f"part{i:02d}.txt").write_text(test * 3)
+    for i in range(12):  # long enough that a quiet machine is still tagging at the signal
+        (shards / f"part{i:02d}.txt").write_text(test * 6)
     return model, big, shards
 
 
@@ -201,7 +201,7 @@ def test_a_signal_during_sharded_tagging_keeps_finished_shards(setup, tmp_path, 
     print(f"\nseed {seed}")
     out = tmp_path / "out"
     args = ["tag", str(model), str(shards / "*.txt"), "--output-dir", str(out), "--jobs", "2"]
-    code, took, err = _signal(args, sig, True, rng.uniform(1.5, 4.0))
+    code, took, err = _signal(args, sig, True, rng.uniform(1.5, 3.0))
     lines = err.strip().splitlines()
     done = sorted(p.name for p in out.iterdir()) if out.exists() else []
     if code == 0:
