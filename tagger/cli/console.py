@@ -5,7 +5,6 @@ settings refused as usage errors, and the sharded tagging command."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import sys
@@ -13,7 +12,7 @@ import threading
 
 import click
 
-from tagger.signals import Terminated, arrived, raise_if_arrived
+from tagger.signals import Terminated, arrived
 
 
 def quiet_broken_pipe() -> None:
@@ -48,7 +47,7 @@ def _raise_interrupt(signum, frame) -> None:
 def _quiet_after_a_signal(default_hook):
     """``sys.unraisablehook`` for the command line: once Ctrl-C or SIGTERM has arrived, what
     Python could not raise is not printed. That is the interruption itself, dropped by ctypes
-    inside a compilation (the command still stops: :func:`raise_if_interrupted`), or the
+    inside a compilation (the command still stops: :func:`tagger.signals.raise_if_arrived`), or the
     finalizer of an object it cut short in the making (llvmlite's, at exit); the command's one
     line, ``error: interrupted``, says all there is to say."""
 
@@ -57,10 +56,6 @@ def _quiet_after_a_signal(default_hook):
             default_hook(unraisable)
 
     return hook
-
-
-#: raises the interruption of a signal whose exception was lost (see tagger.signals.arrived)
-raise_if_interrupted = raise_if_arrived
 
 
 def usage_line(exc: click.UsageError) -> str:
@@ -111,8 +106,16 @@ class TaggerGroup(click.Group):
             click.echo(f"error: {one_line(describe(exc))}", err=True)
             ctx.exit(EXIT_DATA_ERROR)
         except KeyboardInterrupt as exc:
+            # the cleanup on the way here is done; a second signal now would only lose the line
+            _ignore_stop_signals()
             click.echo("error: interrupted", err=True)
             ctx.exit(EXIT_SIGTERM if isinstance(exc, Terminated) else EXIT_SIGINT)
+
+
+def _ignore_stop_signals() -> None:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def run(group: click.Group) -> None:
@@ -133,8 +136,7 @@ def run(group: click.Group) -> None:
         code = 0
     # the command is over: a Ctrl-C from here on would only turn a finished run (its output
     # written, its status decided) into one killed while the interpreter shuts down
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _ignore_stop_signals()
     try:  # what is still buffered (short outputs such as `tagger learners | head -1`)
         sys.stdout.flush()
     except BrokenPipeError:
@@ -352,32 +354,6 @@ def resolved_config(config_file, config_model, options: dict) -> tuple[dict, str
     else:
         settings = {}
     return training_config.merge(cfg, given, settings), source
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt():
-    """Within: SIGTERM stops the command as Ctrl-C does (:class:`Terminated`, raised where
-    Ctrl-C raises KeyboardInterrupt, so that the same cleanup runs: partial outputs removed,
-    workers stopped), with exit status 143 (128 + SIGTERM) after the one line ``error:
-    interrupted``."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def on_sigterm(signum, frame):
-        arrived.append(signum)  # noticed even where ctypes drops the exception
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
-    try:
-        yield
-    except Terminated:
-        # the cleanup on the way here is done; a second SIGTERM now would only lose the line
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        click.echo("error: interrupted", err=True)
-        raise click.exceptions.Exit(128 + signal.SIGTERM) from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def tag_shards_command(

@@ -11,7 +11,6 @@ from tagger.cli.console import (
     check_output,
     check_plot,
     load_constraints,
-    sigterm_as_interrupt,
     tag_shards_command,
     to_json,
 )
@@ -147,7 +146,6 @@ def constraints_check_cmd(
     help="With --output-dir: the Dask scheduler to run on (e.g. tcp://host:8786) "
     "instead of a local cluster.",
 )
-@sigterm_as_interrupt()
 def tag_cmd(
     model_path,
     inputs,

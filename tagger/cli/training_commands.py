@@ -15,7 +15,6 @@ from tagger.cli.console import (
     learner_settings,
     path_param,
     path_values,
-    raise_if_interrupted,
     resolved_config,
     setting_error,
     to_json,
@@ -32,6 +31,7 @@ from tagger.cli.options import (
     seed_option,
     threads_option,
 )
+from tagger.signals import raise_if_arrived
 from tagger.training.progress import TrainProgress
 
 
@@ -202,11 +202,11 @@ def train_cmd(config_file, config_model, settings, quiet, as_json, **options) ->
         cfg["params"] = learner_settings(learner, settings)
     config = TrainingConfig(**cfg, source=source or "the command line")
     _precompile(learner, config.data, quiet)
-    raise_if_interrupted()
+    raise_if_arrived()
     shown = None if quiet else _unlabeled_progress
 
     def progress(row: dict) -> None:
-        raise_if_interrupted()  # a Ctrl-C lost inside a compilation stops training here
+        raise_if_arrived()  # a Ctrl-C lost inside a compilation stops training here
         if shown is not None:
             shown(row)
 
