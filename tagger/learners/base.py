@@ -125,6 +125,9 @@ class Learner:
     #: settings for the points of a regularization path, when they can be trained more
     #: cheaply than the final model and still rank the strengths (tagger.training.selection)
     path_settings: ClassVar[dict] = {}
+    #: settings, over ``path_settings``, for the points stronger than the default: a lead-in
+    #: that can be cheaper where those points mostly carry sparse weights to the default
+    lead_in_settings: ClassVar[dict] = {}
     #: settings that train the point a path kept once more, from its weights (the learner's
     #: own settings when empty)
     polish_settings: ClassVar[dict] = {}

@@ -268,6 +268,7 @@ def _held_out_path(
         settings.max_seconds,
         mix=_mixes(settings, cls),
         choose=settings.choose,
+        refit=False,
     )
     # all the sentences are trained as the kept weights were (e.g. the stages that scored
     # best on the held-out part), but what the user set stays

@@ -7,10 +7,12 @@ walks a geometric grid around the learner's default (factor 2, two steps to the 
 three to the weak side), strongest penalty first, so that each point starts from the sparser
 weights of the point before (a warm start) and the first points, with few non-zero weights,
 are the cheap ones. Each point is scored on dev; the walk stops once ``PATIENCE`` points in a
-row fail to beat the best, and goes on past the weak end of the grid while the last point is
-the best (up to ``MAX_POINTS``). When the strongest point is the best, the walk then goes on
-to stronger penalties, from its weights, while they score better: a small training set can
-want a penalty stronger than the grid's.
+row fail to renew it, and goes on past the weak end of the grid while the last point renewed
+it (up to ``MAX_POINTS``). A point renews the walk when it is the best so far and could change
+the point kept (below): under ``"sparsest"``, only by beating that point by more than noise,
+since a weaker penalty that scores within noise of it would not be kept anyway. When the
+strongest point is the best, the walk then goes on to stronger penalties, from its weights,
+while they score better: a small training set can want a penalty stronger than the grid's.
 
 Which point is kept (``choose``): ``"sparsest"`` (the default) keeps the point with the fewest
 non-zero weights among those whose dev score is within noise of the best one: its deficit is
@@ -25,14 +27,16 @@ weaker penalties (an L1 LP on a small training set is empty at the default C and
 
 A learner whose penalty can mix in an L2 term (``mix = "c2"``: the elastic net) then walks a
 second, short path at the chosen strength: the L2 coefficient on ``MIX_VALUES``, smallest
-first, warm-started, stopping after ``PATIENCE`` points without a better dev score; the mix is
-kept only where it scores better than the pure L1 point (an L2 term keeps weights that L1
-would zero, so on a tie the sparser, pure L1 model wins).
+first, warm-started, going on to the next value only while each scores better than the best
+by more than noise; the mix is kept only where it scores better than the pure L1 point (an L2
+term keeps weights that L1 would zero, so on a tie the sparser, pure L1 model wins).
 
 The points are trained cheaply (the learner's ``path_settings``: on the default learner, at
 most a few dozen warm-started quasi-Newton iterations, its curvature pairs carried from point
-to point), since they only need to rank the strengths; the kept point alone is then polished
-with the learner's ``polish_settings`` (:func:`_refit`).
+to point), since they only need to rank the strengths; the points stronger than the default
+more cheaply still where the learner says so (``lead_in_settings``); the kept point alone is
+then polished with the learner's ``polish_settings`` (:func:`_refit`), except after a held-out
+path, where the training on all the sentences is that polish.
 
 Without dev data, every tenth training sentence is held out to score the path, and the model is
 then trained on all sentences at the chosen value. One held-out part rather than k folds: the
@@ -193,6 +197,7 @@ def run_path(
     started: float | None = None,
     mix: bool = True,
     choose: str = "sparsest",
+    refit: bool = True,
 ) -> Path:
     """Train ``learner`` along the path on ``problem`` (whose ``dev_score`` scores a point).
 
@@ -201,7 +206,9 @@ def run_path(
     trains the chosen point again with its ``polish_settings`` (else its own settings),
     warm-started (:func:`_refit`), and keeps whichever scores better; ``Path.recipe`` says
     which settings trained the kept weights. ``mix``: walk the learner's L2 mix too (not when
-    the user set it). ``choose``: the rule that keeps a point (:data:`CHOICES`)."""
+    the user set it). ``choose``: the rule that keeps a point (:data:`CHOICES`). ``refit=False``
+    leaves the polish to the caller, which trains the kept point again on other data (the
+    recipe is then the polish settings)."""
     if choose not in CHOICES:
         raise ValueError(f"choose must be one of {CHOICES}, got {choose!r}")
     started = time.perf_counter() if started is None else started
@@ -212,13 +219,16 @@ def run_path(
     )
     # a learner may train the path's points more cheaply than its final model
     cheap = getattr(learner, "path_settings", {})
+    lead_in = getattr(learner, "lead_in_settings", {})
     polish = getattr(learner, "polish_settings", {})
-    full = {k: learner.settings[k] for k in {**cheap, **polish}}
+    full = {k: learner.settings[k] for k in {**cheap, **lead_in, **polish}}
     learner.settings.update(cheap)
     learner.warm_start = True  # learners with a dual state keep it from point to point
     w, since_best, i = None, 0, 0
     while i < len(values):
         learner.settings[param] = values[i]
+        stronger = (values[i] - default) * direction > 0
+        learner.settings.update({**cheap, **lead_in} if stronger else cheap)
         t0 = time.perf_counter()
         w = learner.fit(problem, seed=seed, w0=w)
         row = {
@@ -229,8 +239,14 @@ def run_path(
             **_effort(learner),
             "seconds": round(time.perf_counter() - t0, 3),
         }
+        kept = _kept(path) if path.rows else -1
         _add_point(path, row, w, learner, problem)
-        if path.best == i:
+        # a point renews the patience when it is the best and could change the point kept:
+        # under "sparsest", only by beating that point by more than noise
+        renewed = path.best == i and (
+            kept < 0 or not path.rows[kept]["nonzero"] or _clearly_better(path, i, kept)
+        )
+        if renewed:
             since_best = 0
         elif row["nonzero"]:
             since_best += 1
@@ -250,7 +266,7 @@ def run_path(
         if since_best >= PATIENCE:
             break
         i += 1
-        improving = path.best == i - 1 or not path.rows[path.best]["nonzero"]
+        improving = renewed or not path.rows[path.best]["nonzero"]
         if i == len(values) and improving and len(values) < MAX_POINTS:
             values.append(values[-1] / GRID_FACTOR**direction)  # still improving: weaker
         elapsed = time.perf_counter() - started
@@ -261,6 +277,7 @@ def run_path(
                 f"those is kept, {param}={path.value:g}"
             )
             break
+    learner.settings.update(cheap)
     if path.best == 0 and path.rows[0]["nonzero"] and not _spent(max_seconds, started):
         _stronger(learner, problem, path, values[0], direction, seed, report, max_seconds, started)
     mix_param = getattr(learner, "mix", None)
@@ -278,7 +295,11 @@ def run_path(
     learner.settings[param] = path.value
     learner.settings.update(path.mix)
     path.recipe = dict(cheap)  # unless the polish below does better
-    if full:
+    if full and not refit:
+        # the caller trains the kept point again itself (on all the training data, after a
+        # held-out path): a polish here would be spent on weights that are then replaced
+        path.recipe = dict(polish)
+    elif full:
         if max_seconds and time.perf_counter() - started >= max_seconds:
             path.notes.append(
                 f"--max-seconds {max_seconds:g} was spent before the chosen "
@@ -365,18 +386,39 @@ def _choose(path: Path, choose: str) -> None:
     top = path.best
     path.rows[top]["best"] = True
     kept = top
-    if choose == "sparsest" and path.points[top].shares is not None:
-        for i, (row, point) in enumerate(zip(path.rows, path.points)):
-            if i == top or not row["nonzero"] or point.shares is None:
-                continue
-            deficit, se = paired_difference(path.points[top].shares, point.shares)
-            if deficit <= NOISE_SE * se:
-                row.update(within_noise=True, deficit=round(deficit, 3), se=round(se, 3))
-                if (row["nonzero"], i) < (path.rows[kept]["nonzero"], kept):
-                    kept = i
+    if choose == "sparsest":
+        for i, deficit, se in _within_noise(path):
+            path.rows[i].update(within_noise=True, deficit=round(deficit, 3), se=round(se, 3))
+        kept = _kept(path)
     path.best = kept
     path.weights = path.points[kept].weights()
     path.trace = path.points[kept].trace
+
+
+def _within_noise(path: Path) -> list[tuple[int, float, float]]:
+    """(index, paired deficit, its standard error) of every point with weights, other than
+    the best, whose deficit to the best is at most ``path.noise_se`` standard errors."""
+    top = path.best
+    if not path.noise_se or path.points[top].shares is None:
+        return []
+    out = []
+    for i, (row, point) in enumerate(zip(path.rows, path.points)):
+        if i == top or not row["nonzero"] or point.shares is None:
+            continue
+        deficit, se = paired_difference(path.points[top].shares, point.shares)
+        if deficit <= path.noise_se * se:
+            out.append((i, deficit, se))
+    return out
+
+
+def _kept(path: Path) -> int:
+    """The point the rule keeps so far: the sparsest of the best and the points within
+    noise of it (the best itself under ``choose="best"``)."""
+    kept = path.best
+    for i, _, _ in _within_noise(path):
+        if (path.rows[i]["nonzero"], i) < (path.rows[kept]["nonzero"], kept):
+            kept = i
+    return kept
 
 
 def _rank(row: dict) -> tuple[bool, float]:
@@ -400,12 +442,15 @@ def _mix_path(
     max_seconds: float,
     started: float,
 ) -> None:
-    """At the best strength, the L2 coefficient on :data:`MIX_VALUES`, warm-started from the
-    best weights, stopping after :data:`PATIENCE` points that do not score better."""
+    """At the best strength, the L2 coefficient on :data:`MIX_VALUES`, smallest first,
+    warm-started from the best weights, going on to the next only while each point scores
+    better than the best before it by more than noise (:func:`_clearly_better`): a larger L2
+    term costs more iterations and keeps more weights, which a gain within noise does not
+    pay for."""
     param, value = path.param, path.value
     learner.settings[param] = value
     unmixed = learner.settings[mix_param]
-    w, since_best = path.points[path.best].weights(), 0
+    w = path.points[path.best].weights()
     for v in MIX_VALUES:
         learner.settings[mix_param] = v
         t0 = time.perf_counter()
@@ -421,7 +466,7 @@ def _mix_path(
         }
         before = path.best
         _add_point(path, row, w, learner, problem)
-        since_best = 0 if path.best != before else since_best + 1
+        gained = _clearly_better(path, len(path.rows) - 1, before)
         log.info(
             "selection: %s=%.6g %s=%.6g %s nonzero=%d (L2 mix, best %s)",
             param,
@@ -434,9 +479,20 @@ def _mix_path(
         )
         if report is not None:
             report(dict(row, selection=True))
-        if since_best >= PATIENCE or _spent(max_seconds, started):
+        if not gained or _spent(max_seconds, started):
             break
     learner.settings[mix_param] = unmixed
+
+
+def _clearly_better(path: Path, i: int, j: int) -> bool:
+    """Whether point ``i`` scores better than point ``j`` on dev by more than
+    ``path.noise_se`` paired standard errors (by anything under ``choose="best"``, or when
+    the per-sentence scores are unknown)."""
+    a, b = path.points[i].shares, path.points[j].shares
+    if not path.noise_se or a is None or b is None:
+        return _rank(path.rows[i]) > _rank(path.rows[j])
+    gain, se = paired_difference(a, b)
+    return gain > path.noise_se * se
 
 
 def _refit(learner, problem, path: Path, seed: int, polish: dict) -> None:
