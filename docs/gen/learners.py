@@ -80,6 +80,7 @@ def learner_section(name: str, cls, default: str, auto_candidates: tuple) -> str
         text
         for text in (
             settings_text("Its path's points train with", cls.path_settings),
+            settings_text("Those stronger than the default (a lead-in) with", cls.lead_in_settings),
             settings_text("The kept point is trained once more with", cls.polish_settings),
         )
         if text
