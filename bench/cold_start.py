@@ -110,6 +110,34 @@ def weights_digest(checkout: Path, model: Path) -> str:
     return done.stdout.strip()
 
 
+def runs_table(runs: list[dict]) -> str:
+    """The runs as a markdown table (what the script prints, and bench/tables.py)."""
+    rows = [
+        [
+            run["round"],
+            run["checkout"],
+            f"{run['cold']['wall_seconds']:.1f}",
+            f"{run['cold']['cpu_seconds']:.1f}",
+            f"{run['warm']['wall_seconds']:.1f}",
+            f"{run['cold']['peak_rss_mb']:.0f}",
+            " ".join(map(str, run["cold"]["load_average_before"])),
+            run["cold"]["weights_sha256"][:12],
+        ]
+        for run in runs
+    ]
+    header = [
+        "round",
+        "code",
+        "cold wall s",
+        "cold CPU s",
+        "warm wall s",
+        "peak MB",
+        "load before",
+        "weights sha256",
+    ]
+    return C.markdown_table(header, rows)
+
+
 def main(argv: list[str]) -> int:
     args, mach = C.begin(argv, parse_args)
     checkouts = [("this checkout", C.REPO)]
@@ -134,35 +162,8 @@ def main(argv: list[str]) -> int:
                     flush=True,
                 )
     digests = {run[k]["weights_sha256"] for run in runs for k in ("cold", "warm")}
-    rows = [
-        [
-            run["round"],
-            run["checkout"],
-            f"{run['cold']['wall_seconds']:.1f}",
-            f"{run['cold']['cpu_seconds']:.1f}",
-            f"{run['warm']['wall_seconds']:.1f}",
-            f"{run['cold']['peak_rss_mb']:.0f}",
-            " ".join(map(str, run["cold"]["load_average_before"])),
-            run["cold"]["weights_sha256"][:12],
-        ]
-        for run in runs
-    ]
     print()
-    print(
-        C.markdown_table(
-            [
-                "round",
-                "code",
-                "cold wall s",
-                "cold CPU s",
-                "warm wall s",
-                "peak MB",
-                "load before",
-                "weights sha256",
-            ],
-            rows,
-        )
-    )
+    print(runs_table(runs))
     print()
     same = len(digests) == 1
     print("every run trained the same weights" if same else f"weights differ: {sorted(digests)}")

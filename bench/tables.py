@@ -282,6 +282,18 @@ def threads_tables(data: dict) -> str:
     )
 
 
+def cold_start_tables(data: dict) -> str:
+    """bench/cold_start.py: the README's second command with an empty numba cache."""
+    import cold_start
+
+    same = "yes" if data.get("same_weights") else "no"
+    return (
+        f"`{' '.join(data['tagger_command'])}` in a fresh process with an empty numba cache "
+        f"(cold), then again on the cache it filled (warm); the same weights in every run: "
+        f"{same}\n\n" + cold_start.runs_table(data["runs"])
+    )
+
+
 def synthetic_tables(data: dict) -> str:
     """bench/synthetic.py: the KDD'09 synthetic study's tables."""
     import synthetic
@@ -303,6 +315,7 @@ LAYOUTS: tuple[tuple[str, Callable[[dict], bool], Callable[[dict], str]], ...] =
         tasks_tables,
     ),
     ("chunking.py", lambda d: "systems" in d and "repeat" in d, chunking_tables),
+    ("cold_start.py", lambda d: "tagger_command" in d and "runs" in d, cold_start_tables),
     ("threads.py", lambda d: "runs" in d and "same_weights" in d, threads_tables),
     ("synthetic.py", lambda d: "table1" in d and "figure2" in d, synthetic_tables),
 )
