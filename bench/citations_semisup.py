@@ -4,7 +4,8 @@ al.; docs/algorithms.md section 4), next to the published numbers and python-crf
     python bench/citations_semisup.py [--domain citations|recipes] [--sizes 5,20,300]
                                       [--draws 5] [--workers 2]
                                       [--parts constrained,semisup,supervised]
-                                      [--constraints FILE] [--set key=value ...] [--json PATH]
+                                      [--constraints FILE] [--set key=value ...]
+                                      [--features PRESET|FILE] [--json PATH]
 
 Data: the CPF files (``citations/cpf_zheng_chang_2016``): 5 or 20 labeled citations drawn at
 random from the 300-citation training split (draws 0..4, ``numpy.random.default_rng(draw)``),
@@ -216,6 +217,7 @@ def run_part(job: dict) -> dict:
             features=job["features"], learner="m3n-l2", params=job["supervised"], select=False
         ).fit(train)
         out["supervised"] = sup.evaluate(test)["accuracy"]
+        out["supervised_dev"] = sup.evaluate(dev)["accuracy"]
         out["supervised_nonzero"] = sup.n_nonzero_
         out["seconds"]["supervised"] = round(time.perf_counter() - t0, 1)
         return out
@@ -327,6 +329,13 @@ def parse_args(argv):
         help="constraint file [default: the domain's file in constraints/]",
     )
     p.add_argument(
+        "--features",
+        default=None,
+        metavar="PRESET|FILE",
+        help="feature preset or file [default: the domain's preset], e.g. one with cluster "
+        "views of clusters learned from the unlabeled text (tagger clusters)",
+    )
+    p.add_argument(
         "--json", default=None, help="results [default: bench/out/<domain>_semisup.json]"
     )
     return p.parse_args(argv)
@@ -364,7 +373,7 @@ def main(argv) -> int:
                         "part": part,
                         "data": data,
                         "unlabeled_format": dom["unlabeled_format"],
-                        "features": dom.get("features", "citation"),
+                        "features": args.features or dom.get("features", "citation"),
                         "constraints": constraints,
                         "supervised": SUPERVISED,
                         "semisup": {**semisup, **by_size.get(n, {}), **given},
@@ -418,7 +427,8 @@ def main(argv) -> int:
             if n in sizes
         )
     )
-    print(f"constraints: {os.path.relpath(constraints, C.REPO) if constraints else 'none'}\n")
+    print(f"constraints: {os.path.relpath(constraints, C.REPO) if constraints else 'none'}")
+    print(f"features: {args.features or dom.get('features', 'citation')}\n")
     header = ["system"] + [f"{n} labeled" for n in sizes]
     rows = []
     for key, name in ROWS:
@@ -453,15 +463,16 @@ def main(argv) -> int:
         f"{args.draws} random labeled sets for the smaller sizes, the whole training split for "
         f"{full}; models chosen on dev only"
     )
-    if any("constrained_dev" in r for r in results):
-        dev = {
-            n: statistics.mean(100 * r["constrained_dev"] for r in results if r["size"] == n)
-            for n in sizes
-        }
-        print(
-            "mean dev accuracy of the selected models with constraints (what the settings "
-            "were chosen on): " + ", ".join(f"{n} labeled {v:.2f}" for n, v in dev.items())
-        )
+    for key, what in (("supervised", "supervised"), ("constrained", "constrained")):
+        if any(f"{key}_dev" in r for r in results):
+            dev = {
+                n: statistics.mean(100 * r[f"{key}_dev"] for r in results if r["size"] == n)
+                for n in sizes
+            }
+            print(
+                f"mean dev accuracy of the {what} models (what settings are chosen on): "
+                + ", ".join(f"{n} labeled {v:.2f}" for n, v in dev.items())
+            )
     print(
         f"whole study: {total:.0f} s wall clock with {args.workers} worker(s); load average "
         f"at the end {' '.join(map(str, C.load_average()))}"
@@ -471,6 +482,7 @@ def main(argv) -> int:
         {
             "machine": mach,
             "domain": args.domain,
+            "features": args.features or dom.get("features", "citation"),
             "semisup": semisup,
             "semisup_by_size": by_size,
             "results": results,

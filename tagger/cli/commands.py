@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import click
 
-from tagger.cli import model_commands, training_commands
+from tagger.cli import cluster_commands, model_commands, training_commands
 from tagger.cli.console import TaggerGroup
 from tagger.cli.options import DEFAULT_LEARNER_NAME, FORMAT_CHOICES, OUTPUT_FORMATS, print_learners
 
@@ -73,6 +73,7 @@ for command in (
     model_commands.eval_cmd,
     model_commands.inspect_cmd,
     model_commands.trace_cmd,
+    cluster_commands.clusters_cmd,
 ):
     cli.add_command(command)
 

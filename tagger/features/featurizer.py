@@ -20,6 +20,7 @@ from tagger.features.hash_table import (
     template_keys,
 )
 from tagger.features.spec import N_SPECIAL, UNKNOWN, FeatureSpec
+from tagger.features.word_clusters import WordClusters
 
 # --------------------------------------------------------------------------------------
 # featurized data
@@ -354,13 +355,39 @@ class Featurizer:
             arrays[f"feat.vocab{vi}.offsets"] = offs
             sizes.append(len(values))
         meta = {"spec": self.spec.source, "name": self.spec.name, "vocab_sizes": sizes}
+        names = sorted(self.spec.cluster_tables)
+        for k, name in enumerate(names):  # the word clusters go in the file: tagging reads no other
+            table = self.spec.cluster_tables[name]
+            for part in ("words", "bits"):
+                data, offs = pack_strings(list(getattr(table, part)))
+                arrays[f"feat.clusters{k}.{part}.data"] = data
+                arrays[f"feat.clusters{k}.{part}.offsets"] = offs
+        if names:
+            meta["clusters"] = names
         return meta, arrays
 
     @classmethod
     def from_arrays(cls, meta: dict, arrays: dict[str, np.ndarray]) -> Featurizer:
         from tagger.model.files import unpack_strings
 
-        spec = FeatureSpec.from_dict(meta["spec"], name=meta.get("name", "custom"))
+        tables = {}
+        names = meta.get("clusters", [])
+        if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+            raise ValueError("features.clusters must be a list of file names")
+        for k, name in enumerate(names):
+            words, bits = (
+                tuple(
+                    unpack_strings(
+                        arrays[f"feat.clusters{k}.{part}.data"],
+                        arrays[f"feat.clusters{k}.{part}.offsets"],
+                    )
+                )
+                for part in ("words", "bits")
+            )
+            if len(words) != len(bits):
+                raise ValueError(f"feat.clusters{k} has {len(words)} words but {len(bits)} paths")
+            tables[name] = WordClusters(words, bits, name)
+        spec = FeatureSpec.from_dict(meta["spec"], name=meta.get("name", "custom"), clusters=tables)
         self = cls(spec)
         self.vocabs_ = []
         for vi in range(len(spec.views)):

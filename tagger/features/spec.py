@@ -57,8 +57,29 @@ def _flag(fn: Callable[[str], bool]) -> Callable[[str], str]:
     return lambda s: "1" if fn(s) else "0"
 
 
+def _cluster_function(opts: dict, where: str, clusters_of) -> Callable[[str], str]:
+    """``function = "cluster"``: the bit string of the token's word cluster (its first
+    ``prefix`` bits when given), ``-`` for a word the clusters do not know."""
+    path = opts.get("clusters")
+    if not isinstance(path, str) or not path:
+        raise FeatureSpecError(
+            f"{where}.clusters must name a clusters file (made by 'tagger clusters TEXT -o "
+            f"FILE') for function 'cluster'; got {path!r}"
+        )
+    n = opts.get("prefix", 0)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise FeatureSpecError(
+            f"{where}.prefix must be a whole number >= 1 (the bits kept), or 0 for the whole "
+            f"path; got {n!r}"
+        )
+    table = clusters_of(path)
+    if n:
+        return lambda s: table.path(s)[:n]
+    return table.path
+
+
 # name -> (factory taking the view's options, allowed option names)
-def _make_function(name: str, opts: dict, where: str) -> Callable[[str], str]:
+def _make_function(name: str, opts: dict, where: str, clusters_of=None) -> Callable[[str], str]:
     def need_length() -> int:
         n = opts.get("length")
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
@@ -104,6 +125,10 @@ def _make_function(name: str, opts: dict, where: str) -> Callable[[str], str]:
         return _flag(lambda s: "-" in s)
     if name == "is_alpha":
         return _flag(str.isalpha)
+    if name == "cluster":
+        if clusters_of is None:
+            raise FeatureSpecError(f"{where}: function 'cluster' needs a clusters file")
+        return _cluster_function(opts, where, clusters_of)
     if name == "regex":
         pattern = opts.get("pattern")
         if not isinstance(pattern, str):
@@ -139,6 +164,7 @@ TOKEN_FUNCTIONS = (
     "has_hyphen",
     "is_alpha",
     "regex",
+    "cluster",
 )
 
 
@@ -170,10 +196,13 @@ class FeatureSpec:
     label_map: dict = field(default_factory=dict)  # gold label -> label learned
     label_keep: tuple | None = None  # labels kept as they are
     label_other: str = "O"  # what every other label becomes
+    #: the word clusters of the ``cluster`` views, by the file name their ``clusters`` key
+    #: gives (read once; a model file keeps them, so tagging needs no file)
+    cluster_tables: dict = field(default_factory=dict)
 
     def __reduce__(self):
         # the views hold compiled functions (closures); the parsed source rebuilds them
-        return (FeatureSpec.from_dict, (self.source, self.name))
+        return (_rebuilt, (self.source, self.name, self.cluster_tables))
 
     def map_label(self, label: str) -> str:
         label = self.label_map.get(label, label)
@@ -196,8 +225,27 @@ class FeatureSpec:
         ]
 
     @classmethod
-    def from_dict(cls, data: dict, name: str = "custom") -> FeatureSpec:
+    def from_dict(
+        cls,
+        data: dict,
+        name: str = "custom",
+        clusters: dict | None = None,
+        base: Path | None = None,
+    ) -> FeatureSpec:
+        """The specification of a parsed TOML table. A ``cluster`` view's file is taken from
+        ``clusters`` (file name -> :class:`~tagger.features.word_clusters.WordClusters`) when
+        there, else read, relative to ``base`` (the feature file's folder) when not absolute."""
         errors: list[str] = []
+        tables: dict = dict(clusters or {})
+
+        def clusters_of(path: str):
+            if path not in tables:
+                from tagger.features.word_clusters import read_clusters
+
+                full = Path(path) if base is None or Path(path).is_absolute() else base / path
+                tables[path] = read_clusters(full)
+            return tables[path]
+
         if not isinstance(data, dict) or "featurizer" not in data:
             raise FeatureSpecError(
                 "a feature file needs a [featurizer] table with 'columns' and 'templates'"
@@ -244,7 +292,7 @@ class FeatureSpec:
             fname = vdef.get("function")
             opts = {k: v for k, v in vdef.items() if k not in ("column", "function")}
             try:
-                fn = _make_function(fname, opts, where)
+                fn = _make_function(fname, opts, where, clusters_of)
             except FeatureSpecError as exc:
                 errors.append(str(exc))
                 continue
@@ -316,6 +364,7 @@ class FeatureSpec:
             label_map=label_map,
             label_keep=label_keep,
             label_other=label_other,
+            cluster_tables={k: v for k, v in tables.items() if _uses(views, k)},
         )
 
     @classmethod
@@ -338,14 +387,23 @@ class FeatureSpec:
                 )
             text = toml_file.read_text(path, FeatureSpecError, "feature specification")
         data = toml_file.parse(text, label, FeatureSpecError)
+        base = None if str(name_or_path) in PRESETS else Path(name_or_path).parent
         try:
-            return cls.from_dict(data, name=Path(label).stem)
+            return cls.from_dict(data, name=Path(label).stem, base=base)
         except FeatureSpecError as exc:
             raise FeatureSpecError(f"{label}: {exc}") from None
 
     @property
     def n_columns(self) -> int:
         return len(self.columns)
+
+
+def _rebuilt(source: dict, name: str, clusters: dict) -> FeatureSpec:
+    return FeatureSpec.from_dict(source, name, clusters=clusters)
+
+
+def _uses(views: list[View], path: str) -> bool:
+    return any(v.function == "cluster" and v.options.get("clusters") == path for v in views)
 
 
 def _parse_labels(table, errors: list[str]) -> tuple[dict, tuple | None, str]:

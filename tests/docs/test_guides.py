@@ -29,7 +29,7 @@ GUIDES = (
 #: what each guide's blocks must leave in its folder
 LEAVES = {
     "docs/data.md": ("my.tgm", "xpos.tgm", "cites.tgm", "recipes.tgm"),
-    "docs/training.md": ("best.tgm", "fixed.tgm", "crf.tgm"),
+    "docs/training.md": ("best.tgm", "fixed.tgm", "crf.tgm", "clusters.tsv", "clustered.tgm"),
     "docs/tagging.md": ("tagged.txt", "tagged.jsonl", "marginals.jsonl"),
     "docs/evaluation.md": ("cites.tgm",),
     "docs/semi-supervised.md": ("recipes.tgm",),
