@@ -375,6 +375,17 @@ class Featurizer:
         if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
             raise ValueError("features.clusters must be a list of file names")
         for k, name in enumerate(names):
+            keys = [
+                f"feat.clusters{k}.{part}.{a}"
+                for part in ("words", "bits")
+                for a in ("data", "offsets")
+            ]
+            missing = [key for key in keys if key not in arrays]
+            if missing:
+                raise ValueError(
+                    f"features.clusters names {len(names)} cluster table(s) but the file has no "
+                    f"array {missing[0]}"
+                )
             words, bits = (
                 tuple(
                     unpack_strings(
@@ -387,7 +398,9 @@ class Featurizer:
             if len(words) != len(bits):
                 raise ValueError(f"feat.clusters{k} has {len(words)} words but {len(bits)} paths")
             tables[name] = WordClusters(words, bits, name)
-        spec = FeatureSpec.from_dict(meta["spec"], name=meta.get("name", "custom"), clusters=tables)
+        spec = FeatureSpec.from_dict(
+            meta["spec"], name=meta.get("name", "custom"), clusters=tables, read_cluster_files=False
+        )
         self = cls(spec)
         self.vocabs_ = []
         for vi in range(len(spec.views)):

@@ -231,14 +231,21 @@ class FeatureSpec:
         name: str = "custom",
         clusters: dict | None = None,
         base: Path | None = None,
+        read_cluster_files: bool = True,
     ) -> FeatureSpec:
         """The specification of a parsed TOML table. A ``cluster`` view's file is taken from
         ``clusters`` (file name -> :class:`~tagger.features.word_clusters.WordClusters`) when
-        there, else read, relative to ``base`` (the feature file's folder) when not absolute."""
+        there, else read, relative to ``base`` (the feature file's folder) when not absolute;
+        never read with ``read_cluster_files=False`` (a model file holds its clusters: loading one
+        reads no other file)."""
         errors: list[str] = []
         tables: dict = dict(clusters or {})
 
         def clusters_of(path: str):
+            if path not in tables and not read_cluster_files:
+                # not a mistake of the feature file to list with the others: the model file
+                # lacks part of itself
+                raise ValueError(f"the clusters {path!r} of a cluster view are not in the file")
             if path not in tables:
                 from tagger.features.word_clusters import read_clusters
 

@@ -213,3 +213,48 @@ def test_the_clusters_command_says_when_the_text_is_too_small(tmp_path):
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "fewer than two words" in lines[0]
     assert not out.exists() and not list(tmp_path.glob(".tagger-*"))
+
+
+def _edited(model, out, edit):
+    """``model`` with its header's features edited by ``edit`` and its checksum renewed."""
+    import hashlib
+    import json
+    import zipfile
+
+    from tagger.model.files import HEADER_NAME, HEADER_SHA256_NAME
+
+    with zipfile.ZipFile(model) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    header = json.loads(members[HEADER_NAME])
+    edit(header["meta"]["features"])
+    members[HEADER_NAME] = json.dumps(header).encode()
+    if HEADER_SHA256_NAME in members:
+        members[HEADER_SHA256_NAME] = hashlib.sha256(members[HEADER_NAME]).hexdigest().encode()
+    with zipfile.ZipFile(out, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return out
+
+
+@pytest.mark.parametrize(
+    "edit, fragment",
+    [
+        (lambda f: f.update(clusters=["clusters.tsv", "more.tsv"]), "no array feat.clusters1"),
+        (lambda f: f.update(clusters="clusters.tsv"), "must be a list of file names"),
+        (lambda f: f.pop("clusters"), "the clusters 'clusters.tsv' of a cluster view are not"),
+    ],
+)
+def test_a_model_whose_clusters_were_edited_away_is_one_line_and_reads_no_other_file(
+    tmp_path, monkeypatch, edit, fragment
+):
+    if not SAMPLE.is_file():
+        pytest.skip("the sample corpus is missing")
+    spec = _cluster_spec(tmp_path, _sample_clusters())
+    tagger = Tagger(features=spec, learner="m3n-owlqn", params={"c1": 0.5}, select=False)
+    tagger.fit(list(read_corpus(SAMPLE))).save(tmp_path / "m.tgm")
+    bad = _edited(tmp_path / "m.tgm", tmp_path / "bad.tgm", edit)
+    monkeypatch.chdir(tmp_path)  # clusters.tsv is here: loading must not read it
+    r = run_cli("tag", bad, SAMPLE_DEV)
+    assert r.exit_code == 1
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], r.stderr
