@@ -4,7 +4,7 @@ the unlabeled text grows.
 
     python bench/scale.py [--tables shards,startup,annealing] [--repeat 50] [--shards 20]
                           [--runs 3] [--unlabeled 1000 10000] [--before CHECKOUT]
-                          [--model CHUNKER]
+                          [--model CHUNKER] [--json PATH]
 
 shards     CoNLL-2000's test.txt repeated ``--repeat`` times and cut into ``--shards`` files;
            `tagger tag MODEL 'shards/*' --output-dir` on a 2-worker LocalCluster against
@@ -29,7 +29,7 @@ memory     the annealing run with the largest ``--unlabeled`` count inside a mem
            cgroup's peak usage and the test accuracy. Needs a writable cgroup v1 memory
            controller (/sys/fs/cgroup/memory, as root); elsewhere the table says so.
 
-Results go to ``bench/out/scale.json``.
+Results go to ``bench/out/scale.json`` (``--json PATH``), the tables with them.
 """
 
 from __future__ import annotations
@@ -51,6 +51,51 @@ import _common as C  # noqa: E402
 TAGGER = [sys.executable, "-c", "import cli; cli.main()"]
 
 
+SHARDS_HEADER = [
+    "test.txt",
+    "command",
+    "tokens",
+    "wall s",
+    "vs --jobs 1",
+    "tokens/s",
+    "largest process MB",
+    "process tree MB",
+    "output identical",
+]
+ANNEALING_HEADER = [
+    "unlabeled citations (20 labeled)",
+    "code",
+    "train s",
+    "unlabeled per s",
+    "peak MB",
+    "test accuracy",
+]
+MEMORY_HEADER = [
+    "unlabeled citations (20 labeled)",
+    "arrays",
+    "cgroup limit MB",
+    "outcome",
+    "wall s",
+    "cgroup peak MB",
+    "test accuracy",
+]
+#: what each table is, for bench/tables.py
+TITLES = {
+    "shards": "Sharded tagging against tagger tag --jobs (CoNLL-2000 test.txt repeated)",
+    "startup": "One sentence through tagger tag against python-crfsuite",
+    "annealing": "ssvm-annealing as the unlabeled text grows (20 labeled citations)",
+    "memory": "The largest annealing run in a memory cgroup",
+}
+
+
+def tables_text(data: dict) -> str:
+    """The tables of a run's JSON, each under its title (bench/tables.py)."""
+    return "\n\n".join(
+        f"{TITLES.get(name, name)}:\n\n" + C.markdown_table(t["header"], t["rows"])
+        for name, t in data["tables"].items()
+    )
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tables", default="shards,startup,annealing,memory")
@@ -58,6 +103,9 @@ def parse_args(argv):
     p.add_argument("--shards", type=int, default=20)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--unlabeled", type=int, nargs="+", default=[1000, 10000])
+    p.add_argument(
+        "--json", type=Path, default=C.BENCH / "out" / "scale.json", help="where the results go"
+    )
     p.add_argument(
         "--model",
         type=Path,
@@ -440,7 +488,14 @@ def main(argv: list[str]) -> int:
     args, mach = C.begin(argv, parse_args)
     tables = {t.strip() for t in args.tables.split(",")}
     corp = C.corpora() / "conll2000"
-    results = {"machine": mach}
+    results: dict = {"machine": mach, "command": C.command_line(), "tables": {}}
+
+    def show(name: str, header: list[str], rows: list) -> None:
+        """Print a table and keep it in the JSON, which bench/tables.py prints from."""
+        results["tables"][name] = {"header": header, "rows": [[str(c) for c in r] for r in rows]}
+        print(C.markdown_table(header, rows))
+        print(flush=True)
+
     with tempfile.TemporaryDirectory(prefix="tagger-scale-") as tmp:
         work = Path(tmp)
         model = str(work / "chunker.tgm")
@@ -454,63 +509,20 @@ def main(argv: list[str]) -> int:
             )
         if "shards" in tables:
             rows, results["shards"] = shards_table(model, corp / "test.txt", work, args)
-            print(
-                C.markdown_table(
-                    [
-                        "test.txt",
-                        "command",
-                        "tokens",
-                        "wall s",
-                        "vs --jobs 1",
-                        "tokens/s",
-                        "largest process MB",
-                        "process tree MB",
-                        "output identical",
-                    ],
-                    rows,
-                )
-            )
-            print(flush=True)
+            show("shards", SHARDS_HEADER, rows)
         if "startup" in tables:
             crf = train_crfsuite(corp / "train.txt", work, 30)
             rows, results["startup"] = startup_table(model, crf, corp / "test.txt", work)
-            print(C.markdown_table(["one sentence", "median wall s (10 runs)"], rows))
-            print(flush=True)
+            show("startup", ["one sentence", "median wall s (10 runs)"], rows)
         if "annealing" in tables:
             rows, results["annealing"] = annealing_table(args.unlabeled, args.before, work)
-            print(
-                C.markdown_table(
-                    [
-                        "unlabeled citations (20 labeled)",
-                        "code",
-                        "train s",
-                        "unlabeled per s",
-                        "peak MB",
-                        "test accuracy",
-                    ],
-                    rows,
-                )
-            )
-            print(flush=True)
+            show("annealing", ANNEALING_HEADER, rows)
         if "memory" in tables:
             rows, results["memory"] = memory_table(max(args.unlabeled), args.memory_limit, work)
-            print(
-                C.markdown_table(
-                    [
-                        "unlabeled citations (20 labeled)",
-                        "arrays",
-                        "cgroup limit MB",
-                        "outcome",
-                        "wall s",
-                        "cgroup peak MB",
-                        "test accuracy",
-                    ],
-                    rows,
-                )
-            )
-            print(flush=True)
-    print(f"load average at the end: {C.load_average()}")
-    C.write_json(C.BENCH / "out" / "scale.json", results)
+            show("memory", MEMORY_HEADER, rows)
+    results["load_average_at_end"] = C.load_average()
+    print(f"load average at the end: {results['load_average_at_end']}")
+    C.write_json(args.json, results)
     return 0
 
 

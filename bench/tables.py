@@ -294,6 +294,13 @@ def cold_start_tables(data: dict) -> str:
     )
 
 
+def scale_tables(data: dict) -> str:
+    """bench/scale.py: the tables the run printed, kept in its JSON."""
+    import scale
+
+    return scale.tables_text(data)
+
+
 def synthetic_tables(data: dict) -> str:
     """bench/synthetic.py: the KDD'09 synthetic study's tables."""
     import synthetic
@@ -318,6 +325,7 @@ LAYOUTS: tuple[tuple[str, Callable[[dict], bool], Callable[[dict], str]], ...] =
     ("cold_start.py", lambda d: "tagger_command" in d and "runs" in d, cold_start_tables),
     ("threads.py", lambda d: "runs" in d and "same_weights" in d, threads_tables),
     ("synthetic.py", lambda d: "table1" in d and "figure2" in d, synthetic_tables),
+    ("scale.py", lambda d: "tables" in d and "machine" in d, scale_tables),
 )
 
 

@@ -21,6 +21,7 @@ GUIDES = (
     "docs/tagging.md",
     "docs/evaluation.md",
     "docs/semi-supervised.md",
+    "docs/new-domain.md",
     "docs/sklearn.md",
     "docs/model-files.md",
     "docs/errors.md",
@@ -33,6 +34,7 @@ LEAVES = {
     "docs/tagging.md": ("tagged.txt", "tagged.jsonl", "marginals.jsonl"),
     "docs/evaluation.md": ("cites.tgm",),
     "docs/semi-supervised.md": ("recipes.tgm",),
+    "docs/new-domain.md": ("first.tgm", "pos.tgm", "semisup.tgm"),
     "docs/errors.md": ("bad.txt",),
 }
 
