@@ -72,6 +72,20 @@ class WordClusters:
         return (WordClusters, (self.words, self.bits, self.source))
 
 
+#: below this share of the training tokens with a cluster, training warns that the clusters
+#: look made from other text
+LOW_COVERAGE = 0.5
+
+
+def coverage(clusters: WordClusters, tokens: Iterable[str]) -> float:
+    """The share of ``tokens`` the clusters know (as written or lowercased)."""
+    n = known = 0
+    for tok in tokens:
+        n += 1
+        known += clusters.path(tok) != UNKNOWN_CLUSTER
+    return known / n if n else 1.0
+
+
 def read_clusters(path: str | Path) -> WordClusters:
     """A clusters file: ``BITS<TAB>WORD[<TAB>COUNT]`` per line, BITS made of 0 and 1. A bad
     line is a :class:`FeatureSpecError` naming the file and line."""

@@ -105,6 +105,26 @@ def check_columns(sentences: Sequence[Sentence], spec: FeatureSpec, what: str) -
             )
 
 
+def warn_about_cluster_coverage(spec, train: list) -> None:
+    """A warning for each clusters file of the feature specification that knows fewer than
+    half of the training tokens it is applied to: most tokens then get the same "no cluster"
+    value, which says the file was made from other text (another corpus, language or
+    tokenization) or is an older one."""
+    from tagger.features.word_clusters import LOW_COVERAGE, coverage
+
+    for name, table in spec.cluster_tables.items():
+        columns = {v.column for v in spec.views if v.options.get("clusters") == name}
+        share = coverage(table, (tok for s in train for c in columns for tok in s.columns[c]))
+        if share < LOW_COVERAGE:
+            warnings.warn(
+                f"the clusters {name} know {100 * share:.0f} % of the training tokens their "
+                f"views read: were they made from other text? (make them from this domain's "
+                f"text with 'tagger clusters TEXT -o {name}')",
+                TaggerWarning,
+                stacklevel=3,
+            )
+
+
 def warn_about_label_case(labels: set[str]) -> None:
     """A warning for training labels that differ only in case (``B-NP`` and ``b-np``): the
     model learns them as different labels, and a label that is not ``O``/``B-``/``I-`` makes
@@ -265,6 +285,7 @@ def build_problem(
         )
         parts = itertools.chain(parts, unl.batches())
     featurizer.end_fit(parts)
+    warn_about_cluster_coverage(spec, train)
     work.step("vocabulary", train, 0 if unl is None else unl.n_tokens)
     X = featurizer.transform(train)
     work.step("training data", train)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pickle
 import random
+import warnings
 
 import numpy as np
 import pytest
@@ -258,3 +259,23 @@ def test_a_model_whose_clusters_were_edited_away_is_one_line_and_reads_no_other_
     assert r.exit_code == 1
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], r.stderr
+
+
+def test_clusters_made_from_other_text_are_one_warning(tmp_path):
+    if not SAMPLE.is_file():
+        pytest.skip("the sample corpus is missing")
+    from tagger.errors import TaggerWarning
+
+    train = list(read_corpus(SAMPLE))
+    other = WordClusters(tuple(NOUNS + VERBS), tuple(format(i, "05b") for i in range(16)))
+    spec = _cluster_spec(tmp_path, other)
+    words = [tok for s in train for tok in s.columns[0]]
+    known = sum(other.path(t) != UNKNOWN_CLUSTER for t in words) / len(words)
+    with pytest.warns(TaggerWarning, match=f"know {100 * known:.0f} % of the training tokens"):
+        Tagger(features=spec, params={"c1": 0.5}, select=False).fit(train)
+    # the sample's own clusters know most of its tokens: no warning
+    (tmp_path / "own").mkdir()
+    own = _cluster_spec(tmp_path / "own", _sample_clusters())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TaggerWarning)
+        Tagger(features=own, params={"c1": 0.5}, select=False).fit(train)
