@@ -17,6 +17,11 @@ import pytest
 from _helpers import ROOT
 
 
+def _default_stop_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 @pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_ci_run_killed_by_a_signal_says_so_and_fails(sig, status, tmp_path):
@@ -38,6 +43,10 @@ def test_ci_run_killed_by_a_signal_says_so_and_fails(sig, status, tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # a CI runner or terminal delivers SIGINT to a script that can act on it; a test run
+        # started in the background by a non-interactive shell inherits SIGINT ignored, and a
+        # shell cannot trap a signal ignored when it starts
+        preexec_fn=_default_stop_signals,
     )
     while not started.exists() and proc.poll() is None:
         time.sleep(0.05)

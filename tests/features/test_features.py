@@ -19,17 +19,18 @@ from hypothesis import strategies as st
 
 from tagger.errors import FeatureSpecError
 from tagger.features import PRESETS, TOKEN_FUNCTIONS, FeatureSpec, Featurizer
+from tagger.features.word_clusters import WordClusters
 from tagger.io import read_corpus
 from tagger.sentence import Sentence
 
 from _helpers import SAMPLES
 
 
-def _spec(templates, views=None, columns=("word",), **featurizer) -> FeatureSpec:
+def _spec(templates, views=None, columns=("word",), clusters=None, **featurizer) -> FeatureSpec:
     data = {"featurizer": {"columns": list(columns), "templates": list(templates), **featurizer}}
     if views:
         data["views"] = views
-    return FeatureSpec.from_dict(data)
+    return FeatureSpec.from_dict(data, clusters=clusters)
 
 
 def _sample(name: str) -> list[Sentence]:
@@ -273,7 +274,13 @@ _FUNCTION_EXAMPLES = {
         {"pattern": "^(19|20)[0-9][0-9]$"},
         [("1999", "1"), ("2024", "1"), ("1899", "0"), ("19999", "0")],
     ),
+    # the table is _CLUSTERS: as written, then lowercased, "-" for a word it lacks
+    "cluster": (
+        {"clusters": "c.tsv", "prefix": 2},
+        [("dog", "01"), ("Dog", "01"), ("Cat", "00"), ("cat", "10"), ("zebra", "-")],
+    ),
 }
+_CLUSTERS = {"c.tsv": WordClusters(("dog", "cat", "Cat"), ("0110", "1011", "00"))}
 
 
 def test_examples_cover_every_token_function():
@@ -283,7 +290,7 @@ def test_examples_cover_every_token_function():
 @pytest.mark.parametrize("function", sorted(_FUNCTION_EXAMPLES))
 def test_token_function_examples(function):
     opts, cases = _FUNCTION_EXAMPLES[function]
-    spec = _spec(["v[0]"], views={"v": {"function": function, **opts}})
+    spec = _spec(["v[0]"], views={"v": {"function": function, **opts}}, clusters=_CLUSTERS)
     fn = spec.views[-1].fn
     for token, expected in cases:
         assert fn(token) == expected, (function, token)
