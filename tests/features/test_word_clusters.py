@@ -25,7 +25,7 @@ from tagger.features.word_clusters import (
 )
 from tagger.io import read_corpus
 
-from _helpers import SAMPLE, run_cli
+from _helpers import SAMPLE, cluster_spec, run_cli, sample_clusters
 
 NOUNS = ["dog", "cat", "horse", "bird", "fish", "cow", "goat", "mouse"]
 VERBS = ["runs", "sleeps", "eats", "jumps", "swims", "sings", "walks", "hides"]
@@ -113,34 +113,9 @@ def test_liangs_two_field_layout_is_read(tmp_path):
 # ------------------------------------------------------------------ cluster views and models
 
 
-def _cluster_spec(tmp_path, clusters: WordClusters) -> FeatureSpec:
-    write_clusters(tmp_path / "clusters.tsv", clusters)
-    (tmp_path / "f.toml").write_text(
-        """
-[featurizer]
-columns = ["word", "pos"]
-templates = ["bias", "word[0]", "pos[0]", "c2[0]", "c2[-1]", "call[0]"]
-[views.c2]
-function = "cluster"
-clusters = "clusters.tsv"
-prefix = 2
-[views.call]
-function = "cluster"
-clusters = "clusters.tsv"
-""",
-        encoding="utf-8",
-    )
-    return FeatureSpec.load(tmp_path / "f.toml")
-
-
-def _sample_clusters() -> WordClusters:
-    sentences = [list(s.columns[0]) for s in read_corpus(SAMPLE)]
-    return cluster_words(sentences, min_count=1)[0]
-
-
 def test_cluster_views_give_the_path_prefix_and_read_the_file_beside_the_feature_file(tmp_path):
-    clusters = _sample_clusters()
-    spec = _cluster_spec(tmp_path, clusters)
+    clusters = sample_clusters()
+    spec = cluster_spec(tmp_path, clusters)
     views = {v.name: v.fn for v in spec.views}
     word = clusters.words[0]
     assert views["call"](word) == clusters.path(word)

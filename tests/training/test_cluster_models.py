@@ -15,51 +15,24 @@ import pytest
 
 from tagger.api import Tagger
 from tagger.errors import TaggerWarning
-from tagger.features import FeatureSpec, Featurizer
+from tagger.features import Featurizer
 from tagger.features.word_clusters import (
     UNKNOWN_CLUSTER,
     WordClusters,
-    cluster_words,
-    write_clusters,
 )
 from tagger.io import read_corpus
 from tagger.model.files import HEADER_NAME, HEADER_SHA256_NAME
 
-from _helpers import SAMPLE, SAMPLE_DEV, run_cli
+from _helpers import SAMPLE, SAMPLE_DEV, cluster_spec, run_cli, sample_clusters
 
 NOUNS = ["dog", "cat", "horse", "bird", "fish", "cow", "goat", "mouse"]
 VERBS = ["runs", "sleeps", "eats", "jumps", "swims", "sings", "walks", "hides"]
 
 
-def _cluster_spec(tmp_path, clusters: WordClusters) -> FeatureSpec:
-    write_clusters(tmp_path / "clusters.tsv", clusters)
-    (tmp_path / "f.toml").write_text(
-        """
-[featurizer]
-columns = ["word", "pos"]
-templates = ["bias", "word[0]", "pos[0]", "c2[0]", "c2[-1]", "call[0]"]
-[views.c2]
-function = "cluster"
-clusters = "clusters.tsv"
-prefix = 2
-[views.call]
-function = "cluster"
-clusters = "clusters.tsv"
-""",
-        encoding="utf-8",
-    )
-    return FeatureSpec.load(tmp_path / "f.toml")
-
-
-def _sample_clusters() -> WordClusters:
-    sentences = [list(s.columns[0]) for s in read_corpus(SAMPLE)]
-    return cluster_words(sentences, min_count=1)[0]
-
-
 def test_a_model_keeps_its_clusters_and_tags_without_the_file(tmp_path):
     if not SAMPLE.is_file():
         pytest.skip("the sample corpus is missing")
-    spec = _cluster_spec(tmp_path, _sample_clusters())
+    spec = cluster_spec(tmp_path, sample_clusters())
     train, dev = list(read_corpus(SAMPLE)), list(read_corpus(SAMPLE_DEV))
     tagger = Tagger(features=spec, learner="m3n-owlqn", params={"c1": 0.5}, select=False)
     tagger.fit(train)
@@ -103,7 +76,7 @@ def test_a_model_whose_clusters_were_edited_away_is_one_line_and_reads_no_other_
 ):
     if not SAMPLE.is_file():
         pytest.skip("the sample corpus is missing")
-    spec = _cluster_spec(tmp_path, _sample_clusters())
+    spec = cluster_spec(tmp_path, sample_clusters())
     tagger = Tagger(features=spec, learner="m3n-owlqn", params={"c1": 0.5}, select=False)
     tagger.fit(list(read_corpus(SAMPLE))).save(tmp_path / "m.tgm")
     bad = _edited(tmp_path / "m.tgm", tmp_path / "bad.tgm", edit)
@@ -119,14 +92,14 @@ def test_clusters_made_from_other_text_are_one_warning(tmp_path):
         pytest.skip("the sample corpus is missing")
     train = list(read_corpus(SAMPLE))
     other = WordClusters(tuple(NOUNS + VERBS), tuple(format(i, "05b") for i in range(16)))
-    spec = _cluster_spec(tmp_path, other)
+    spec = cluster_spec(tmp_path, other)
     words = [tok for s in train for tok in s.columns[0]]
     known = sum(other.path(t) != UNKNOWN_CLUSTER for t in words) / len(words)
     with pytest.warns(TaggerWarning, match=f"know {100 * known:.0f} % of the training tokens"):
         Tagger(features=spec, params={"c1": 0.5}, select=False).fit(train)
     # the sample's own clusters know most of its tokens: no warning
     (tmp_path / "own").mkdir()
-    own = _cluster_spec(tmp_path / "own", _sample_clusters())
+    own = cluster_spec(tmp_path / "own", sample_clusters())
     with warnings.catch_warnings():
         warnings.simplefilter("error", TaggerWarning)
         Tagger(features=own, params={"c1": 0.5}, select=False).fit(train)
