@@ -370,31 +370,19 @@ class Featurizer:
     def from_arrays(cls, meta: dict, arrays: dict[str, np.ndarray]) -> Featurizer:
         from tagger.model.files import unpack_strings
 
+        def strings(key: str) -> tuple[str, ...]:
+            """The strings packed in the arrays ``KEY.data`` and ``KEY.offsets``."""
+            for part in ("data", "offsets"):
+                if f"{key}.{part}" not in arrays:
+                    raise ValueError(f"the file has no array {key}.{part}")
+            return tuple(unpack_strings(arrays[f"{key}.data"], arrays[f"{key}.offsets"]))
+
         tables = {}
         names = meta.get("clusters", [])
         if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
             raise ValueError("features.clusters must be a list of file names")
         for k, name in enumerate(names):
-            keys = [
-                f"feat.clusters{k}.{part}.{a}"
-                for part in ("words", "bits")
-                for a in ("data", "offsets")
-            ]
-            missing = [key for key in keys if key not in arrays]
-            if missing:
-                raise ValueError(
-                    f"features.clusters names {len(names)} cluster table(s) but the file has no "
-                    f"array {missing[0]}"
-                )
-            words, bits = (
-                tuple(
-                    unpack_strings(
-                        arrays[f"feat.clusters{k}.{part}.data"],
-                        arrays[f"feat.clusters{k}.{part}.offsets"],
-                    )
-                )
-                for part in ("words", "bits")
-            )
+            words, bits = strings(f"feat.clusters{k}.words"), strings(f"feat.clusters{k}.bits")
             if len(words) != len(bits):
                 raise ValueError(f"feat.clusters{k} has {len(words)} words but {len(bits)} paths")
             tables[name] = WordClusters(words, bits, name)
@@ -402,12 +390,10 @@ class Featurizer:
             meta["spec"], name=meta.get("name", "custom"), clusters=tables, read_cluster_files=False
         )
         self = cls(spec)
-        self.vocabs_ = []
-        for vi in range(len(spec.views)):
-            values = unpack_strings(
-                arrays[f"feat.vocab{vi}.data"], arrays[f"feat.vocab{vi}.offsets"]
-            )
-            self.vocabs_.append({v: i + N_SPECIAL for i, v in enumerate(values)})
+        self.vocabs_ = [
+            {v: i + N_SPECIAL for i, v in enumerate(strings(f"feat.vocab{vi}"))}
+            for vi in range(len(spec.views))
+        ]
         if [len(v) for v in self.vocabs_] != list(meta["vocab_sizes"]):
             raise ValueError("vocabulary sizes do not match the header")
         keys = arrays["feat.attr_keys"]

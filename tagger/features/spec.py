@@ -79,7 +79,7 @@ def _cluster_function(opts: dict, where: str, clusters_of) -> Callable[[str], st
 
 
 # name -> (factory taking the view's options, allowed option names)
-def _make_function(name: str, opts: dict, where: str, clusters_of=None) -> Callable[[str], str]:
+def _make_function(name: str, opts: dict, where: str, clusters_of) -> Callable[[str], str]:
     def need_length() -> int:
         n = opts.get("length")
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
@@ -126,8 +126,6 @@ def _make_function(name: str, opts: dict, where: str, clusters_of=None) -> Calla
     if name == "is_alpha":
         return _flag(str.isalpha)
     if name == "cluster":
-        if clusters_of is None:
-            raise FeatureSpecError(f"{where}: function 'cluster' needs a clusters file")
         return _cluster_function(opts, where, clusters_of)
     if name == "regex":
         pattern = opts.get("pattern")

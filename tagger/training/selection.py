@@ -387,9 +387,10 @@ def _choose(path: Path, choose: str) -> None:
     path.rows[top]["best"] = True
     kept = top
     if choose == "sparsest":
-        for i, deficit, se in _within_noise(path):
+        near = _within_noise(path)
+        for i, deficit, se in near:
             path.rows[i].update(within_noise=True, deficit=round(deficit, 3), se=round(se, 3))
-        kept = _kept(path)
+        kept = _kept(path, near)
     path.best = kept
     path.weights = path.points[kept].weights()
     path.trace = path.points[kept].trace
@@ -411,11 +412,12 @@ def _within_noise(path: Path) -> list[tuple[int, float, float]]:
     return out
 
 
-def _kept(path: Path) -> int:
+def _kept(path: Path, near: list | None = None) -> int:
     """The point the rule keeps so far: the sparsest of the best and the points within
-    noise of it (the best itself under ``choose="best"``)."""
+    noise of it (``near``, :func:`_within_noise` when not given; the best itself under
+    ``choose="best"``)."""
     kept = path.best
-    for i, _, _ in _within_noise(path):
+    for i, _, _ in _within_noise(path) if near is None else near:
         if (path.rows[i]["nonzero"], i) < (path.rows[kept]["nonzero"], kept):
             kept = i
     return kept
