@@ -160,9 +160,14 @@ def attribute_function(preset: str, kind: str):
         from crfsuite_tag import chunk_attributes
 
         return lambda s: chunk_attributes(s.columns[0], s.columns[1])
-    from tagger.features import FeatureSpec, Featurizer
+    from tagger.features import PRESETS, FeatureSpec, Featurizer
 
-    return Featurizer(FeatureSpec.load(preset)).string_attributes
+    spec = FeatureSpec.load(preset)
+    if spec.has_pairs:  # CRFsuite has no label-pair features: it gets the ordinary templates
+        table = {k: v for k, v in spec.source["featurizer"].items() if k != "pair_templates"}
+        base = None if preset in PRESETS else Path(preset).parent
+        spec = FeatureSpec.from_dict({**spec.source, "featurizer": table}, spec.name, base=base)
+    return Featurizer(spec).string_attributes
 
 
 # ------------------------------------------------------------------ training workers

@@ -310,6 +310,12 @@ def parse_args(argv):
         default=1,
         help="crfsuite grid points trained at once (the chosen one is retrained alone)",
     )
+    p.add_argument(
+        "--features",
+        default=None,
+        help="a preset or feature file for every task instead of the task's preset "
+        "(python-crfsuite gets its ordinary templates: it has no label-pair features)",
+    )
     p.add_argument("--json", default=None, help="where to write the results")
     args = p.parse_args(argv)
     args.tasks = [t.strip() for t in args.task.split(",") if t.strip()]
@@ -332,7 +338,7 @@ def run_task(task: str, args, d: Path, work: Path) -> dict:
     data = task_data(task, d)
     chunk = task == "chunk"
     base = {
-        "preset": data["preset"],
+        "preset": args.features or data["preset"],
         "train": data["train"],
         "test": data["test"],
         "dev": data.get("dev"),
@@ -362,6 +368,7 @@ def run_task(task: str, args, d: Path, work: Path) -> dict:
         log(f"{task}: {name}: test {rows[name]['test']:.2f} in {rows[name]['seconds']:.1f} s")
     return {
         "metric": "chunk F1" if chunk else "token accuracy",
+        "features": base["preset"],
         "rows": rows,
         "load_average_after": C.load_average(),
     }

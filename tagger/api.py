@@ -253,9 +253,19 @@ class Tagger:
             return Predictions(np.empty(0, np.int32), offsets, node)
         check_columns(nonempty, featurizer.spec, "input")
         E = featurizer.encode(nonempty)
+        compiled = None if constraints is None else self.compile_constraints(constraints)
+        if not model.plain:  # transitions that vary by position: the attribute lists are needed
+            if compiled is not None:
+                raise TaggerError(
+                    "constrained decoding does not take a model with label-pair templates or "
+                    "of order 2 (pair_templates or order in its features); tag without the "
+                    "constraint file, or train the model without them"
+                )
+            X = featurizer.transform_views(E.view_ids, E.offsets)
+            node = model.marginals(X, w) if marginals else None
+            return Predictions(model.decode(X, w)[0], offsets, node)
         state = model.state_scores_from_views(E, w)
         trans = np.ascontiguousarray(model.transitions(w))
-        compiled = None if constraints is None else self.compile_constraints(constraints)
         ids, node = decode(state, E.offsets, trans, compiled, nonempty, marginals)
         return Predictions(ids, offsets, node)
 

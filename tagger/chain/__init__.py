@@ -53,6 +53,26 @@ name                           what a learner uses it for
 ``scatter_expectations``       g += k (E[f] - f(gold)) from one sentence's marginals
 ``state_grad_from_marginals``  the state block's gradient from node marginals, per
                                attribute (the token CSR transposed)
+**label pairs** (:mod:`.pairs`, :mod:`tagger.inference.pair_chain`)
+``PairLayout``                 the pair parameters numba kernels take
+                               (``model.pair_layout``; ``model.n_pair`` counts them)
+``sentence_edge_scores``       a sentence's (T, L, L) position-dependent transitions
+``edge_path_score``            F(x, y) of one labeling from state scores and those
+``pair_forward_backward``      log Z, node and per-position edge marginals over them
+                               (``pair_fb_buffers``: its scratch)
+``pair_viterbi_into``          (loss-augmented) Viterbi over them
+``scatter_pair_expectations``  the pair block's gradient from per-position edge marginals
+**second order** (:mod:`.second_order`, :mod:`.triples`, :mod:`tagger.inference.second_order`)
+``Lattice``                    the pair-state lattice numba kernels take (``model.lattice``)
+``entry_scores``               the lattice's per-entry triple scores for one evaluation
+``order2_forward_backward``    log Z, node, per-position pair and summed triple marginals
+                               (``order2_tables``, ``order2_buffers``: its tables, scratch)
+``triple_path_score``          the triple part of F(x, y) of one labeling
+``scatter_triple_expectations`` the triple block's gradient from triple marginals
+``ChainModel.plain``          False when transitions vary by position or the order is 2;
+                               such a model decodes by ``ChainModel.decode`` (a batch's
+                               best, loss-augmented, labelings and gold scores) and
+                               ``ChainModel.marginals``
 ============================== ==========================================================
 """
 
@@ -65,6 +85,12 @@ from tagger.chain.layout import (
     SparseAccumulator,
     transitions_of,
 )
+from tagger.chain.pairs import (
+    PairLayout,
+    edge_path_score,
+    scatter_pair_expectations,
+    sentence_edge_scores,
+)
 from tagger.chain.scores import (
     release_param_table,
     sentence_param_table,
@@ -72,6 +98,8 @@ from tagger.chain.scores import (
     sentence_state_scores_table,
     set_table_weight,
 )
+from tagger.chain.second_order import Lattice
+from tagger.chain.triples import entry_scores, scatter_triple_expectations, triple_path_score
 from tagger.constraints.decoding import constrained_decode
 from tagger.features import Featurized
 from tagger.inference.max_product import (
@@ -82,6 +110,8 @@ from tagger.inference.max_product import (
     viterbi_batch_into,
     viterbi_into,
 )
+from tagger.inference.pair_chain import pair_fb_buffers, pair_forward_backward, pair_viterbi_into
+from tagger.inference.second_order import order2_buffers, order2_forward_backward, order2_tables
 from tagger.inference.sum_product import fb_buffers, fb_sentence, fb_tables
 
 __all__ = [
@@ -116,4 +146,20 @@ __all__ = [
     # gradients
     "scatter_expectations",
     "state_grad_from_marginals",
+    # label pairs
+    "PairLayout",
+    "sentence_edge_scores",
+    "edge_path_score",
+    "pair_forward_backward",
+    "pair_fb_buffers",
+    "pair_viterbi_into",
+    "scatter_pair_expectations",
+    # second order
+    "Lattice",
+    "entry_scores",
+    "order2_forward_backward",
+    "order2_tables",
+    "order2_buffers",
+    "triple_path_score",
+    "scatter_triple_expectations",
 ]

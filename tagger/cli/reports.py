@@ -242,6 +242,12 @@ def inspect_text(r: dict, top: int) -> str:
         f"attributes: {r.get('n_attributes')}   labels: {len(labels)}",
         "labels: " + " ".join(labels),
     ]
+    if r.get("order", 1) == 2 or r.get("n_pair_weights"):
+        lines.append(
+            f"order: {r.get('order', 1)}   non-zero label-pair weights: "
+            f"{r.get('n_pair_weights', 0)}   non-zero label-triple weights: "
+            f"{r.get('n_triple_weights', 0)}"
+        )
     if r.get("selection"):
         lines.append(selection_text(r["selection"]).rstrip("\n"))
     if r.get("learner_choice"):

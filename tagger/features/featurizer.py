@@ -250,6 +250,14 @@ class Featurizer:
     def n_attributes(self) -> int:
         return 0 if self.attr_keys_ is None else len(self.attr_keys_)
 
+    def pair_attributes(self) -> np.ndarray:
+        """bool[n_attributes]: which attributes come from label-pair templates
+        (``pair_templates``; an attribute's key is its template index modulo the number of
+        templates)."""
+        if self.attr_keys_ is None:
+            raise RuntimeError("Featurizer.pair_attributes called before fit")
+        return (self.attr_keys_ % len(self.spec.templates)) >= self.spec.pair_from
+
     def encode(self, sentences: Sequence) -> EncodedViews:
         """View ids of the sentences plus everything a kernel needs to find their attributes
         without materialising them (for scoring fused with attribute lookup)."""

@@ -22,6 +22,9 @@ TEMPLATE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[\s*([+-]?[0-9]+)\s*\
 #: largest distance a template may look from the token (a sentence longer than this is rare,
 #: and the offsets must fit the 64-bit arrays the kernels read)
 MAX_OFFSET = 1000
+#: what a label-pair template's name ends with (``pos[-1]|pos[0]@pair``), so that the same
+#: conjunction may be both an ordinary and a pair template
+PAIR_SUFFIX = "@pair"
 
 # --------------------------------------------------------------------------------------
 # token functions
@@ -188,6 +191,11 @@ class FeatureSpec:
     views: list[View]
     templates: list[list[tuple[int, int]]]  # per template: (view index, offset) components
     template_names: list[str]
+    #: templates[pair_from:] are label-pair templates (``pair_templates``): their attributes
+    #: fire on (previous label, label) at every token but a sentence's first
+    pair_from: int = -1
+    #: the chain's order: 1 (labels depend on the previous one) or 2 (on the two previous)
+    order: int = 1
     min_count: int = 1
     all_pairs: bool = False
     source: dict = field(default_factory=dict)
@@ -201,6 +209,15 @@ class FeatureSpec:
     def __reduce__(self):
         # the views hold compiled functions (closures); the parsed source rebuilds them
         return (_rebuilt, (self.source, self.name, self.cluster_tables))
+
+    def __post_init__(self):
+        if self.pair_from < 0:
+            self.pair_from = len(self.templates)
+
+    @property
+    def has_pairs(self) -> bool:
+        """Whether some template fires on label pairs."""
+        return self.pair_from < len(self.templates)
 
     def map_label(self, label: str) -> str:
         label = self.label_map.get(label, label)
@@ -261,7 +278,15 @@ class FeatureSpec:
                 f"featurizer must be a table [featurizer] with 'columns' and "
                 f"'templates'; got {fz!r}"
             )
-        known = {"columns", "templates", "min_count", "all_pairs", "name"}
+        known = {
+            "columns",
+            "templates",
+            "pair_templates",
+            "order",
+            "min_count",
+            "all_pairs",
+            "name",
+        }
         for key in fz:
             if key not in known:
                 errors.append(f"featurizer.{key}: unknown key (known: {', '.join(sorted(known))})")
@@ -303,54 +328,38 @@ class FeatureSpec:
                 continue
             view_index[vname] = len(views)
             views.append(View(vname, col_index[col], fname, opts, fn))
-        templates_src = fz.get("templates")
         templates: list[list[tuple[int, int]]] = []
         names: list[str] = []
+        templates_src = fz.get("templates")
         if not (isinstance(templates_src, list) and templates_src):
             errors.append(
                 "featurizer.templates must be a non-empty list of strings such as "
                 '"word[0]" or "pos[-1]|pos[0]"'
             )
             templates_src = []
-        for k, tmpl in enumerate(templates_src):
-            where = f"featurizer.templates[{k}]"
-            if not isinstance(tmpl, str):
-                errors.append(f"{where} must be a string")
-                continue
-            if tmpl.strip() == "bias":
-                templates.append([])
-                names.append("bias")
-                continue
-            comps = []
-            for part in tmpl.split("|"):
-                m = TEMPLATE_RE.match(part)
-                if not m:
-                    errors.append(f"{where}: {part!r} is not of the form view[offset]")
-                    break
-                vname, off = m.group(1), int(m.group(2))
-                if abs(off) > MAX_OFFSET:
-                    errors.append(
-                        f"{where}: {part.strip()!r} looks {abs(off)} tokens away; offsets "
-                        f"go from -{MAX_OFFSET} to {MAX_OFFSET}"
-                    )
-                    break
-                if vname not in view_index:
-                    errors.append(
-                        f"{where}: unknown view {vname!r} (known: {', '.join(view_index)})"
-                    )
-                    break
-                comps.append((view_index[vname], off))
-            else:
-                canon = "|".join(f"{views[v].name}[{o}]" for v, o in comps)
-                if canon in names:
-                    errors.append(f"{where}: duplicate template {canon!r}")
-                    continue
-                templates.append(comps)
-                names.append(canon)
+        _parse_templates(templates_src, "templates", views, view_index, templates, names, errors)
+        pair_from = len(templates)
+        pair_src = fz.get("pair_templates", [])
+        if not isinstance(pair_src, list):
+            errors.append(
+                "featurizer.pair_templates must be a list of template strings (features that "
+                'fire on the pair (previous label, label)), such as ["pos[-1]|pos[0]"]'
+            )
+            pair_src = []
+        _parse_templates(
+            pair_src, "pair_templates", views, view_index, templates, names, errors, PAIR_SUFFIX
+        )
         min_count = fz.get("min_count", 1)
         if not isinstance(min_count, int) or isinstance(min_count, bool) or min_count < 1:
             errors.append(f"featurizer.min_count must be an integer >= 1; got {min_count!r}")
             min_count = 1
+        order = fz.get("order", 1)
+        if order not in (1, 2) or isinstance(order, bool):
+            errors.append(
+                f"featurizer.order must be 1 (first-order chain) or 2 (labels depend on the two "
+                f"previous labels); got {order!r}"
+            )
+            order = 1
         all_pairs = fz.get("all_pairs", False)
         if not isinstance(all_pairs, bool):
             errors.append(f"featurizer.all_pairs must be true or false; got {all_pairs!r}")
@@ -363,6 +372,8 @@ class FeatureSpec:
             views=views,
             templates=templates,
             template_names=names,
+            pair_from=pair_from,
+            order=order,
             min_count=min_count,
             all_pairs=all_pairs,
             source=data,
@@ -401,6 +412,57 @@ class FeatureSpec:
     @property
     def n_columns(self) -> int:
         return len(self.columns)
+
+
+def _parse_templates(
+    src: list,
+    key: str,
+    views: list[View],
+    view_index: dict[str, int],
+    templates: list[list[tuple[int, int]]],
+    names: list[str],
+    errors: list[str],
+    suffix: str = "",
+) -> None:
+    """Append the templates of ``featurizer.<key>`` (strings such as ``"pos[-1]|pos[0]"``) to
+    ``templates`` and their canonical names (with ``suffix``) to ``names``."""
+    for k, tmpl in enumerate(src):
+        where = f"featurizer.{key}[{k}]"
+        if not isinstance(tmpl, str):
+            errors.append(f"{where} must be a string")
+            continue
+        comps: list[tuple[int, int]] = []
+        if tmpl.strip() == "bias":
+            canon = "bias"
+        else:
+            for part in tmpl.split("|"):
+                m = TEMPLATE_RE.match(part)
+                if not m:
+                    errors.append(f"{where}: {part!r} is not of the form view[offset]")
+                    break
+                vname, off = m.group(1), int(m.group(2))
+                if abs(off) > MAX_OFFSET:
+                    errors.append(
+                        f"{where}: {part.strip()!r} looks {abs(off)} tokens away; offsets "
+                        f"go from -{MAX_OFFSET} to {MAX_OFFSET}"
+                    )
+                    break
+                if vname not in view_index:
+                    errors.append(
+                        f"{where}: unknown view {vname!r} (known: {', '.join(view_index)})"
+                    )
+                    break
+                comps.append((view_index[vname], off))
+            else:
+                canon = "|".join(f"{views[v].name}[{o}]" for v, o in comps)
+            if len(comps) != len(tmpl.split("|")):
+                continue  # reported above
+        canon += suffix
+        if canon in names:
+            errors.append(f"{where}: duplicate template {canon!r}")
+            continue
+        templates.append(comps)
+        names.append(canon)
 
 
 def _rebuilt(source: dict, name: str, clusters: dict) -> FeatureSpec:

@@ -133,6 +133,10 @@ class Learner:
     polish_settings: ClassVar[dict] = {}
     #: True for a learner computed in one closed-form step (no ``epochs``, one progress row)
     closed_form: ClassVar[bool] = False
+    #: True for a learner that trains label-pair templates (``pair_templates``: transitions
+    #: that vary by position, :mod:`tagger.chain.pairs`) and second-order chains
+    #: (:mod:`tagger.chain.second_order`)
+    label_pairs: ClassVar[bool] = False
 
     def __init__(self, **kwargs: Any):
         known = {p.name for p in self.params}

@@ -25,6 +25,7 @@ class CRFL1(CRFLearner):
     """
 
     name = "crf-l1"
+    label_pairs = True  # its objective (CRFObjective) takes pair templates and order 2
     strength = ("c1", 1)  # the regularization parameter, +1: larger is stronger
     #: a path ranks strengths after 100 iterations; the chosen point then runs to convergence
     path_settings = {"epochs": 100}

@@ -32,6 +32,7 @@ class CRFL2(CRFLearner):
     """
 
     name = "crf-l2"
+    label_pairs = True  # its objective (CRFObjective) takes pair templates and order 2
     strength = ("c2", 1)  # the regularization parameter, +1: larger is stronger
     # c2 is the only penalty here: it starts at CRFsuite's default of 1, and 0 (an
     # unregularized likelihood, unbounded on separable data) is outside its range

@@ -60,6 +60,9 @@ from tagger.learners.solvers.owlqn import OWLQN, Convergence
 def hinge(problem: TrainingProblem, w: np.ndarray, cost: float) -> float:
     """H(w): the summed structured hinge with Hamming cost (loss-augmented Viterbi)."""
     model, X, gold = problem.model, problem.X, np.ascontiguousarray(problem.y, dtype=np.int32)
+    if not model.plain:
+        _, best, gold_scores = model.decode(X, w, gold, cost)
+        return float(best.sum() - gold_scores.sum())
     state = model.state_scores(X, w)
     trans = np.ascontiguousarray(model.transitions(w))
     offsets = np.ascontiguousarray(X.offsets, dtype=np.int64)
@@ -94,6 +97,7 @@ class M3NOWLQN(CRFLearner):
     """
 
     name = "m3n-owlqn"
+    label_pairs = True  # its objective (CRFObjective) takes pair templates and order 2
     strength = ("c1", 1)  # the regularization parameter, +1: larger is stronger
     #: a path ranks strengths by the first stage alone (the softmax-margin at tau = 1, whose
     #: dev scores measured as good as the later stages' on citations and UD English GUM),

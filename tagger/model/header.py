@@ -127,11 +127,22 @@ def check_model_header(meta: Any, shapes: dict[str, tuple[int, ...]], path: str)
             f"model.param_label has {n_state} entries, more than {n_attrs} attributes times "
             f"{n_labels} labels"
         )
+    n_pair = size("model.pair_code") or 0
+    if n_attrs is not None and n_pair > n_attrs * n_labels * n_labels:
+        raise bad(
+            f"model.pair_code has {n_pair} entries, more than {n_attrs} attributes times "
+            f"{n_labels * n_labels} label pairs"
+        )
+    n_trip = size("model.trip_code") or 0
+    if n_trip > n_labels**3:
+        raise bad(f"model.trip_code has {n_trip} entries, more than {n_labels**3} label triples")
     if n_state is not None and n_weights is not None:
-        expected = n_state + n_labels * n_labels + 2 * n_labels
+        expected = n_state + n_labels * n_labels + 2 * n_labels + n_pair + n_trip
         if n_weights != expected:
+            pairs = f", {n_pair} label-pair parameters" if n_pair else ""
+            pairs += f", {n_trip} label-triple weights" if n_trip else ""
             raise bad(
-                f"weights has {n_weights} entries but {n_state} state parameters and "
+                f"weights has {n_weights} entries but {n_state} state parameters{pairs} and "
                 f"{n_labels} labels make {expected}"
             )
     sizes = meta["features"].get("vocab_sizes")

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from tagger.chain.layout import ChainModel
-from tagger.errors import CorpusFormatError, TaggerWarning
+from tagger.errors import CorpusFormatError, FeatureSpecError, TaggerWarning
 from tagger.evaluation.labels import LabelIndex, is_bio
 from tagger.evaluation.metrics import evaluate as evaluate_labels
 from tagger.features import FeatureSpec, Featurized, Featurizer
@@ -168,15 +168,18 @@ class DevScorer:
 
     def __call__(self, w: np.ndarray) -> dict:
         Xd, model, offsets = self.Xd, self.model, self.offsets
-        state = model.state_scores(Xd, w)
-        out = np.empty(Xd.n_tokens, dtype=np.int32)
-        viterbi_batch_into(
-            state,
-            Xd.offsets,
-            np.ascontiguousarray(model.transitions(w)),
-            out,
-            np.empty(Xd.n_sentences),
-        )
+        if not model.plain:
+            out = model.decode(Xd, w)[0]
+        else:
+            state = model.state_scores(Xd, w)
+            out = np.empty(Xd.n_tokens, dtype=np.int32)
+            viterbi_batch_into(
+                state,
+                Xd.offsets,
+                np.ascontiguousarray(model.transitions(w)),
+                out,
+                np.empty(Xd.n_sentences),
+            )
         flat = [self.names[i] for i in out.tolist()]
         pred = [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
         m = evaluate_labels(self.gold, pred, chunk_level=self.chunks, per_sentence=True)
@@ -292,8 +295,19 @@ def build_problem(
     y = labels.encode([lab for s in train for lab in s.labels])
     # with unlabeled data every (attribute, label) pair may be learned from imputed labels
     model = ChainModel.from_data(
-        X, y, len(labels), featurizer.n_attributes, spec.all_pairs or unl is not None
+        X,
+        y,
+        len(labels),
+        featurizer.n_attributes,
+        spec.all_pairs or unl is not None,
+        featurizer.pair_attributes() if spec.has_pairs else None,
+        spec.order,
     )
+    if model.second is not None:
+        try:
+            model.second.check_size()
+        except ValueError as exc:
+            raise FeatureSpecError(str(exc)) from None
 
     def scorer(data, what):
         if data is None:

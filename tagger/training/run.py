@@ -41,7 +41,7 @@ from tagger.io.sources import (
     open_many_labeled,
     open_unlabeled,
 )
-from tagger.learners import AUTO, DEFAULT_LEARNER, get_learner
+from tagger.learners import AUTO, AUTO_CANDIDATES, DEFAULT_LEARNER, get_learner
 from tagger.sentence import Sentence
 from tagger.training.auto import fit_auto
 from tagger.training.config import (
@@ -185,6 +185,8 @@ def fit(
     settings = FitSettings(
         spec, learner, params, run["seed"], run["select"], run["max_seconds"], run["choose"]
     )
+    if spec.has_pairs or spec.order == 2:
+        check_pair_learner(learner, given("unlabeled"))
     unlabeled = objects.get("unlabeled")
     if unlabeled is None and data["unlabeled"]:
         unlabeled = open_unlabeled(data["unlabeled"], data["format"])
@@ -258,6 +260,30 @@ def use_threads(requested: int | None) -> int:
         warnings.warn(note, TaggerWarning, stacklevel=3)
     jit.set_threads(n)
     return n
+
+
+def check_pair_learner(learner: str, unlabeled: bool) -> None:
+    """Label-pair templates (``pair_templates``) and second-order chains (``order = 2``) train
+    with the learners whose objective takes them, and on labeled data only: said before any
+    data is read further or featurized."""
+    names = AUTO_CANDIDATES if learner == AUTO else (learner,)
+    from tagger.learners import LEARNERS  # every learner's module: only on this path
+
+    able = [name for name, cls in LEARNERS.items() if cls.label_pairs]
+    for name in names:
+        if not get_learner(name).label_pairs:
+            raise SettingError(
+                f"learner {name!r} does not train label-pair templates or second-order chains "
+                f"(pair_templates, order = 2 in the feature file); use one of "
+                f"{', '.join(able)}, or drop them",
+                "model.learner",
+            )
+    if unlabeled:
+        raise SettingError(
+            "label-pair templates and second-order chains (pair_templates, order = 2 in the "
+            "feature file) train on labeled data only; drop the unlabeled data or them",
+            "data.unlabeled",
+        )
 
 
 def default_learner(learner: str, unlabeled: bool) -> str:

@@ -8,6 +8,7 @@ trained with."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 
 import pytest
 from _pages import RUN_PAGES, marked, reader_env, run_block
@@ -109,3 +110,29 @@ def test_the_feature_file_of_the_templates_page_trains(tmp_path, chunker):
     command = "tagger train corpora/sample_chunk.txt --features my.toml --no-select -q -o f.tgm"
     run_block(spec._replace(lang="bash", code=command), folder, reader_env())
     assert (folder / "f.tgm").stat().st_size > 0
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+@pytest.mark.parametrize("mark", ["pair-file", "order-file"])
+def test_the_pair_and_order_files_of_the_templates_page_train_and_tag(tmp_path, chunker, mark):
+    folder = reader_folder(tmp_path, chunker)
+    (spec,) = marked("docs/reference.md", mark)
+    (folder / "f.toml").write_text(spec.code)
+    env = reader_env()
+    train = "tagger train corpora/sample_chunk.txt --features f.toml -q -o p.tgm"
+    tag = "tagger tag p.tgm corpora/sample_chunk_dev.txt -o p.txt"
+    inspect = "tagger inspect p.tgm"
+    for command in (train, tag):
+        run_block(spec._replace(lang="bash", code=command), folder, env)
+    assert "B-NP" in (folder / "p.txt").read_text()
+    shown = run_block(spec._replace(lang="bash", code=inspect), folder, env).stdout
+    assert ("order: 2" in shown) == (mark == "order-file")
+    refused = (
+        "tagger train corpora/sample_chunk.txt --features f.toml --learner perceptron -o x.tgm"
+    )
+    out = subprocess.run(refused, shell=True, cwd=folder, env=env, capture_output=True, text=True)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "does not train label-pair templates" in lines[0]
+    assert not (folder / "x.tgm").exists()

@@ -17,7 +17,7 @@ from _helpers import ROOT
 ROLES = {
     "docs/add-a-learner.md": {"module toy_pa", "registry", "registered"},
     "README.md": {"own-data"},
-    "docs/reference.md": {"feature-file"},
+    "docs/reference.md": {"feature-file", "pair-file", "order-file"},
 }
 
 

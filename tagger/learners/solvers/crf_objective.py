@@ -35,6 +35,7 @@ from tagger.chain import (
     ChainModel,
     FeatureBatch,
     Featurized,
+    entry_scores,
     fb_buffers,
     fb_sentence,
     fb_tables,
@@ -43,6 +44,7 @@ from tagger.chain import (
     state_grad_from_marginals,
 )
 from tagger.jit import njit, prange
+from tagger.learners.solvers.chain_objectives import nll_grad_order2, nll_grad_pairs
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
@@ -214,20 +216,17 @@ class CRFObjective:
         tau = self.temperature
         if tau != 1.0:
             trans = trans * (1.0 / tau)
-        _nll_grad(
-            model.layout,
-            batch,
-            w,
-            trans,
-            self.gold,
-            self.bounds,
-            self.grad_buf,
-            self.nll_buf,
-            self.marginals,
-            self.cost,
-            1.0 / tau,
-            self.miss_buf,
-        )
+        common = (self.gold, self.bounds, self.grad_buf, self.nll_buf, self.marginals)
+        if model.second is not None:
+            lat = model.lattice
+            entries = entry_scores(lat, w, 1.0 / tau)
+            args = (model.layout, model.pair_layout, lat, batch, w, trans, entries, *common)
+            nll_grad_order2(*args, self.cost, 1.0 / tau, self.miss_buf)
+        elif model.n_pair:
+            args = (model.layout, model.pair_layout, batch, w, trans, *common)
+            nll_grad_pairs(*args, self.cost, 1.0 / tau, self.miss_buf)
+        else:
+            _nll_grad(model.layout, batch, w, trans, *common, self.cost, 1.0 / tau, self.miss_buf)
         sum_rows_into(self.grad_buf, grad)
         if not self.free.all():
             grad[~self.free] = 0.0
