@@ -27,7 +27,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-
 #: the most allowed triples (lattice entries) a second-order model may have: each costs a
 #: step per token in every decode, and its scores and marginals a float each per sentence
 MAX_ENTRIES = 2_000_000
