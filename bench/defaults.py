@@ -405,13 +405,43 @@ def print_task(task: str, res: dict) -> None:
                 f"{r['peak_rss_mb']:.0f}",
             ]
         )
-    print(f"{task}:")
+    features = f" (features: `{res['features']}`)" if res.get("features") else ""
+    print(f"{task}{features}:")
     print()
     print(C.markdown_table(header, table))
     print()
     for line in verdict(res["rows"]):
         print(f"- {line}")
     print()
+    path = (res["rows"].get("ours default") or {}).get("path") or []
+    if path:
+        print(f"ours default's path, scored on {res['rows']['ours default'].get('scored_on')}:")
+        print()
+        print(C.markdown_table(*path_table(path)))
+        print()
+
+
+def path_table(path: list) -> tuple[list[str], list[list[str]]]:
+    """The path's points as the run recorded them: strength (and mix), dev scores, non-zero
+    weights, iterations, seconds, and which point was kept."""
+    rows = []
+    for r in path:
+        point = f"{r.get('param', '?')}={r.get('value', '?'):g}"
+        point += "".join(f", {k}={v:g}" for k, v in (r.get("mix") or {}).items())
+        f1 = f"{r['dev_f1']:.2f}" if "dev_f1" in r else ""
+        mark = "kept" if r.get("selected") else ("within noise" if r.get("within_noise") else "")
+        rows.append(
+            [
+                point,
+                f1,
+                f"{r.get('dev_acc', float('nan')):.2f}",
+                C.fmt_int(r["nonzero"]),
+                str(r.get("iterations", "")),
+                f"{r.get('seconds', float('nan')):.1f}",
+                mark,
+            ]
+        )
+    return ["point", "dev F1", "dev accuracy", "non-zero", "iterations", "s", ""], rows
 
 
 def verdict(rows: dict) -> list[str]:

@@ -498,7 +498,8 @@ def train(
     file; ``settings`` win over it as ``tagger train``'s options do, each named by its key
     (``train``, ``dev``, ``test``, ``unlabeled``, ``constraints``, ``format``,
     ``label_column``, ``conllu_label``, ``fields``, ``output``, ``features``, ``learner``,
-    ``seed``, ``select``, ``choose``, ``max_seconds``, ``threads``; None leaves a setting as it is),
+    ``order``, ``seed``, ``select``, ``choose``, ``max_seconds``, ``threads``; None leaves a
+    setting as it is),
     ``params`` merged over the learner's parameters. ``threads`` (the numba kernels' threads;
     default ``NUMBA_NUM_THREADS``, else ``OMP_NUM_THREADS``, else every core the process may
     use) does not change the weights and is not kept in the model. Data are file names and

@@ -100,6 +100,30 @@ def _evil_view(header, members):
         }
 
 
+def _put_array(header, members, name: str, arr: np.ndarray) -> None:
+    member = f"arrays/{name}.npy"
+    members[member] = _npy(arr)
+    header["arrays"][name] = {
+        "member": member,
+        "dtype": arr.dtype.str,
+        "shape": list(arr.shape),
+        "sha256": hashlib.sha256(arr.tobytes()).hexdigest(),
+    }
+
+
+def _pair_code_out_of_range(header, members):
+    """Label-pair arrays whose one parameter names a label pair past the last one, with the
+    weight it needs appended, so that the sizes agree and the codes are what is wrong."""
+    n_labels = len(header["meta"]["labels"])
+    n_attrs = header["arrays"]["feat.attr_keys"]["shape"][0]
+    weights = np.load(io.BytesIO(members[header["arrays"]["weights"]["member"]]))
+    _put_array(header, members, "weights", np.append(weights, 1.0))
+    ptr = np.zeros(n_attrs + 1, dtype=np.int64)
+    ptr[1:] = 1
+    _put_array(header, members, "model.pair_ptr", ptr)
+    _put_array(header, members, "model.pair_code", np.array([n_labels**2], dtype=np.int32))
+
+
 def _pad_header(header, members):
     header["meta"]["info"]["padding"] = " " * (17 << 20)
 
@@ -139,6 +163,13 @@ CASES: list[Case] = [
                 lambda h, m: h["arrays"]["weights"].__setitem__("shape", [150_000_000])
             )
         },
+    ),
+    Case(
+        "tag-model-with-a-label-pair-code-past-the-last-pair",
+        ["tag", "bad.tgm", "g.txt", "-o", "out.txt"],
+        1,
+        ("bad.tgm", "model.pair_code holds a value outside"),
+        {"bad.tgm": _edited_model(_pair_code_out_of_range), "g.txt": GOOD},
     ),
     # ------------------------------------------------------------------ patterns
     Case(

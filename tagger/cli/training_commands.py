@@ -76,6 +76,13 @@ from tagger.training.progress import TrainProgress
     "CoNLL files with two input columns, citation for inline/tab, pos otherwise]",
 )
 @click.option(
+    "--order",
+    type=click.IntRange(1, 2),
+    default=None,
+    help="The chain's order: 2 for labels that depend on the two previous labels (a "
+    "second-order chain)  [default: the feature file's; 1 for the presets]",
+)
+@click.option(
     "--learner",
     default=None,
     metavar="NAME",

@@ -219,6 +219,11 @@ class FeatureSpec:
         """Whether some template fires on label pairs."""
         return self.pair_from < len(self.templates)
 
+    def with_order(self, order: int) -> FeatureSpec:
+        """The same specification with the chain's ``order`` (1 or 2) instead of its own."""
+        source = {**self.source, "featurizer": {**self.source["featurizer"], "order": order}}
+        return FeatureSpec.from_dict(source, self.name, clusters=self.cluster_tables)
+
     def map_label(self, label: str) -> str:
         label = self.label_map.get(label, label)
         if self.label_keep is not None and label not in self.label_keep:

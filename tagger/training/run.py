@@ -182,6 +182,8 @@ def fit(
         train = list(train)
         features = default_preset(train)
     spec = features if isinstance(features, FeatureSpec) else FeatureSpec.load(features)
+    if run["order"] and run["order"] != spec.order:
+        spec = spec.with_order(run["order"])
     settings = FitSettings(
         spec, learner, params, run["seed"], run["select"], run["max_seconds"], run["choose"]
     )

@@ -104,6 +104,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
             is_path="preset",
         ),
         "learner": Key(str, "", "learner ('tagger learners'), or auto; \"\": the default"),
+        "order": Key(
+            int,
+            0,
+            "the chain's order: 1, or 2 for labels that depend on the two previous labels "
+            "(0: the feature file's order, 1 for the presets)",
+            minimum=0,
+            maximum=2,
+        ),
         "seed": Key(int, 0, "random seed", minimum=0, maximum=SEED_MAX),
         "select": Key(
             bool,
@@ -136,6 +144,7 @@ OPTION_KEYS = {
     "model_path": ("model", "output"),
     "features": ("model", "features"),
     "learner": ("model", "learner"),
+    "order": ("model", "order"),
     "seed": ("model", "seed"),
     "max_seconds": ("model", "max_seconds"),
     "choose": ("model", "choose"),

@@ -214,3 +214,19 @@ def test_a_lattice_too_large_is_refused_before_training(monkeypatch):
     with pytest.raises(FeatureSpecError, match=r"allows 2 label triples \(2 label pairs seen\)"):
         tagger.fit(sents)
     assert tagger.model_ is None
+
+
+@pytest.mark.parametrize("where", ["setting", "config"])
+def test_the_order_setting_overrides_the_feature_file(where, tmp_path):
+    from tagger.api import train
+
+    sents = [Sentence([["a", "b", "c", "d"]], ["0", "1", "0", "1"])] * 3
+    spec = FeatureSpec.from_dict({"featurizer": {"columns": ["word"], "templates": ["word[0]"]}})
+    if where == "setting":
+        tagger = train(train=sents, features=spec, order=2, select=False)
+    else:
+        path = tmp_path / "t.toml"
+        path.write_text("[model]\norder = 2\nselect = false\n")
+        tagger = train(path, train=sents, features=spec)
+    assert tagger.model_.order == 2 and tagger.featurizer_.spec.order == 2
+    assert train(train=sents, features=spec, select=False).model_.order == 1

@@ -3,6 +3,27 @@
 from the previous optimal basis (a warm start: new rows enter with their slacks basic). Only
 weights that appear in some row are LP columns: any other weight is 0 at the optimum since it
 has a positive cost.
+
+The engine that solves each round's LP (``lp-simplex``'s ``engine``, :data:`ENGINES`):
+
+``simplex``
+    HiGHS's dual simplex, warm-started from the last optimal basis (HiGHS option
+    ``solver="simplex"``). Exact: a basic optimal solution within HiGHS's feasibility
+    tolerances (1e-7).
+``ipm``
+    HiGHS's interior point method (``solver="ipm"``: IPX in the wheels built without HiPO)
+    with crossover (``run_crossover="on"``), so every round ends at an optimal basis, exact as
+    the simplex's. IPX cannot start from a basis or a point: every round is solved from scratch.
+``pdlp``
+    HiGHS's first-order primal-dual hybrid gradient (``solver="pdlp"``, cuPDLP-C), stopped at
+    its relative tolerance :data:`PDLP_TOLERANCE`. It starts from scratch every round too
+    (HiGHS passes it no starting point). Its solution is approximate: such a round's progress
+    row says so in ``lp_status`` and reports ``lp_gap`` (HiGHS's relative primal-dual
+    objective error) and ``lp_infeasibility`` (the largest violation of a row or bound). The
+    solver is ``loose`` (as ``lp-extragradient`` at its early tolerance) until the column
+    generation would stop; that round and every later one is then solved by the dual simplex
+    (from scratch the first time, PDLP leaving no basis), so that the certificate of the final
+    model rests on exact LP solutions only.
 """
 
 from __future__ import annotations
@@ -10,6 +31,12 @@ from __future__ import annotations
 import numpy as np
 
 from tagger.learners.solvers.working_sets import WorkingSets
+
+#: the engines that can solve a round's LP (module docstring)
+ENGINES = ("simplex", "ipm", "pdlp")
+#: PDLP's relative optimality tolerance (HiGHS's ``pdlp_optimality_tolerance``, its default):
+#: the relative primal and dual residuals and the relative duality gap it stops at
+PDLP_TOLERANCE = 1e-7
 
 
 class HighsSolver:
@@ -19,9 +46,13 @@ class HighsSolver:
     non-negative column per weight. Columns 0..N-1 are the slacks xi (cost C).
     """
 
-    def __init__(self, ws: WorkingSets, C: float, signed: bool, time_limit: float):
+    def __init__(
+        self, ws: WorkingSets, C: float, signed: bool, time_limit: float, engine: str = "simplex"
+    ):
         import highspy
 
+        if engine not in ENGINES:
+            raise ValueError(f"unknown LP engine {engine!r}; the engines are {', '.join(ENGINES)}")
         self.ws, self.C, self.signed = ws, C, signed
         self.h = _quiet_highs(highspy)
         self.h.setOptionValue("output_flag", False)
@@ -33,7 +64,11 @@ class HighsSolver:
         self.h.setOptionValue("threads", 1)
         if time_limit > 0:
             self.h.setOptionValue("time_limit", float(time_limit))
-        self.loose = False
+        self.engine = engine
+        self._use(engine)
+        # PDLP's rounds are approximate: only steering until the loop would stop (docstring)
+        self.loose = engine == "pdlp"
+        self._exact = engine != "pdlp"
         self.inf = highspy.kHighsInf
         self.optimal = highspy.HighsModelStatus.kOptimal
         N = ws.problem.X.n_sentences
@@ -42,6 +77,14 @@ class HighsSolver:
         self.cols = 0
         self.rows = 0
         self.last = {}
+
+    def _use(self, engine: str) -> None:
+        h = self.h
+        h.setOptionValue("solver", engine)
+        if engine == "ipm":
+            h.setOptionValue("run_crossover", "on")
+        elif engine == "pdlp":
+            h.setOptionValue("pdlp_optimality_tolerance", PDLP_TOLERANCE)
 
     def _add_cols(self, n: int, cost: float) -> None:
         if n:
@@ -114,11 +157,34 @@ class HighsSolver:
     def solve(self) -> tuple[np.ndarray, float]:
         self._sync()
         h = self.h
+        approximate = self.engine == "pdlp" and self.loose
+        if self.engine == "pdlp" and not approximate and not self._exact:
+            self._use("simplex")  # the exact rounds that end a PDLP run
+            self._exact = True
         h.run()
         status = h.getModelStatus()
         info = h.getInfo()
-        self.last = {"lp_iterations": int(info.simplex_iteration_count)}
-        if status != self.optimal:
+        if approximate:
+            # HiGHS calls PDLP's stop at its tolerance optimal: it is not an exact optimum
+            reached = (
+                f"optimal to PDLP's tolerance {PDLP_TOLERANCE:g} (approximate)"
+                if status == self.optimal
+                else f"{h.modelStatusToString(status)} (PDLP)"
+            )
+            self.last = {
+                "lp_iterations": int(info.pdlp_iteration_count),
+                "lp_status": reached,
+                "lp_gap": float(info.primal_dual_objective_error),
+                "lp_infeasibility": float(info.max_primal_infeasibility),
+            }
+        elif self.engine == "ipm":
+            self.last = {
+                "lp_iterations": int(info.ipm_iteration_count),
+                "lp_crossover_iterations": int(info.crossover_iteration_count),
+            }
+        else:
+            self.last = {"lp_iterations": int(info.simplex_iteration_count)}
+        if status != self.optimal and not approximate:
             self.last["lp_status"] = h.modelStatusToString(status)
         x = np.asarray(h.getSolution().col_value)
         ws = self.ws
