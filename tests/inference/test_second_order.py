@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
-from tagger.inference import second_order
+from tagger.inference import second_order, second_order_exact
 from tagger.inference.pair_chain import pair_fb_buffers, pair_forward_backward, pair_viterbi_into
 from tagger.inference.second_order import (
     order2_buffers,
@@ -221,7 +221,7 @@ def exact_tier(state, edge, s):
     T, L = state.shape
     K = s.pred_src.shape[0]
     node, pair, trip = np.empty((T, L)), np.empty((T, L, L)), np.empty(K)
-    log_z = second_order._fb_exact(
+    log_z = second_order_exact.fb_exact(
         state,
         edge,
         s.args()[:5],
