@@ -48,6 +48,7 @@ name                           what a learner uses it for
 **sum-product** (:mod:`tagger.inference.sum_product`)
 ``fb_tables``                  per-transition-matrix tables, once per evaluation
 ``fb_buffers``                 scratch for sentences up to T tokens
+``max_length``                 the longest sentence of a range (what scratch is sized by)
 ``fb_sentence``                log Z and node / summed edge marginals of one sentence
 **gradients**
 ``scatter_expectations``       g += k (E[f] - f(gold)) from one sentence's marginals
@@ -102,6 +103,7 @@ from tagger.chain.second_order import Lattice
 from tagger.chain.triples import entry_scores, scatter_triple_expectations, triple_path_score
 from tagger.constraints.decoding import constrained_decode
 from tagger.features import Featurized
+from tagger.inference.batching import max_length
 from tagger.inference.max_product import (
     labeling_score,
     loss_augmented_viterbi_batch_into,
@@ -143,6 +145,7 @@ __all__ = [
     "fb_tables",
     "fb_buffers",
     "fb_sentence",
+    "max_length",
     # gradients
     "scatter_expectations",
     "state_grad_from_marginals",

@@ -72,6 +72,19 @@ def sentence_edge_scores(pl, X, w, a, b, trans, scale, edge, changed):
 
 
 @njit(**NUMBA_OPTS)
+def sentence_scores(layout, pl, X, w, a, b, trans):
+    """New (T, L) state scores and (T, L, L) position-dependent transitions of the sentence of
+    tokens a..b-1: what decoding it takes."""
+    T = b - a
+    L = trans.shape[0]
+    state = np.empty((T, L))
+    edge = np.empty((T, L, L))
+    sentence_state_scores(layout, X, w, a, b, state)
+    sentence_edge_scores(pl, X, w, a, b, trans, 1.0, edge, np.empty((T, L), dtype=np.bool_))
+    return state, edge
+
+
+@njit(**NUMBA_OPTS)
 def edge_path_score(state, edge, y, a):
     """F of the labeling y[a:a+T] (indexed by token) from state scores and edges."""
     T = state.shape[0]
@@ -126,7 +139,7 @@ def pair_decode_batch(layout, pl, X, w, trans, gold, loss_scale, out, scores, go
     ``out``, best scores into ``scores`` and, when ``gold`` is given, the gold labeling's
     score into ``gold_scores``. In parallel over sentences; each sentence's result depends
     on its own data only."""
-    L = trans.shape[0]
+    trans.shape[0]
     offsets = X.offsets
     has_gold = gold.shape[0] > 0
     for s in prange(offsets.shape[0] - 1):
@@ -138,11 +151,7 @@ def pair_decode_batch(layout, pl, X, w, trans, gold, loss_scale, out, scores, go
             if has_gold:
                 gold_scores[s] = 0.0
             continue
-        state = np.empty((T, L))
-        edge = np.empty((T, L, L))
-        changed = np.empty((T, L), dtype=np.bool_)
-        sentence_state_scores(layout, X, w, a, b, state)
-        sentence_edge_scores(pl, X, w, a, b, trans, 1.0, edge, changed)
+        state, edge = sentence_scores(layout, pl, X, w, a, b, trans)
         if has_gold:
             gold_scores[s] = edge_path_score(state, edge, gold, a)
             scores[s] = pair_viterbi_into(state, edge, gold[a:b], loss_scale, out[a:b])

@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.chain.pairs import edge_path_score, sentence_edge_scores
-from tagger.chain.scores import sentence_state_scores
+from tagger.chain.pairs import edge_path_score, sentence_scores
 from tagger.inference.second_order import (
     order2_buffers,
     order2_forward_backward,
@@ -96,11 +95,7 @@ def order2_decode_batch(
             if has_gold:
                 gold_scores[s] = 0.0
             continue
-        state = np.empty((T, L))
-        edge = np.empty((T, L, L))
-        changed = np.empty((T, L), dtype=np.bool_)
-        sentence_state_scores(layout, X, w, a, b, state)
-        sentence_edge_scores(pl, X, w, a, b, trans, 1.0, edge, changed)
+        state, edge = sentence_scores(layout, pl, X, w, a, b, trans)
         if has_gold:
             gold_scores[s] = edge_path_score(state, edge, gold, a) + triple_path_score(
                 lat, pred_score, gold, a, b
@@ -137,11 +132,7 @@ def order2_marginals_batch(layout, pl, lat, X, w, trans, pred_score, node_out):
         T = b - a
         if T == 0:
             continue
-        state = np.empty((T, L))
-        edge = np.empty((T, L, L))
-        changed = np.empty((T, L), dtype=np.bool_)
-        sentence_state_scores(layout, X, w, a, b, state)
-        sentence_edge_scores(pl, X, w, a, b, trans, 1.0, edge, changed)
+        state, edge = sentence_scores(layout, pl, X, w, a, b, trans)
         order2_forward_backward(
             state,
             edge,

@@ -38,6 +38,7 @@ import math
 import numpy as np
 
 from tagger._config import NUMBA_OPTS
+from tagger.inference.max_product import _argmax_pred, _max_plus
 from tagger.jit import njit
 
 _njit = njit(**NUMBA_OPTS)
@@ -49,38 +50,6 @@ _FB_TOL = 1e-15  # the accepted relative mass lost to underflow, as in sum_produ
 # ---------------------------------------------------------------------------------------------
 # Viterbi and loss-augmented Viterbi
 # ---------------------------------------------------------------------------------------------
-
-
-@_njit
-def _max_plus(prev, mat, cur):
-    """cur[j] = max_i prev[i] + mat[i, j]; rows of ``mat`` are contiguous, so the inner
-    compare-and-select vectorises. A max of floats is exact, so ties are left to the argmax."""
-    L = cur.shape[0]
-    p0 = prev[0]
-    row = mat[0]
-    for j in range(L):
-        cur[j] = p0 + row[j]
-    for i in range(1, L):
-        pi = prev[i]
-        row = mat[i]
-        for j in range(L):
-            v = pi + row[j]
-            c = cur[j]
-            cur[j] = v if v > c else c
-
-
-@_njit
-def _argmax_pred(prev, mat, j):
-    """argmax_i prev[i] + mat[i, j], lowest i on ties (0 when everything is -inf)."""
-    L = prev.shape[0]
-    best = prev[0] + mat[0, j]
-    arg = 0
-    for i in range(1, L):
-        v = prev[i] + mat[i, j]
-        if v > best:
-            best = v
-            arg = i
-    return arg
 
 
 @_njit

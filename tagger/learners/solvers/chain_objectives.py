@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from tagger._config import NUMBA_PARALLEL_OPTS
+from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.chain import (
     edge_path_score,
     fb_tables,
+    max_length,
     order2_buffers,
     order2_forward_backward,
     order2_tables,
@@ -28,6 +29,46 @@ from tagger.chain import (
 from tagger.jit import njit, prange
 
 
+@njit(**NUMBA_OPTS)
+def scaled_state_scores(layout, X, w, a, b, gold, cost, inv_tau, st):
+    """The state scores of tokens a..b-1 into ``st``, raised by ``cost`` off the gold labels
+    and multiplied by ``inv_tau`` (the smoothed hinge's cost-augmented, scaled scores)."""
+    sentence_state_scores(layout, X, w, a, b, st)
+    if cost != 0.0 or inv_tau != 1.0:
+        for i in range(b - a):
+            for lab in range(st.shape[1]):
+                if lab != gold[a + i]:
+                    st[i, lab] += cost
+                st[i, lab] *= inv_tau
+
+
+@njit(**NUMBA_OPTS)
+def record_marginals(node, gold, a, b, marg):
+    """The sentence's expected number of wrong labels, sum_i 1 - P(y_i = gold_i), with its
+    node marginals copied into ``marg`` when it has a row per token."""
+    miss = 0.0
+    keep = marg.shape[0] > 0
+    for i in range(a, b):
+        miss += 1.0 - node[i - a, gold[i]]
+        if keep:
+            for lab in range(node.shape[1]):
+                marg[i, lab] = node[i - a, lab]
+    return miss
+
+
+@njit(**NUMBA_OPTS)
+def summed_over_positions(pair, T, out):
+    """out = sum_{t=1}^{T-1} pair[t]: a sentence's edge marginals summed over positions."""
+    L = out.shape[0]
+    for i in range(L):
+        for j in range(L):
+            out[i, j] = 0.0
+    for t in range(1, T):
+        for i in range(L):
+            for j in range(L):
+                out[i, j] += pair[t, i, j]
+
+
 @njit(**NUMBA_PARALLEL_OPTS)
 def nll_grad_pairs(
     layout, pl, X, w, trans, gold, chunk_bounds, grad_buf, nll_buf, marg, cost, inv_tau, miss_buf
@@ -40,17 +81,13 @@ def nll_grad_pairs(
     L = trans.shape[0]
     n_chunks = chunk_bounds.shape[0] - 1
     offsets = X.offsets
-    keep_marg = marg.shape[0] > 0
     tables = fb_tables(trans)
     for c in prange(n_chunks):
         g = grad_buf[c]
         g[:] = 0.0
         s0 = chunk_bounds[c]
         s1 = chunk_bounds[c + 1]
-        tmax = 1
-        for s in range(s0, s1):
-            if offsets[s + 1] - offsets[s] > tmax:
-                tmax = offsets[s + 1] - offsets[s]
+        tmax = max_length(offsets, s0, s1)
         buffers = pair_fb_buffers(tmax, L)
         state = np.empty((tmax, L))
         node = np.empty((tmax, L))
@@ -67,28 +104,13 @@ def nll_grad_pairs(
             if T == 0:
                 continue
             st = state[:T]
-            sentence_state_scores(layout, X, w, a, b, st)
-            for i in range(T):
-                for lab in range(L):
-                    if cost != 0.0 and lab != gold[a + i]:
-                        st[i, lab] += cost
-                    st[i, lab] *= inv_tau
+            scaled_state_scores(layout, X, w, a, b, gold, cost, inv_tau, st)
             ed = edge[:T]
             sentence_edge_scores(pl, X, w, a, b, trans, inv_tau, ed, changed[:T])
             log_z = pair_forward_backward(st, ed, changed[:T], tables, buffers, node[:T], pair[:T])
             nll += log_z - edge_path_score(st, ed, gold, a)
-            for i in range(a, b):
-                miss += 1.0 - node[i - a, gold[i]]
-                if keep_marg:
-                    for lab in range(L):
-                        marg[i, lab] = node[i - a, lab]
-            for i in range(L):
-                for j in range(L):
-                    edge_sum[i, j] = 0.0
-            for t in range(1, T):
-                for i in range(L):
-                    for j in range(L):
-                        edge_sum[i, j] += pair[t, i, j]
+            miss += record_marginals(node, gold, a, b, marg)
+            summed_over_positions(pair, T, edge_sum)
             scatter_expectations(layout, X, a, b, gold, node, edge_sum, 1.0, g)
             scatter_pair_expectations(pl, X, a, b, gold, pair, L, 1.0, g)
         nll_buf[c] = nll
@@ -122,17 +144,13 @@ def nll_grad_order2(
     K = lat.pred_src.shape[0]
     n_chunks = chunk_bounds.shape[0] - 1
     offsets = X.offsets
-    keep_marg = marg.shape[0] > 0
     tables = order2_tables(pred_score, lat.pred_ptr, P)
     for c in prange(n_chunks):
         g = grad_buf[c]
         g[:] = 0.0
         s0 = chunk_bounds[c]
         s1 = chunk_bounds[c + 1]
-        tmax = 1
-        for s in range(s0, s1):
-            if offsets[s + 1] - offsets[s] > tmax:
-                tmax = offsets[s + 1] - offsets[s]
+        tmax = max_length(offsets, s0, s1)
         buffers = order2_buffers(tmax, L, P, K)
         state = np.empty((tmax, L))
         node = np.empty((tmax, L))
@@ -152,12 +170,7 @@ def nll_grad_order2(
             if T == 0:
                 continue
             st = state[:T]
-            sentence_state_scores(layout, X, w, a, b, st)
-            for i in range(T):
-                for lab in range(L):
-                    if cost != 0.0 and lab != gold[a + i]:
-                        st[i, lab] += cost
-                    st[i, lab] *= inv_tau
+            scaled_state_scores(layout, X, w, a, b, gold, cost, inv_tau, st)
             ed = edge[:T]
             if pl.n_pair > 0:
                 sentence_edge_scores(pl, X, w, a, b, trans, inv_tau, ed, changed[:T])
@@ -179,18 +192,8 @@ def nll_grad_order2(
             gold_score = edge_path_score(st, ed, gold, a)
             gold_score += triple_path_score(lat, pred_score, gold, a, b)
             nll += log_z - gold_score
-            for i in range(a, b):
-                miss += 1.0 - node[i - a, gold[i]]
-                if keep_marg:
-                    for lab in range(L):
-                        marg[i, lab] = node[i - a, lab]
-            for i in range(L):
-                for j in range(L):
-                    edge_sum[i, j] = 0.0
-            for t in range(1, T):
-                for i in range(L):
-                    for j in range(L):
-                        edge_sum[i, j] += pair[t, i, j]
+            miss += record_marginals(node, gold, a, b, marg)
+            summed_over_positions(pair, T, edge_sum)
             scatter_expectations(layout, X, a, b, gold, node, edge_sum, 1.0, g)
             scatter_pair_expectations(pl, X, a, b, gold, pair, L, 1.0, g)
             scatter_triple_expectations(lat, gold, a, b, trip, 1.0, g)

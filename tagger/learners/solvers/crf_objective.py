@@ -40,11 +40,15 @@ from tagger.chain import (
     fb_sentence,
     fb_tables,
     scatter_expectations,
-    sentence_state_scores,
     state_grad_from_marginals,
 )
 from tagger.jit import njit, prange
-from tagger.learners.solvers.chain_objectives import nll_grad_order2, nll_grad_pairs
+from tagger.learners.solvers.chain_objectives import (
+    nll_grad_order2,
+    nll_grad_pairs,
+    record_marginals,
+    scaled_state_scores,
+)
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
@@ -62,7 +66,6 @@ def _nll_grad(
     L = trans.shape[0]
     n_chunks = chunk_bounds.shape[0] - 1
     offsets = X.offsets
-    keep_marg = marg.shape[0] > 0
     tables = fb_tables(trans)
     for c in prange(n_chunks):
         g = grad_buf[c]
@@ -82,11 +85,7 @@ def _nll_grad(
                 layout, X, w, a, b, gold, trans, tables, (buffers, state, node, edge), cost, inv_tau
             )
             nll += log_z - gold_score
-            for i in range(a, b):
-                miss += 1.0 - node[i - a, gold[i]]
-                if keep_marg:
-                    for lab in range(L):
-                        marg[i, lab] = node[i - a, lab]
+            miss += record_marginals(node, gold, a, b, marg)
             scatter_expectations(layout, X, a, b, gold, node, edge, 1.0, g)
         nll_buf[c] = nll
         miss_buf[c] = miss
@@ -99,15 +98,8 @@ def sentence_log_z(layout, X, w, a, b, gold, trans, tables, work, cost, inv_tau)
     scaled); fills the node and edge marginals of ``work`` = (buffers, state, node, edge)."""
     buffers, state, node, edge = work
     T = b - a
-    L = trans.shape[0]
     st = state[:T]
-    sentence_state_scores(layout, X, w, a, b, st)
-    if cost != 0.0 or inv_tau != 1.0:
-        for i in range(T):
-            for lab in range(L):
-                if lab != gold[a + i]:
-                    st[i, lab] += cost
-                st[i, lab] *= inv_tau
+    scaled_state_scores(layout, X, w, a, b, gold, cost, inv_tau, st)
     log_z = fb_sentence(st, trans, tables, buffers, node[:T], edge)
     gold_score = st[0, gold[a]]
     for i in range(a + 1, b):
