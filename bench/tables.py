@@ -309,7 +309,45 @@ def synthetic_tables(data: dict) -> str:
 
 
 #: (script, test of the JSON's layout, renderer), the first that matches is used
+def lp_engines_tables(data: dict) -> str:
+    """bench/lp_engines.py: one LP engine of lp-simplex on one corpus size."""
+    r = data["result"]
+    gap = r.get("relative_gap")
+    header = [
+        "corpus",
+        "sentences",
+        "engine",
+        "train s",
+        "smoothed start s",
+        "LP s",
+        "rounds",
+        "objective",
+        "certified (relative gap)",
+        "non-zero weights",
+        "test accuracy",
+    ]
+    row = [
+        str(r["corpus"]),
+        C.fmt_int(r["sentences"]),
+        f"`{r['engine']}`",
+        f"{r['seconds']:.1f}",
+        f"{r.get('start_seconds', float('nan')):.1f}",
+        f"{r['lp_seconds']:.1f}",
+        str(r["rounds"]),
+        f"{r['objective']:.2f}",
+        f"{'yes' if r.get('certified') else 'no'} ({'-' if gap is None else f'{gap:.1e}'})",
+        C.fmt_int(r["nonzero"]),
+        f"{100 * r['test_accuracy']:.2f}",
+    ]
+    return C.markdown_table(header, [row])
+
+
 LAYOUTS: tuple[tuple[str, Callable[[dict], bool], Callable[[dict], str]], ...] = (
+    (
+        "lp_engines.py",
+        lambda d: isinstance(d.get("result"), dict) and "engine" in d["result"],
+        lp_engines_tables,
+    ),
     ("compare_checkouts.py", lambda d: "checkouts" in d, compare_checkouts_tables),
     (
         "defaults.py",

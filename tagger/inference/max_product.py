@@ -38,7 +38,7 @@ _njit_parallel = njit(**NUMBA_PARALLEL_OPTS)
 
 
 @_njit
-def _max_plus(prev, mat, cur):
+def max_plus(prev, mat, cur):
     """cur[j] = max_i prev[i] + mat[i, j] (max-plus vector-matrix product).
 
     The inner loop runs over a contiguous row of ``mat`` with a compare-and-select, which LLVM
@@ -60,7 +60,7 @@ def _max_plus(prev, mat, cur):
 
 
 @_njit
-def _argmax_pred(prev, trans, j):
+def argmax_pred(prev, trans, j):
     """argmax_i prev[i] + trans[i, j], lowest i on ties (0 when everything is -inf)."""
     L = prev.shape[0]
     best = prev[0] + trans[0, j]
@@ -101,7 +101,7 @@ def _viterbi_core(state, trans, gold, loss_scale, out, delta):
     for t in range(T):
         cur = delta[t]
         if t > 0:
-            _max_plus(delta[t - 1], trans, cur)
+            max_plus(delta[t - 1], trans, cur)
         else:
             for j in range(L):
                 cur[j] = 0.0
@@ -118,14 +118,14 @@ def _viterbi_core(state, trans, gold, loss_scale, out, delta):
                 cur[j] += st[j]
     last = delta[T - 1]
     best = last[0]
-    arg = np.int64(0)  # not the literal 0: numba would compile _argmax_pred for it apart
+    arg = np.int64(0)  # not the literal 0: numba would compile argmax_pred for it apart
     for j in range(1, L):
         if last[j] > best:
             best = last[j]
             arg = j
     out[T - 1] = arg
     for t in range(T - 1, 0, -1):
-        arg = _argmax_pred(delta[t - 1], trans, arg)
+        arg = argmax_pred(delta[t - 1], trans, arg)
         out[t - 1] = arg
     return best
 
@@ -244,7 +244,7 @@ def second_best_viterbi_into(state, trans, exclude, out):
         alpha[0, j] = state[0, j]
     for t in range(1, T):
         cur = alpha[t]
-        _max_plus(alpha[t - 1], trans, cur)
+        max_plus(alpha[t - 1], trans, cur)
         st = state[t]
         for j in range(L):
             cur[j] += st[j]
@@ -256,7 +256,7 @@ def second_best_viterbi_into(state, trans, exclude, out):
         for j in range(L):
             g[j] = st[j] + nxt[j]
         # beta[t, i] = max_j trans[i, j] + g[j] = max_j g[j] + trans_t[j, i]
-        _max_plus(g, trans_t, beta[t])
+        max_plus(g, trans_t, beta[t])
     # best node off the excluded path; start from the first eligible node so that a valid,
     # different path comes out even when everything is -inf
     bt = 0
@@ -276,7 +276,7 @@ def second_best_viterbi_into(state, trans, exclude, out):
     out[bt] = bl
     lab = bl
     for t in range(bt, 0, -1):
-        lab = _argmax_pred(alpha[t - 1], trans, lab)
+        lab = argmax_pred(alpha[t - 1], trans, lab)
         out[t - 1] = lab
     lab = bl
     for t in range(bt, T - 1):

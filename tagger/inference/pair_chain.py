@@ -38,7 +38,7 @@ import math
 import numpy as np
 
 from tagger._config import NUMBA_OPTS
-from tagger.inference.max_product import _argmax_pred, _max_plus
+from tagger.inference.max_product import argmax_pred, max_plus
 from tagger.jit import njit
 
 _njit = njit(**NUMBA_OPTS)
@@ -66,7 +66,7 @@ def _pair_viterbi_core(state, edge, gold, loss_scale, out, delta):
     for t in range(T):
         cur = delta[t]
         if t > 0:
-            _max_plus(delta[t - 1], edge[t], cur)
+            max_plus(delta[t - 1], edge[t], cur)
         else:
             for j in range(L):
                 cur[j] = 0.0
@@ -83,14 +83,14 @@ def _pair_viterbi_core(state, edge, gold, loss_scale, out, delta):
                 cur[j] += st[j]
     last = delta[T - 1]
     best = last[0]
-    arg = np.int64(0)  # not the literal 0: numba would compile _argmax_pred for it apart
+    arg = np.int64(0)  # not the literal 0: numba would compile argmax_pred for it apart
     for j in range(1, L):
         if last[j] > best:
             best = last[j]
             arg = j
     out[T - 1] = arg
     for t in range(T - 1, 0, -1):
-        arg = _argmax_pred(delta[t - 1], edge[t], arg)
+        arg = argmax_pred(delta[t - 1], edge[t], arg)
         out[t - 1] = arg
     return best
 
