@@ -4,8 +4,23 @@ Shawe-Taylor & Szedmak, AISTATS 2009; docs/algorithms.md section 2).
 
 from __future__ import annotations
 
-from tagger.learners.solvers.highs_solver import HighsSolver
+from tagger.learners.base import Param
+from tagger.learners.solvers.highs_solver import ENGINES, HighsSolver
 from tagger.learners.solvers.working_set_learner import LP_PARAMS, TIME_LIMIT, WorkingSetLearner
+
+#: the engine of each round's LP: the dual simplex by default, because on the restricted LPs
+#: of GUM UPOS (hmm preset, C = 100; bench/lp_engines.py) it was the fastest at every size
+#: measured; the interior point method and PDLP start every round from scratch
+ENGINE = Param(
+    "engine",
+    "simplex",
+    str,
+    "HiGHS engine of each round's LP: 'simplex' (dual simplex warm-started from the last "
+    "basis), 'ipm' (interior point with crossover, from scratch each round) or 'pdlp' "
+    "(first-order PDLP to its tolerance, from scratch; the rounds that certify the end are "
+    "solved by the simplex)",
+    choices=ENGINES,
+)
 
 
 class LPSimplex(WorkingSetLearner):
@@ -15,11 +30,26 @@ class LPSimplex(WorkingSetLearner):
     Objective: min_{w >= 0} ||w||_1 + C sum_i [1 - min_{y != y_i} (F(x_i, y_i; w) - F(x_i, y; w))]_+
     as the LP min 1.w + C 1.xi s.t. H w >= 1 - M xi over generated rows (second-best Viterbi
     separation), re-solved by dual simplex warm-started from the last basis.
+
+    ``engine`` chooses HiGHS's method for each round's LP
+    (:mod:`tagger.learners.solvers.highs_solver`). The default is the dual simplex: a round
+    adds rows to an LP whose optimal basis is known, and the simplex restarts from it, while
+    the interior point method (with crossover) and PDLP can only start from scratch each
+    round. Measured on GUM UPOS (bench/lp_engines.py) the simplex was the fastest at every
+    size tried. PDLP's rounds are approximate (their rows say so in ``lp_status``, with the
+    gap reached); the rounds that decide convergence are then solved by the simplex, so a
+    converged model is certified on exact LP solutions with every engine.
     """
 
     name = "lp-simplex"
     strength = ("C", -1)  # the regularization parameter, +1: larger is stronger
-    params = LP_PARAMS + (TIME_LIMIT,)
+    params = LP_PARAMS + (TIME_LIMIT, ENGINE)
 
     def lp_solver(self, ws, settings):
-        return HighsSolver(ws, settings["C"], signed=False, time_limit=settings["time_limit"])
+        return HighsSolver(
+            ws,
+            settings["C"],
+            signed=False,
+            time_limit=settings["time_limit"],
+            engine=settings["engine"],
+        )

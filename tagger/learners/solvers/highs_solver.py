@@ -186,7 +186,9 @@ class HighsSolver:
             self.last = {"lp_iterations": int(info.simplex_iteration_count)}
         if status != self.optimal and not approximate:
             self.last["lp_status"] = h.modelStatusToString(status)
-        x = np.asarray(h.getSolution().col_value)
+        # every LP column is non-negative: a degenerate basic column may come back a rounding
+        # error below 0 (seen after a simplex solve from scratch), which the weights must not
+        x = np.maximum(np.asarray(h.getSolution().col_value), 0.0)
         ws = self.ws
         full = np.zeros(ws.n_weights)
         if self.signed:
