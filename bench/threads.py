@@ -2,7 +2,7 @@
 
     python bench/threads.py [--task semisup|citations|chunk|gum-upos] [--learner NAME]
                             [--threads 1,2] [--repeat 1] [--set key=value ...]
-                            [--no-warm-up] [--json PATH]
+                            [--workers 2] [--no-warm-up] [--json PATH]
 
 Trains one learner on one task at each thread count (``NUMBA_NUM_THREADS``, which ``fit``
 reads; leave it unset at the start, it also caps numba's threads) in one process, after
@@ -22,6 +22,11 @@ Tasks:
 - ``gum-upos``: UD English GUM, UPOS, the ``pos`` preset, our default training (the learner's
   regularization path scored on the dev file, its polish included): what ``tagger train TRAIN
   --dev DEV`` does; token accuracy on test.
+
+``--workers N,...`` then trains once more per count on a Dask ``LocalCluster`` of N worker
+processes of one thread each (``scheduler=`` its address: the workers compute the objective of
+m3n-owlqn, crf-l1 or crf-l2, the driver keeps the largest thread count), in the same run; those
+rows must give the same weights as well.
 
 ``--no-warm-up`` leaves out the untimed first run (the kernels' machine code is then loaded
 from numba's on-disk cache in the first timed run: about a second).
@@ -100,7 +105,7 @@ def runs_table(runs: list[dict], score: str = "score") -> str:
     """The runs as a markdown table (printed at the end of a run; bench/tables.py too)."""
     rows = [
         [
-            str(r["threads"]),
+            f"{r['workers']} workers" if r.get("workers") else str(r["threads"]),
             f"{r['wall_seconds']:.2f}",
             f"{r['cpu_seconds']:.2f}",
             f"{runs[0]['wall_seconds'] / r['wall_seconds']:.2f}",
@@ -129,6 +134,11 @@ def parse_args(argv):
         metavar="KEY=VALUE",
         help="a learner parameter; repeatable",
     )
+    p.add_argument(
+        "--workers",
+        default="",
+        help="worker counts of Dask LocalClusters trained on after the thread counts",
+    )
     p.add_argument("--no-warm-up", action="store_true", help="no untimed first run")
     p.add_argument("--json", default=None)
     return p.parse_args(argv)
@@ -144,12 +154,14 @@ def main(argv) -> int:
     task = _task(args.task)
     params = {**task.get("params", {}), **get_learner(learner).parse_settings(args.set)}
 
-    def fit(threads: int) -> dict:
+    def fit(threads: int, **cluster) -> dict:
         # the user's way (fit() reads it when no threads setting is given), cut to the cores
         os.environ["NUMBA_NUM_THREADS"] = str(threads)
         load = C.load_average()
         t0, c0 = time.perf_counter(), time.process_time()
-        tg = Tagger(features=task["features"], learner=learner, params=params, seed=0)
+        tg = Tagger(
+            features=task["features"], learner=learner, params={**params, **cluster}, seed=0
+        )
         tg.fit(task["train"], **task["fit"])
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         return {
@@ -176,6 +188,8 @@ def main(argv) -> int:
             f"load before {' '.join(map(str, best['load_average_before']))}",
             flush=True,
         )
+    for n in [int(x) for x in args.workers.split(",") if x]:
+        runs.append(_on_a_cluster(n, max(counts), fit))
     print()
     print(runs_table(runs, task["score"]))
     same = len({r["sha256"] for r in runs}) == 1
@@ -194,6 +208,24 @@ def main(argv) -> int:
         },
     )
     return 0 if same else 1
+
+
+def _on_a_cluster(n: int, threads: int, fit) -> dict:
+    """One run of ``fit`` with ``scheduler=`` a LocalCluster of ``n`` one-thread workers."""
+    from dask.distributed import LocalCluster
+
+    os.environ["NUMBA_NUM_THREADS"] = "1"  # what the workers start with
+    with LocalCluster(
+        n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        run = fit(threads, scheduler=cluster.scheduler_address)
+    run["workers"] = n
+    print(
+        f"  {n} workers: {run['wall_seconds']:.2f} s wall, {run['cpu_seconds']:.2f} s CPU "
+        f"(the driver's), weights {run['sha256'][:16]}",
+        flush=True,
+    )
+    return run
 
 
 if __name__ == "__main__":

@@ -99,6 +99,15 @@ from tagger.training.progress import TrainProgress
     f"--set {SET_EXAMPLE[0]} --set {SET_EXAMPLE[1]} for {DEFAULT_LEARNER_NAME}.",
 )
 @click.option(
+    "--scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="A Dask scheduler (tcp://HOST:8786, the [dask] extra): its workers compute the "
+    "objective of m3n-owlqn, crf-l1 or crf-l2 (or decode ssvm-annealing's unlabeled "
+    "sentences), and the weights are those trained here, to the bit. The same as --set "
+    "scheduler=ADDRESS.",
+)
+@click.option(
     "--dev",
     "dev_file",
     default=None,
@@ -189,6 +198,7 @@ def train_cmd(config_file, config_model, settings, quiet, as_json, **options) ->
     From a configuration file (every setting; 'tagger init-config' writes one):
     tagger train --config train.toml [--seed 3 ...]
     """
+    settings = _with_scheduler(options.pop("scheduler"), settings, options)
     cfg, source = resolved_config(config_file, config_model, options)
     data, run = cfg["data"], cfg["model"]
     if config_model and not options["model_path"]:
@@ -232,6 +242,43 @@ def train_cmd(config_file, config_model, settings, quiet, as_json, **options) ->
         click.echo(to_json(train_record(tagger, model_path, size)))
     elif not quiet:
         click.echo(train_summary(tagger, model_path, size), err=True)
+
+
+def _with_scheduler(scheduler: str | None, settings: tuple, options: dict) -> tuple:
+    """``settings`` with ``scheduler=ADDRESS`` added for ``--scheduler ADDRESS``: a usage error
+    when the address is not one or the learner typed trains in this process only."""
+    if scheduler is None:
+        return settings
+    from tagger.integrations.shard_checks import (
+        SchedulerAddressError,
+        check_scheduler_address,
+        probe_scheduler,
+    )
+    from tagger.learners import AUTO, LEARNERS
+
+    try:
+        check_scheduler_address(scheduler)
+    except SchedulerAddressError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--scheduler'") from None
+    learner = options.get("learner")
+    if learner and learner != AUTO:
+        learner_settings(learner, ())  # an unknown learner: its own usage error
+    on_cluster = [n for n, cls in LEARNERS.items() if _takes_scheduler(cls)]
+    if learner == AUTO or (learner and learner not in on_cluster):
+        raise click.BadParameter(
+            f"learner {learner!r} trains in this process only; the learners that train on a "
+            f"Dask cluster are {', '.join(on_cluster)}",
+            param_hint="'--scheduler'",
+        )
+    # before any data is read: Dask's own connection would wait 10 s after featurizing
+    probe_scheduler(scheduler, instead="train in this process (no --scheduler)")
+    pairs = (*settings, f"scheduler={scheduler}")
+    click.get_current_context().params["settings"] = pairs  # read by resolved_config
+    return pairs
+
+
+def _takes_scheduler(learner_cls) -> bool:
+    return any(p.name == "scheduler" for p in learner_cls.params)
 
 
 def _precompile(learner: str, data: dict, quiet: bool) -> None:

@@ -13,18 +13,11 @@ from pathlib import Path
 
 from tagger.errors import TaggerError
 from tagger.io.atomic import OutputPathError
+from tagger.learners.solvers.dask_client import TCP_PROTOCOLS, check_scheduler_address
+from tagger.learners.solvers.dask_client import SchedulerAddressError as SchedulerAddressError
 
 #: seconds a scheduler's port may take to accept a connection before it is reported as absent
 PROBE_SECONDS = 5.0
-#: Dask's transports; those that run over TCP are probed before Dask is asked to connect
-PROTOCOLS = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
-TCP_PROTOCOLS = ("tcp", "tls", "ws", "wss")
-#: the dashboard's port: an http:// address there is the dashboard's, not the scheduler's
-DASHBOARD_PORT = 8787
-
-
-class SchedulerAddressError(TaggerError, ValueError):
-    """A scheduler address that is not one (no port, an unknown protocol, a file name)."""
 
 
 def shown(pattern: str) -> str:
@@ -118,58 +111,13 @@ def check_output_dir(output_dir, shards: list[str]) -> None:
             )
 
 
-def check_scheduler_address(address: str) -> tuple[str, str, int | None]:
-    """``(protocol, host, port)`` of a Dask scheduler address (``tcp://host:8786``,
-    ``host:8786``, ``tls://...``); :class:`SchedulerAddressError` for anything else. The port
-    is None for the transports without one (``inproc``, ``ucx``)."""
-    text = address.strip() if isinstance(address, str) else address
-    example = "give the scheduler's address, such as tcp://host:8786"
-    if not isinstance(text, str) or not text:
-        raise SchedulerAddressError(f"the scheduler address is empty; {example}")
-    if os.path.isfile(text):
-        raise SchedulerAddressError(
-            f"{address!r} is a file, not an address; {example} (a scheduler file holds it "
-            f"under 'address')"
-        )
-    protocol, sep, rest = text.partition("://")
-    if not sep:
-        protocol, rest = "tcp", text
-    if protocol in ("http", "https"):
-        raise SchedulerAddressError(
-            f"{address!r} is a web address (the dashboard's, on port {DASHBOARD_PORT} by "
-            f"default); {example}"
-        )
-    if protocol not in PROTOCOLS:
-        raise SchedulerAddressError(
-            f"{address!r}: unknown protocol {protocol!r} (Dask speaks "
-            f"{', '.join(PROTOCOLS)}); {example}"
-        )
-    if protocol not in TCP_PROTOCOLS:
-        return protocol, rest, None
-    host, port = _host_port(rest)
-    if not host or any(c.isspace() for c in host) or "/" in host:
-        raise SchedulerAddressError(f"{address!r} is not an address; {example}")
-    if port is None:
-        raise SchedulerAddressError(f"{address!r} has no port number; {example}")
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        raise SchedulerAddressError(
-            f"{address!r}: the port {port!r} is not a number from 1 to 65535; {example}"
-        )
-    return protocol, host, int(port)
-
-
-def _host_port(rest: str) -> tuple[str, str | None]:
-    """Host and port text of ``host:port`` or ``[v6 address]:port`` (port None if absent)."""
-    if rest.startswith("["):
-        host, _, tail = rest[1:].partition("]")
-        return host, tail[1:] if tail.startswith(":") else None
-    host, sep, port = rest.rpartition(":")
-    return (host, port) if sep else (rest, None)
-
-
-def probe_scheduler(address: str, timeout: float = PROBE_SECONDS) -> None:
+def probe_scheduler(
+    address: str,
+    timeout: float = PROBE_SECONDS,
+    instead: str = "tag on local worker processes (no --scheduler)",
+) -> None:
     """Fail at once, naming why, when nothing accepts connections at ``address`` (Dask itself
-    would retry for 30 s and then raise its own traceback)."""
+    would retry for 30 s and then raise its own traceback); the message offers ``instead``."""
     protocol, host, port = check_scheduler_address(address)
     if protocol not in TCP_PROTOCOLS or port is None:
         return
@@ -179,5 +127,5 @@ def probe_scheduler(address: str, timeout: float = PROBE_SECONDS) -> None:
         why = exc.strerror or f"no answer within {timeout:g} s"
         raise TaggerError(
             f"no Dask scheduler answers at {address} ({why.lower()}); start one (dask "
-            f"scheduler), or tag on local worker processes (no --scheduler)"
+            f"scheduler), or {instead}"
         ) from None

@@ -197,6 +197,10 @@ class Learner:
     ) -> np.ndarray:
         raise NotImplementedError
 
+    def release(self) -> None:
+        """Let go of what training held between fits (a learner that trains on a cluster
+        closes its connection); training calls it once done, and a later fit starts anew."""
+
     # ---- progress
     #: the row key that counts the learner's iterations, and the setting that bounds it
     progress_counter = ("epoch", "epochs")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tagger.learners.base import Stopwatch, TrainingProblem
-from tagger.learners.params import ADAPTIVE_STEP, C1, C2
+from tagger.learners.params import ADAPTIVE_STEP, C1, C2, ON_A_CLUSTER
 from tagger.learners.solvers.crf_base import QUASI_NEWTON, CRFLearner, with_l2
 from tagger.learners.solvers.owlqn import OWLQN, Convergence
 
@@ -31,7 +31,7 @@ class CRFL1(CRFLearner):
     path_settings = {"epochs": 100}
     #: the path then tries an L2 term at the chosen c1 (the elastic net), kept if it helps
     mix = "c2"
-    params = (C1, C2) + QUASI_NEWTON + (ADAPTIVE_STEP,)
+    params = (C1, C2) + QUASI_NEWTON + (ADAPTIVE_STEP,) + ON_A_CLUSTER
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:
         fun = self._objective_fn(problem, settings)

@@ -20,7 +20,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from tagger.learners.base import Param, Stopwatch, TrainingProblem
-from tagger.learners.params import C2
+from tagger.learners.params import C2, ON_A_CLUSTER
 from tagger.learners.solvers.crf_base import QUASI_NEWTON, CRFLearner, with_l2
 from tagger.learners.solvers.owlqn import OWLQN, Convergence, dot
 
@@ -48,6 +48,7 @@ class CRFL2(CRFLearner):
                 choices=("lbfgs", "scipy"),
             ),
         )
+        + ON_A_CLUSTER
     )
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:

@@ -52,7 +52,17 @@ import numpy as np
 
 from tagger.chain import loss_augmented_viterbi_batch_into
 from tagger.learners.base import Param, Stopwatch, TrainingProblem, main_score
-from tagger.learners.params import C1, C2, DELTA, MEMORY, PERIOD, QN_EPOCHS, SELECT, START_END
+from tagger.learners.params import (
+    C1,
+    C2,
+    DELTA,
+    MEMORY,
+    ON_A_CLUSTER,
+    PERIOD,
+    QN_EPOCHS,
+    SELECT,
+    START_END,
+)
 from tagger.learners.solvers.crf_base import CRFLearner, with_l2
 from tagger.learners.solvers.owlqn import OWLQN, Convergence
 
@@ -180,6 +190,7 @@ class M3NOWLQN(CRFLearner):
         DELTA,
         PERIOD,
         START_END,
+        *ON_A_CLUSTER,
     )
 
     def _fit(self, problem: TrainingProblem, settings: dict, seed: int, w0) -> np.ndarray:

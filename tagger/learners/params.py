@@ -159,3 +159,27 @@ SELECT = Param(
     "weights",
     choices=("dev", "last"),
 )
+
+# ---- where the per-sentence work runs
+
+#: a Dask scheduler's address: the learner's per-sentence work runs on its workers, with the
+#: result the learner computes here (crf-l1, crf-l2, m3n-owlqn: the objective; ssvm-annealing:
+#: the decoding of the unlabeled sentences)
+SCHEDULER = Param(
+    "scheduler",
+    "",
+    str,
+    "address of a Dask scheduler (tcp://host:8786): each evaluation of the objective runs "
+    "on its workers, the weights the same as here to the bit (empty: in this process)",
+)
+#: how many tasks that work is cut into
+PARTITIONS = Param(
+    "partitions",
+    0,
+    int,
+    "with a scheduler, parts of whole sentences sent to the workers as separate tasks "
+    "(0: two per worker)",
+    low=0,
+)
+#: both, for the learners whose objective runs on a cluster
+ON_A_CLUSTER = (SCHEDULER, PARTITIONS)

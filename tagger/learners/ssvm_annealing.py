@@ -66,12 +66,15 @@ from tagger.learners.params import (
     MAX_INNER,
     MAX_WORKING_SET,
     MEMORY,
+    PARTITIONS,
+    SCHEDULER,
     SDM_BLOCK_SIZE,
     SDM_BLOCKS,
     SDM_TOL,
     SELECT,
 )
 from tagger.learners.solvers.annealing_steps import solve_step, supervised_step
+from tagger.learners.solvers.dask_client import check_scheduler_setting
 from tagger.learners.solvers.label_switching import (
     SwitchLattice,
     SwitchPlan,
@@ -215,21 +218,16 @@ class SSVMAnnealing(Learner):
             low=1,
         ),
         SELECT,
-        Param(
-            "scheduler",
-            "",
-            str,
-            "address of a Dask scheduler (tcp://host:8786): each "
-            "round decodes the unlabeled sentences on its workers, the same labels as here "
-            "(empty: in this process)",
+        replace(
+            SCHEDULER,
+            help="address of a Dask scheduler (tcp://host:8786): each round decodes the "
+            "unlabeled sentences on its workers, the same labels as here (empty: in this "
+            "process)",
         ),
-        Param(
-            "partitions",
-            0,
-            int,
-            "with a scheduler, parts of whole unlabeled sentences "
-            "decoded as separate tasks (0: two per worker)",
-            low=0,
+        replace(
+            PARTITIONS,
+            help="with a scheduler, parts of whole unlabeled sentences decoded as separate "
+            "tasks (0: two per worker)",
         ),
         Param(
             "scratch_dir",
@@ -244,6 +242,7 @@ class SSVMAnnealing(Learner):
 
     def validated(self) -> dict:
         settings = super().validated()
+        check_scheduler_setting(settings, type(self).__name__)
         where = settings["scratch_dir"]
         if where and not os.path.isdir(where):  # before any data is read
             raise bad_value(

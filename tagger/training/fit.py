@@ -80,6 +80,15 @@ def fit_learner(
     learner.polish_settings = {
         k: v for k, v in learner_cls.polish_settings.items() if k not in settings.params
     }
+    try:
+        return _train(learner, settings, sentences, dev, progress, unlabeled, constraints, test)
+    finally:
+        learner.release()  # a cluster's connection, and the sentences sent there
+
+
+def _train(learner, settings, sentences, dev, progress, unlabeled, constraints, test) -> Fitted:
+    """:func:`fit_learner` once its learner is made and checked."""
+    learner_cls = type(learner)
     t0 = time.perf_counter()
     cset_source = None if constraints is None else constraints.source
     selecting = _selects(settings, learner_cls, unlabeled)
@@ -190,20 +199,11 @@ def fit_path(
     train, featurizer, labels, problem = build_problem(settings.features, sentences, dev, progress)
     if problem.dev_score is None:
         raise TaggerError("the path needs dev data")
-    rows, w = [], None
     learner.warm_start = True
-    for v in values:
-        learner.settings[param] = v
-        t0 = time.perf_counter()
-        w = learner.fit(problem, seed=settings.seed, w0=w)
-        row = {
-            "param": param,
-            "value": v,
-            **problem.dev_score(w),
-            "nonzero": int(np.count_nonzero(w)),
-            "seconds": round(time.perf_counter() - t0, 3),
-        }
-        rows.append(row)
+    try:
+        rows, w = _path_rows(learner, problem, param, values, settings.seed)
+    finally:
+        learner.release()
     fitted = _keep(learner, featurizer, labels, problem.model, w)
     fitted.info = {
         "learner": learner.name,
@@ -214,6 +214,25 @@ def fit_path(
         **conllu_label_info(train),
     }
     return fitted, rows
+
+
+def _path_rows(learner, problem, param: str, values: list, seed: int) -> tuple[list, np.ndarray]:
+    """One row per value of ``param``, each fit warm-started from the one before; and the last
+    weights."""
+    rows, w = [], None
+    for v in values:
+        learner.settings[param] = v
+        t0 = time.perf_counter()
+        w = learner.fit(problem, seed=seed, w0=w)
+        row = {
+            "param": param,
+            "value": v,
+            **problem.dev_score(w),
+            "nonzero": int(np.count_nonzero(w)),
+            "seconds": round(time.perf_counter() - t0, 3),
+        }
+        rows.append(row)
+    return rows, w
 
 
 def _selects(settings: FitSettings, learner_cls, unlabeled) -> bool:

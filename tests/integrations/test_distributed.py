@@ -232,9 +232,9 @@ def test_annealing_decodes_the_unlabeled_sentences_on_a_cluster_with_the_same_re
 
 
 def test_annealing_with_no_scheduler_at_the_address_says_so(monkeypatch):
-    from tagger.learners.solvers import unlabeled_decoding
+    from tagger.learners.solvers import dask_client
 
-    monkeypatch.setattr(unlabeled_decoding, "CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr(dask_client, "CONNECT_TIMEOUT", "1s")
     tg = Tagger(
         features="citation",
         learner="ssvm-annealing",

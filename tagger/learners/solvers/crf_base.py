@@ -16,6 +16,7 @@ import numpy as np
 from tagger.learners.base import Learner, TrainingProblem
 from tagger.learners.params import DELTA, MEMORY, PERIOD, QN_EPOCHS, START_END
 from tagger.learners.solvers.crf_objective import CRFObjective
+from tagger.learners.solvers.dask_client import check_scheduler_setting
 from tagger.learners.solvers.owlqn import dot
 
 #: the settings of the quasi-Newton loop (after the learner's own regularization settings)
@@ -42,9 +43,34 @@ class CRFLearner(Learner):
     #: the model's scores define p(y | x): marginals are probabilities
     probabilistic = True
 
-    def _objective_fn(self, problem: TrainingProblem, settings: dict) -> CRFObjective:
+    def validated(self) -> dict:
+        settings = super().validated()
+        check_scheduler_setting(settings, type(self).__name__)
+        return settings
+
+    def _objective_fn(self, problem: TrainingProblem, settings: dict):
+        """The objective over ``problem``'s sentences: here, or with a ``scheduler`` on the
+        workers of a Dask cluster (the same bits,
+        :mod:`~tagger.learners.solvers.distributed_objective`; the sentences are sent once per
+        problem, and :meth:`release` lets them go)."""
         fixed = () if settings.get("start_end", True) else ("ends",)
-        return CRFObjective(problem.model, problem.X, problem.y, fixed=fixed)
+        scheduler = settings.get("scheduler")
+        if not scheduler:
+            return CRFObjective(problem.model, problem.X, problem.y, fixed=fixed)
+        from tagger.learners.solvers.distributed_objective import Cluster
+
+        cluster = getattr(self, "_cluster", None)
+        if cluster is None or cluster.scheduler != scheduler:
+            self.release()
+            cluster = self._cluster = Cluster(scheduler)
+        return cluster.objective(problem, fixed, settings["partitions"])
+
+    def release(self) -> None:
+        """Close the connection to a cluster and let the sentences sent there go."""
+        cluster = getattr(self, "_cluster", None)
+        if cluster is not None:
+            self._cluster = None
+            cluster.close()
 
     def _row(self, problem, iteration, objective, nll, w, evals, clock, **extra) -> None:
         row = {

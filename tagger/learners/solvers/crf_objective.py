@@ -161,7 +161,30 @@ def balanced_chunks(offsets: np.ndarray, n_chunks: int) -> np.ndarray:
     return np.maximum.accumulate(bounds)
 
 
-def _free_mask(model: ChainModel, fixed: tuple) -> np.ndarray:
+def chunk_pass(model, batch, gold, bounds, bufs, marginals, w, cost: float, tau: float) -> None:
+    """One pass of the objective over the chunks of sentences cut at ``bounds``: chunk c's
+    negative log-likelihood (the smoothed hinge with ``cost`` > 0, at temperature ``tau``),
+    gradient and expected misses into row c of ``bufs`` = (grad_buf, nll_buf, miss_buf), each
+    chunk computed from its own sentences alone (so a slice of the data cut at chunk bounds
+    gives the same rows, :mod:`tagger.learners.solvers.distributed_objective`)."""
+    grad_buf, nll_buf, miss_buf = bufs
+    trans = np.ascontiguousarray(model.transitions(w))
+    if tau != 1.0:
+        trans = trans * (1.0 / tau)
+    common = (gold, bounds, grad_buf, nll_buf, marginals)
+    if model.second is not None:
+        lat = model.lattice
+        entries = entry_scores(lat, w, 1.0 / tau)
+        args = (model.layout, model.pair_layout, lat, batch, w, trans, entries, *common)
+        nll_grad_order2(*args, cost, 1.0 / tau, miss_buf)
+    elif model.n_pair:
+        args = (model.layout, model.pair_layout, batch, w, trans, *common)
+        nll_grad_pairs(*args, cost, 1.0 / tau, miss_buf)
+    else:
+        _nll_grad(model.layout, batch, w, trans, *common, cost, 1.0 / tau, miss_buf)
+
+
+def free_mask(model: ChainModel, fixed: tuple) -> np.ndarray:
     """The weights that learn: all but the blocks named in ``fixed`` (``"ends"``: the start
     and end weights)."""
     free = np.ones(model.n_weights, dtype=bool)
@@ -185,7 +208,7 @@ class CRFObjective:
         self.bounds = fixed_chunks(X.offsets, self.n_weights)
         self.grad_buf = np.empty((len(self.bounds) - 1, self.n_weights))
         self.nll_buf = np.empty(len(self.bounds) - 1)
-        self.free = _free_mask(model, fixed)
+        self.free = free_mask(model, fixed)
         self.n_evals = 0
         #: node marginals of the last evaluation, one row per token, when given a (N, L)
         #: array (see :class:`WorkingSetObjective`); an empty array keeps none
@@ -203,22 +226,10 @@ class CRFObjective:
         w = np.ascontiguousarray(w, dtype=np.float64)
         if grad is None:
             grad = np.empty(self.n_weights)
-        trans = np.ascontiguousarray(model.transitions(w))
-        batch = FeatureBatch(X.indptr, X.attrs, self.vals, X.offsets)
         tau = self.temperature
-        if tau != 1.0:
-            trans = trans * (1.0 / tau)
-        common = (self.gold, self.bounds, self.grad_buf, self.nll_buf, self.marginals)
-        if model.second is not None:
-            lat = model.lattice
-            entries = entry_scores(lat, w, 1.0 / tau)
-            args = (model.layout, model.pair_layout, lat, batch, w, trans, entries, *common)
-            nll_grad_order2(*args, self.cost, 1.0 / tau, self.miss_buf)
-        elif model.n_pair:
-            args = (model.layout, model.pair_layout, batch, w, trans, *common)
-            nll_grad_pairs(*args, self.cost, 1.0 / tau, self.miss_buf)
-        else:
-            _nll_grad(model.layout, batch, w, trans, *common, self.cost, 1.0 / tau, self.miss_buf)
+        batch = FeatureBatch(X.indptr, X.attrs, self.vals, X.offsets)
+        bufs = (self.grad_buf, self.nll_buf, self.miss_buf)
+        chunk_pass(model, batch, self.gold, self.bounds, bufs, self.marginals, w, self.cost, tau)
         sum_rows_into(self.grad_buf, grad)
         if not self.free.all():
             grad[~self.free] = 0.0
@@ -246,7 +257,7 @@ class WorkingSetObjective:
         self.model, self.X, self.fixed = model, X, fixed
         self.gold = np.ascontiguousarray(y, dtype=np.int32)
         L = model.n_labels
-        self.free = _free_mask(model, fixed)
+        self.free = free_mask(model, fixed)
         # the token CSR transposed, once: the tokens that carry each attribute
         N = int(X.offsets[-1])
         tok = np.repeat(np.arange(N, dtype=np.int64), np.diff(X.indptr))

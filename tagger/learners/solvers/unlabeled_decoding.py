@@ -23,10 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from tagger.chain import Featurized, constrained_decode, viterbi_batch_into
-from tagger.errors import TaggerError
-
-#: how long to wait for the scheduler to answer
-CONNECT_TIMEOUT = "10s"
+from tagger.learners.solvers.dask_client import connect, worker_count
 
 
 def decode(
@@ -76,22 +73,10 @@ class DaskDecoding:
     cut into ``partitions`` parts of whole sentences (0: two per worker)."""
 
     def __init__(self, model, U: Featurized, constraints, scheduler: str, partitions: int = 0):
-        try:
-            from dask.distributed import Client
-        except ImportError:
-            raise TaggerError(
-                "scheduler= needs Dask: pip install 'sparse-m3n-tagger[dask]'"
-            ) from None
-        try:
-            self.client = Client(scheduler, timeout=CONNECT_TIMEOUT)
-        except OSError as e:
-            raise TaggerError(
-                f"no Dask scheduler answers at {scheduler} ({e}); start one "
-                "(dask scheduler, or a LocalCluster) or leave scheduler unset"
-            ) from None
+        self.client = connect(scheduler)
         n = U.n_sentences
         if partitions <= 0:
-            partitions = 2 * max(1, len(self.client.scheduler_info()["workers"]))
+            partitions = 2 * worker_count(self.client)
         cuts = np.linspace(0, n, min(partitions, max(n, 1)) + 1).round().astype(int)
         parts = []
         for s0, s1 in zip(cuts[:-1], cuts[1:]):
@@ -107,7 +92,7 @@ class DaskDecoding:
         )
 
     def __call__(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        wf = self.client.scatter(w, broadcast=True)
+        wf = self.client.scatter(w, broadcast=True, hash=False)
         futures = [
             self.client.submit(_decode_part, self.model, part, wf, self.compiled, pure=False)
             for part in self.parts
