@@ -107,7 +107,7 @@ def runs_table(runs: list[dict], score: str = "score") -> str:
         [
             f"{r['workers']} workers" if r.get("workers") else str(r["threads"]),
             f"{r['wall_seconds']:.2f}",
-            f"{r['cpu_seconds']:.2f}",
+            f"{r['cpu_seconds']:.2f}" + (" (driver)" if r.get("workers") else ""),
             f"{runs[0]['wall_seconds'] / r['wall_seconds']:.2f}",
             f"{100 * r['score']:.2f}",
             r["sha256"][:16],
