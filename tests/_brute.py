@@ -59,3 +59,28 @@ def sentence_features(model, X, s: int) -> tuple[np.ndarray, np.ndarray]:
     T = int(X.offsets[s + 1] - X.offsets[s])
     paths = labelings(T, model.n_labels, np.int32)
     return paths, np.array([model.joint_features(X, s, p) for p in paths])
+
+
+def check_nbest(score_of, T: int, L: int, labels, scores, log_z, rel: float = 1e-9) -> None:
+    """The k-best rows of one sentence (``labels`` (T, k) as the batch writes them, ``scores``
+    (k,), ``log_z``) against every labeling's score ``score_of(path)`` (-inf when not allowed):
+    the k best scores in order, each row scoring what it reports, distinct rows, the rows past
+    the allowed labelings at -inf, and log Z."""
+    paths = labelings(T, L)
+    ref = np.array([score_of(p) for p in paths])
+    k = len(scores)
+    expected = np.sort(ref)[::-1][:k]
+    expected = np.concatenate([expected, np.full(k - len(expected), NEG_INF)])
+    seen = set()
+    for j in range(k):
+        if expected[j] == NEG_INF:
+            assert scores[j] == NEG_INF
+            continue
+        assert abs(scores[j] - expected[j]) <= rel * max(1.0, abs(expected[j]))
+        row = tuple(int(x) for x in labels[:, j])
+        assert row not in seen
+        seen.add(row)
+        got = score_of(np.array(row))
+        assert abs(got - scores[j]) <= rel * max(1.0, abs(got))
+    want = logsumexp(ref)
+    assert (want == NEG_INF and log_z == NEG_INF) or abs(log_z - want) <= rel * max(1.0, abs(want))

@@ -111,6 +111,14 @@ def constraints_check_cmd(
     "are not probabilities.",
 )
 @click.option(
+    "--nbest",
+    type=click.IntRange(1, 1000),
+    default=None,
+    metavar="N",
+    help="Write each sentence's N best labelings, best first, each after a line '# nbest "
+    "RANK/N score S' (CRF models: and its probability); as JSON lines, an 'nbest' list.",
+)
+@click.option(
     "--constraints",
     "constraints_file",
     default=None,
@@ -155,6 +163,7 @@ def tag_cmd(
     conllu_label,
     jobs,
     marginals,
+    nbest,
     constraints_file,
     fields,
     output_format,
@@ -169,6 +178,11 @@ def tag_cmd(
     line of token/LABEL. INPUT may be any source train reads: hf:NAME, *.parquet, *.jsonl,
     *.arrow, a spaCy DocBin (*.spacy); see --fields.
     """
+    if nbest is not None and output_dir is not None:
+        raise click.UsageError("--nbest writes one output: leave out --output-dir")
+    if nbest is not None and (marginals or constraints_file):
+        other = "--marginals" if marginals else "--constraints"
+        raise click.UsageError(f"--nbest lists whole labelings; it does not take {other}")
     if output_dir is not None:
         tag_shards_command(
             model_path,
@@ -210,6 +224,7 @@ def tag_cmd(
         conllu_label,
         fields,
         output_format,
+        nbest or 0,
     )
 
 

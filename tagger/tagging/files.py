@@ -25,6 +25,7 @@ from tagger.io.sources import (
     without_gold,
 )
 from tagger.signals import raise_if_arrived
+from tagger.tagging.nbest import check_nbest, predict_nbest, write_nbest
 
 #: with --jobs N, inputs shorter than this are tagged in this process: they fit in the bytes
 #: peeked at, one block, and worker processes would only add their start (and numba's)
@@ -49,6 +50,7 @@ def tag_file(
     conllu_label: str | None = None,
     fields=None,
     output_format: str = "auto",
+    nbest: int = 0,
 ) -> None:
     """Tag ``input_path`` (``-``: standard input) with the model file ``model_path`` (or a
     loaded :class:`~tagger.api.Tagger`) into ``output_path`` (``-``: standard output; a file is
@@ -66,11 +68,19 @@ def tag_file(
     same sources as training (``fields``: the model's input columns; default: the first
     columns of the source's default fields) and streamed; their output is JSON lines.
     ``output_format`` (``auto``: the input's format) may ask for ``jsonl``, ``conll``, ``tab``
-    or ``text`` instead."""
+    or ``text`` instead. ``nbest`` > 0 writes each sentence's ``nbest`` best labelings
+    (:mod:`tagger.tagging.nbest`)."""
     if isinstance(model_path, Tagger):
         tagger, model_path = model_path, "the model"
     else:
         tagger = Tagger.load(model_path)
+    if nbest:
+        check_nbest(nbest)
+        if marginals or constraints is not None:
+            raise TaggerError(
+                "--nbest lists whole labelings with their scores; it does not take "
+                f"{'--marginals' if marginals else '--constraints'}: tag with one or the other"
+            )
     if constraints is not None:
         constraints = tagger.compile_constraints(constraints)  # labels checked before input is read
     if marginals and not tagger.probabilistic_:
@@ -88,7 +98,9 @@ def tag_file(
             open_unlabeled(input_path, fields=fields), spec, display_name(input_path)
         )
         write["format"] = "jsonl" if output_format == "auto" else output_format
-        _write_predictions(tagger, sentences, output_path, constraints, marginals, write, " ")
+        _write_predictions(
+            tagger, sentences, output_path, constraints, marginals, write, " ", nbest
+        )
         return
     read = {"label": conllu_label or tagger.conllu_label_}
     source, head = peek(input_path)
@@ -108,6 +120,7 @@ def tag_file(
         jobs > 1
         and not small
         and not marginals
+        and not nbest
         and constraints is None
         and _tag_in_parallel(
             tagger,
@@ -134,7 +147,7 @@ def tag_file(
         )
     else:
         sentences = read_corpus(source, format, label_column=label_column, **read)
-    _write_predictions(tagger, sentences, output_path, constraints, marginals, write, sep)
+    _write_predictions(tagger, sentences, output_path, constraints, marginals, write, sep, nbest)
 
 
 def _first_token_line(head: bytes) -> tuple[int, str] | None:
@@ -203,7 +216,7 @@ def _refuse_text(head: bytes, spec, name: str, prose: bool) -> None:
 
 
 def _write_predictions(
-    tagger, sentences, output_path, constraints, marginals, write: dict, sep: str
+    tagger, sentences, output_path, constraints, marginals, write: dict, sep: str, nbest: int = 0
 ) -> None:
     """Decode ``sentences`` in batches into ``output_path``: in ``write["format"]``
     (``auto``: the format they were read from), marginals as their own layout or in JSON.
@@ -215,6 +228,7 @@ def _write_predictions(
     names = tagger.labels_.labels
     most = jit.INTERPRETED_WORK // max(1, len(names)) ** 2  # tokens
     head, n_tokens = [], 0
+    most //= max(1, nbest)  # a list Viterbi does nbest times Viterbi's work
     for s in it:
         head.append(s)
         n_tokens += len(s)
@@ -224,6 +238,10 @@ def _write_predictions(
     small = n_tokens <= most and constraints is None
     with atomic_text_output(output_path) as out, gc_paused(), jit.interpreted(small):
         for batch in iter(lambda: list(itertools.islice(it, TAG_BATCH)), []):
+            if nbest:
+                write_nbest(out, batch, predict_nbest(tagger, batch, nbest), write, sep)
+                raise_if_arrived()
+                continue
             p = tagger.predict_batch(batch, constraints, marginals=marginals)
             raise_if_arrived()  # a Ctrl-C lost while the kernels loaded stops here
             labels = p.labels(tagger.labels_)

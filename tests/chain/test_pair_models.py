@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 
 from tagger import jit
+from tagger.chain.kbest import nbest
 from tagger.chain.layout import ChainModel
 from tagger.errors import FeatureSpecError
 from tagger.features import FeatureSpec, Featurized, Featurizer
 from tagger.learners.solvers.crf_objective import CRFObjective
 from tagger.sentence import Sentence
 
-from _brute import labelings, logsumexp
+from _brute import check_nbest, labelings, logsumexp
 
 SPEC = {
     "featurizer": {
@@ -260,3 +261,26 @@ def test_carrying_weights_keeps_the_pair_weights(seed):
             assert other.score(X, s, swap[path].astype(np.int32), moved) == pytest.approx(
                 model.score(X, s, path, w), abs=1e-12
             )
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("pairs", [True, False])
+def test_the_k_best_labelings_are_the_enumeration(seed, pairs):
+    """tagger.chain.kbest.nbest of a label-pair model (transitions by position) and of the
+    same data's plain first-order model, against every labeling's reference score."""
+    fz, X, y, model, w = _problem(seed)
+    if not pairs:
+        model = ChainModel.from_data(X, y, model.n_labels, fz.n_attributes)
+        w = np.random.default_rng(seed).normal(size=model.n_weights)
+    assert model.plain is not pairs
+    labels, scores, log_z = nbest(model, X, w, 5)
+    for s in range(X.n_sentences):
+        a, b = int(X.offsets[s]), int(X.offsets[s + 1])
+        check_nbest(
+            lambda path, s=s: _reference_score(model, X, s, path, w),
+            b - a,
+            model.n_labels,
+            labels[a:b],
+            scores[s],
+            log_z[s],
+        )

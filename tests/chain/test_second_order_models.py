@@ -14,12 +14,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tagger.chain.kbest import nbest
 from tagger.chain.layout import ChainModel
 from tagger.features import FeatureSpec, Featurizer
 from tagger.learners.solvers.crf_objective import CRFObjective
 from tagger.sentence import Sentence
 
-from _brute import labelings, logsumexp
+from _brute import check_nbest, labelings, logsumexp
 
 WORDS = ["ab", "bb", "ca", "da", "eb"]
 SEEDS = [0, 1, 2, 3, 4, 5]
@@ -261,3 +262,22 @@ def test_the_hinge_certificate_holds_for_second_order_models(pairs):
     for row in certified:
         assert row["primal"] >= row["dual"] - 1e-9 * abs(row["primal"])
     assert certified[-1]["rel_gap"] < certified[0]["rel_gap"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("pairs", [False, True])
+def test_the_k_best_labelings_are_the_enumeration(seed, pairs):
+    """tagger.chain.kbest.nbest of a second-order model: the best allowed labelings (a pair
+    never seen in training excludes a labeling) against every labeling's reference score."""
+    X, y, model, w = _problem(seed, pairs)
+    labels, scores, log_z = nbest(model, X, w, 6)
+    for s in range(X.n_sentences):
+        a, b = int(X.offsets[s]), int(X.offsets[s + 1])
+        check_nbest(
+            lambda path, s=s: _reference_score(model, X, s, path, w),
+            b - a,
+            model.n_labels,
+            labels[a:b],
+            scores[s],
+            log_z[s],
+        )
