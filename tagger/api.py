@@ -255,15 +255,24 @@ class Tagger:
         E = featurizer.encode(nonempty)
         compiled = None if constraints is None else self.compile_constraints(constraints)
         if not model.plain:  # transitions that vary by position: the attribute lists are needed
-            if compiled is not None:
+            if compiled is not None and model.second is not None:
                 raise TaggerError(
-                    "constrained decoding does not take a model with label-pair templates or "
-                    "of order 2 (pair_templates or order in its features); tag without the "
-                    "constraint file, or train the model without them"
+                    "constrained decoding does not take a second-order model (order = 2 in "
+                    "its features); tag without the constraint file, or train a first-order "
+                    "model"
                 )
             X = featurizer.transform_views(E.view_ids, E.offsets)
             node = model.marginals(X, w) if marginals else None
-            return Predictions(model.decode(X, w)[0], offsets, node)
+            if compiled is None:
+                return Predictions(model.decode(X, w)[0], offsets, node)
+            # imported here, as model.predictions does: tagging without constraints never
+            # loads their decoder
+            from tagger.chain.constrained import constrained_decode_pairs
+
+            pair_ids, _ = constrained_decode_pairs(
+                model, X, w, compiled, compiled.indicators(nonempty)
+            )
+            return Predictions(pair_ids, offsets, node)
         state = model.state_scores_from_views(E, w)
         trans = np.ascontiguousarray(model.transitions(w))
         ids, node = decode(state, E.offsets, trans, compiled, nonempty, marginals)

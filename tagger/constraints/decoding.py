@@ -49,23 +49,19 @@ from tagger.constraints import (
     CompiledConstraints,
     TokenIndicators,
 )
+from tagger.constraints.expanded_viterbi import (
+    MAX_SEGMENT_BITS,
+    edge_at,
+    lazy_expanded_viterbi,
+)
 from tagger.constraints.penalties import (
     InstanceRules,
-    contains_phi,
     instance_penalty,
-    order_phi,
     segments_of,
     sequence_phi,
     switch_phi,
 )
 from tagger.jit import njit, prange
-
-#: one-segment labels carried in the expanded state; 13 citation fields need 13
-MAX_SEGMENT_BITS = 14
-#: bits the lazily expanded lattice may carry at once, all rules together: L * 2^bits states
-#: per token and a back-pointer table of T * L * 2^bits int32 (14 bits, 11 labels, 115 tokens:
-#: 83 MB), the most one-segment rules alone could ask for
-MAX_STATE_BITS = MAX_SEGMENT_BITS
 
 
 class SegmentRules(NamedTuple):
@@ -93,194 +89,10 @@ class HardRules(NamedTuple):
 
 
 @njit(**NUMBA_OPTS)
-def _advance(m, lab, l2, first, t, bit, ind, seg):
-    """The state bits after label ``l2`` at token ``t`` (a column of ``ind``) when the previous
-    token had label ``l`` and bits ``m``; -1 when a carried rule forbids the step (``seg``: the
-    segment rules and their bits, -1 for a rule not carried).
-
-    A one-segment label's bit is set once its segment is left; a ``contains`` rule's bit says
-    that the current segment (of one of its labels) has met a flagged token, and must be set
-    when the segment is left; an ``order`` rule's bit says that an ``after`` label was seen."""
-    cont_mask, cont_row, cbit, ord_before, ord_after, obit = seg
-    m2 = m
-    change = first or l2 != lab
-    if not first and l2 != lab:
-        if bit[lab] >= 0:
-            m2 |= 1 << bit[lab]
-        if bit[l2] >= 0 and (m2 >> bit[l2]) & 1:
-            return -1
-    for c in range(cbit.shape[0]):
-        q = cbit[c]
-        if q < 0:
-            continue
-        if not first and l2 != lab and cont_mask[c, lab] and not (m >> q) & 1:
-            return -1
-        if cont_mask[c, l2]:
-            if change:
-                m2 &= ~(1 << q)
-            if ind[cont_row[c], t]:
-                m2 |= 1 << q
-        else:
-            m2 &= ~(1 << q)
-    for c in range(obit.shape[0]):
-        q = obit[c]
-        if q < 0:
-            continue
-        if ord_before[c, l2] and (m2 >> q) & 1:
-            return -1
-        if ord_after[c, l2]:
-            m2 |= 1 << q
-    return m2
-
-
-@njit(**NUMBA_OPTS)
-def _may_end(m, lab, seg):
-    """May the sequence end in label ``l`` with bits ``m`` (every carried ``contains`` rule's
-    last segment met its flagged token)?"""
-    cont_mask, cont_row, cbit, ord_before, ord_after, obit = seg
-    for c in range(cbit.shape[0]):
-        q = cbit[c]
-        if q >= 0 and cont_mask[c, lab] and not (m >> q) & 1:
-            return False
-    return True
-
-
-@njit(**NUMBA_OPTS)
-def _expanded_viterbi(state, trans, bit, change_cost, ind, a, seg, out):
-    """Best path of the (T, L) lattice (tokens a.. of ``ind``) in which a label with
-    ``bit[l] >= 0`` may form only one segment, the rules of ``seg`` with a bit are met, and a
-    label change at t costs ``change_cost[t]`` (``inf``: y_t = y_{t-1} is forced). Returns the
-    score (-inf: no feasible path)."""
-    T, L = state.shape
-    K = 0
-    for lab in range(L):
-        if bit[lab] >= 0:
-            K += 1
-    for q in seg[2]:
-        if q >= 0:
-            K += 1
-    for q in seg[5]:
-        if q >= 0:
-            K += 1
-    M = 1 << K
-    S = L * M
-    NEG = -np.inf
-    cur = np.full(S, NEG)
-    nxt = np.empty(S)
-    back = np.empty((T, S), np.int32)
-    for lab in range(L):
-        m0 = _advance(0, lab, lab, True, a, bit, ind, seg)
-        if m0 >= 0:
-            cur[lab * M + m0] = state[0, lab]
-    for t in range(1, T):
-        nxt[:] = NEG
-        cost = change_cost[t]
-        for s in range(S):
-            v = cur[s]
-            if v == NEG:
-                continue
-            lab = s // M
-            m = s % M
-            # stay in label l
-            m2 = _advance(m, lab, lab, False, a + t, bit, ind, seg)
-            if m2 >= 0:
-                cand = v + trans[lab, lab] + state[t, lab]
-                j = lab * M + m2
-                if cand > nxt[j]:
-                    nxt[j] = cand
-                    back[t, j] = s
-            if cost == np.inf:
-                continue
-            for l2 in range(L):
-                if l2 == lab:
-                    continue
-                m2 = _advance(m, lab, l2, False, a + t, bit, ind, seg)
-                if m2 < 0:
-                    continue
-                cand = v + trans[lab, l2] + state[t, l2] - cost
-                j = l2 * M + m2
-                if cand > nxt[j]:
-                    nxt[j] = cand
-                    back[t, j] = s
-        cur, nxt = nxt, cur
-    best = NEG
-    bs = -1
-    for s in range(S):
-        if cur[s] > best and _may_end(s % M, s // M, seg):
-            best = cur[s]
-            bs = s
-    if bs < 0:
-        return NEG
-    for t in range(T - 1, -1, -1):
-        out[t] = bs // M
-        if t > 0:
-            bs = back[t, bs]
-    return best
-
-
-@njit(**NUMBA_OPTS)
-def _lazy_expanded_viterbi(state, trans, bit, change_cost, ind, a, rules, out):
-    """:func:`_expanded_viterbi` with one-segment bits added only for labels that the current
-    best path splits, and a bit for a ``contains`` / ``order`` rule of ``rules`` (a
-    :class:`SegmentRules`) only once the best path breaks it. The relaxed
-    problem's best path is an upper bound; once it breaks no rule it is the exact optimum (a
-    cutting-plane argument), and the lattice stays small: L * 2^(rules that ever needed a bit),
-    usually 0-3 bits. Returns the score and whether the path meets every rule (False when the
-    lattice would need more than ``MAX_STATE_BITS`` bits: label switching takes over)."""
-    L = state.shape[1]
-    T = out.shape[0]
-    active = np.full(L, -1, np.int64)
-    cont_mask, cont_row, ord_before, ord_after = rules
-    cbit = np.full(cont_mask.shape[0], -1, np.int64)
-    obit = np.full(ord_before.shape[0], -1, np.int64)
-    seg = (cont_mask, cont_row, cbit, ord_before, ord_after, obit)
-    n_active = 0
-    segs = np.zeros(L, np.int64)
-    while True:
-        score = _expanded_viterbi(state, trans, active, change_cost, ind, a, seg, out)
-        if score == -np.inf:
-            return score, True
-        for lab in range(L):
-            segs[lab] = 0
-        for t in range(T):
-            if t == 0 or out[t] != out[t - 1]:
-                segs[out[t]] += 1
-        wanted = 0
-        for lab in range(L):
-            if bit[lab] >= 0 and active[lab] < 0 and segs[lab] > 1:
-                wanted += 1
-        broken_c = np.zeros(cbit.shape[0], np.bool_)
-        broken_o = np.zeros(obit.shape[0], np.bool_)
-        for c in range(cbit.shape[0]):
-            if cbit[c] < 0 and contains_phi(out, ind[cont_row[c], a : a + T], cont_mask[c]) > 0:
-                broken_c[c] = True
-                wanted += 1
-        for c in range(obit.shape[0]):
-            if obit[c] < 0 and order_phi(out, ord_before[c], ord_after[c]) > 0:
-                broken_o[c] = True
-                wanted += 1
-        if wanted == 0:
-            return score, True
-        if n_active + wanted > MAX_STATE_BITS:
-            return score, False
-        for lab in range(L):
-            if bit[lab] >= 0 and active[lab] < 0 and segs[lab] > 1:
-                active[lab] = n_active
-                n_active += 1
-        for c in range(cbit.shape[0]):
-            if broken_c[c]:
-                cbit[c] = n_active
-                n_active += 1
-        for c in range(obit.shape[0]):
-            if broken_o[c]:
-                obit[c] = n_active
-                n_active += 1
-
-
-@njit(**NUMBA_OPTS)
-def _hill_climb(state, trans, y, a, b, ind, rules, max_passes):
+def hill_climb(state, edge, y, a, b, ind, rules, max_passes):
     """Greedy label switching on one sequence: maximize F(y) - penalty(y) (``rules``: the
-    :class:`~tagger.constraints.penalties.InstanceRules` with the weights in use)."""
+    :class:`~tagger.constraints.penalties.InstanceRules` with the weights in use; ``edge``:
+    the transitions, :func:`~tagger.constraints.expanded_viterbi.edge_at`)."""
     kind, mask, other, row, lo, hi, rho, squared = rules
     L = state.shape[1]
     C = kind.shape[0]
@@ -301,9 +113,11 @@ def _hill_climb(state, trans, y, a, b, ind, rules, max_passes):
                     continue
                 dF = state[t - a, new] - state[t - a, old]
                 if t > a:
-                    dF += trans[y[t - 1], new] - trans[y[t - 1], old]
+                    e = edge_at(edge, t - a)
+                    dF += e[y[t - 1], new] - e[y[t - 1], old]
                 if t + 1 < b:
-                    dF += trans[new, y[t + 1]] - trans[old, y[t + 1]]
+                    e = edge_at(edge, t + 1 - a)
+                    dF += e[new, y[t + 1]] - e[old, y[t + 1]]
                 if dF == -np.inf:
                     continue
                 switch_phi(y, ind, a, b, t, new, kind, mask, other, row, segs, phi, phi_new)
@@ -345,57 +159,69 @@ def _penalise_token_rules(st, a, b, ind, hard_unary_mask, unary_row, n_hard_unar
                         st[t - a, lab] -= penalty
 
 
-@njit(**NUMBA_PARALLEL_OPTS)
-def _decode_batch(
-    state, offsets, trans, ind, hard, rules, climb, max_passes, hard_weight, out, feasible
-):
-    """Every sentence decoded under the hard rules the expanded Viterbi enforces (``hard``, a
-    :class:`HardRules`), then improved by label switching on ``rules`` when ``climb``."""
-    hard_unary_mask, unary_row, n_hard_unary, bit, stay_row, segment = hard
-    cm, cr, ob, oa = segment
-    carried = (cm, cr, ob, oa)
-    L = state.shape[1]
-    # without them: contains / order rules that no labeling meets together with the
-    # one-segment rules are left to label switching
-    none = (
+@njit(**NUMBA_OPTS)
+def no_segment_rules(L):
+    """No contains / order rules: what the expanded Viterbi falls back to when the ones given
+    cannot be met together with the one-segment rules (label switching then handles them)."""
+    return (
         np.zeros((0, L), np.bool_),
         np.zeros(0, np.int32),
         np.zeros((0, L), np.bool_),
         np.zeros((0, L), np.bool_),
     )
-    n = offsets.shape[0] - 1
-    for s in prange(n):
+
+
+@njit(**NUMBA_OPTS)
+def decode_sentence(state, edge, a, ind, plan, out):
+    """The tokens a..a+T-1 (columns of ``ind``) with state scores ``state`` (T, L) and
+    transitions ``edge`` (:func:`~tagger.constraints.expanded_viterbi.edge_at`) decoded under
+    the hard rules the expanded Viterbi enforces, then improved by label switching when the
+    plan's ``climb`` says so (``plan``: :class:`DecodingPlan`'s kernel part); labels into
+    ``out[a:a+T]`` (``out`` and ``ind`` index the tokens of the whole batch). Returns whether a
+    labeling meeting every hard rule the Viterbi enforces exists."""
+    hard, rules, climb, max_passes, hard_weight = plan
+    hard_unary_mask, unary_row, n_hard_unary, bit, stay_row, segment = hard
+    T = state.shape[0]
+    b = a + T
+    st = state.copy()
+    # hard token rules: forbidden labels at flagged tokens
+    _penalise_token_rules(st, a, b, ind, hard_unary_mask, unary_row, n_hard_unary, np.inf)
+    cost = np.zeros(T)
+    if stay_row >= 0:
+        for t in range(a + 1, b):
+            if ind[stay_row, t]:
+                cost[t - a] = np.inf
+    y = out[a:b]
+    score, complete = lazy_expanded_viterbi(st, edge, bit, cost, ind, a, segment, y)
+    feasible = score > -np.inf
+    if not feasible:
+        # no labeling meets every hard rule: the best labeling with the fewest broken token
+        # and change rules (each costs hard_weight, still exact, segment rules kept)
+        st = state.copy()
+        _penalise_token_rules(st, a, b, ind, hard_unary_mask, unary_row, n_hard_unary, hard_weight)
+        for t in range(T):
+            if cost[t] == np.inf:
+                cost[t] = hard_weight
+        score, complete = lazy_expanded_viterbi(st, edge, bit, cost, ind, a, segment, y)
+        if score == -np.inf:
+            none = no_segment_rules(state.shape[1])
+            lazy_expanded_viterbi(st, edge, bit, cost, ind, a, none, y)
+            complete = False
+        st = state
+    if climb or not complete:
+        hill_climb(st, edge, out, a, b, ind, rules, max_passes)
+    return feasible
+
+
+@njit(**NUMBA_PARALLEL_OPTS)
+def _decode_batch(state, offsets, trans, ind, plan, out, feasible):
+    """Every sentence of a plain first-order model (one transition matrix ``trans``) decoded by
+    :func:`decode_sentence`, in parallel."""
+    edge = trans.reshape((1, trans.shape[0], trans.shape[1]))
+    for s in prange(offsets.shape[0] - 1):
         a, b = offsets[s], offsets[s + 1]
-        if b == a:
-            continue
-        st = state[a:b].copy()
-        # hard token rules: forbidden labels at flagged tokens
-        _penalise_token_rules(st, a, b, ind, hard_unary_mask, unary_row, n_hard_unary, np.inf)
-        cost = np.zeros(b - a)
-        if stay_row >= 0:
-            for t in range(a + 1, b):
-                if ind[stay_row, t]:
-                    cost[t - a] = np.inf
-        y = out[a:b]
-        score, complete = _lazy_expanded_viterbi(st, trans, bit, cost, ind, a, carried, y)
-        feasible[s] = score > -np.inf
-        if not feasible[s]:
-            # no labeling meets every hard rule: the best labeling with the fewest broken token
-            # and change rules (each costs hard_weight, still exact, segment rules kept)
-            st = state[a:b].copy()
-            _penalise_token_rules(
-                st, a, b, ind, hard_unary_mask, unary_row, n_hard_unary, hard_weight
-            )
-            for t in range(b - a):
-                if cost[t] == np.inf:
-                    cost[t] = hard_weight
-            score, complete = _lazy_expanded_viterbi(st, trans, bit, cost, ind, a, carried, y)
-            if score == -np.inf:
-                _lazy_expanded_viterbi(st, trans, bit, cost, ind, a, none, y)
-                complete = False
-            st = state[a:b].copy()
-        if climb or not complete:
-            _hill_climb(st, trans, out, a, b, ind, rules, max_passes)
+        if b > a:
+            feasible[s] = decode_sentence(state[a:b], edge, a, ind, plan, out)
 
 
 def _rows(a: np.ndarray, rules: list[int], L: int | None) -> np.ndarray:
@@ -406,28 +232,28 @@ def _rows(a: np.ndarray, rules: list[int], L: int | None) -> np.ndarray:
     return np.ascontiguousarray(a[rules], dtype=np.int32)
 
 
-def constrained_decode(
-    state: np.ndarray,
-    offsets: np.ndarray,
-    trans: np.ndarray,
+class DecodingPlan(NamedTuple):
+    """What constrained decoding needs of compiled constraints and their token indicators:
+    ``ind`` (the indicator rows, one column per token) and ``kernel`` = (hard rules, switching
+    rules, climb, max passes, hard weight), as :func:`decode_sentence` takes it."""
+
+    ind: np.ndarray
+    kernel: tuple
+
+
+def decoding_plan(
     cc: CompiledConstraints,
     ti: TokenIndicators,
+    n_tokens: int,
     *,
     soft: bool = True,
     hard_weight: float = 1e6,
     soft_scale: float = 1.0,
     max_passes: int = 20,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Label ids (stacked) of the sentences whose (N, L) state scores are given.
-
-    Hard rules handled by the expanded Viterbi are exact; the rest by label switching with
-    penalty ``hard_weight`` per violation; with ``soft`` the soft rules join the switching
-    objective with their weights times ``soft_scale``. Returns the labels and, per sentence,
-    whether a labeling meeting every hard rule the Viterbi enforces exists.
-    """
-    state = np.ascontiguousarray(state, dtype=np.float64)
-    trans = np.ascontiguousarray(trans, dtype=np.float64)
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+) -> DecodingPlan:
+    """The rules of ``cc`` sorted into those the expanded Viterbi enforces exactly and those
+    label switching handles (with penalty ``hard_weight`` per violation; with ``soft`` the soft
+    rules join the switching objective with their weights times ``soft_scale``)."""
     L = cc.n_labels
     hard_unary = [c for c in range(cc.n_instance) if cc.hard[c] and cc.kind[c] == UNARY]
     seg_labels = np.zeros(L, np.bool_)
@@ -463,22 +289,32 @@ def constrained_decode(
     rho = np.where(exact, hard_weight, rho)  # still counted: keeps switches from breaking them
     climb = bool(np.any(rho[~exact] > 0)) if cc.n_instance else False
     hum, urow = _rows(cc.mask, hard_unary, L), _rows(cc.row, hard_unary, None)
-    out = np.zeros(int(offsets[-1]), np.int32)
-    feasible = np.ones(len(offsets) - 1, np.bool_)
-    ind = ti.ind if ti.ind.shape[0] else np.zeros((1, int(offsets[-1])), np.uint8)
+    ind = ti.ind if ti.ind.shape[0] else np.zeros((1, n_tokens), np.uint8)
     hard = HardRules(hum, urow, len(hard_unary), bit, stay_row, segment)
     rules = InstanceRules(cc.kind, cc.mask, cc.other, cc.row, cc.lo, cc.hi, rho, cc.squared)
-    _decode_batch(
-        state,
-        offsets,
-        trans,
-        ind,
-        hard,
-        rules,
-        climb,
-        max_passes,
-        float(hard_weight),
-        out,
-        feasible,
-    )
+    return DecodingPlan(ind, (hard, rules, climb, int(max_passes), float(hard_weight)))
+
+
+def constrained_decode(
+    state: np.ndarray,
+    offsets: np.ndarray,
+    trans: np.ndarray,
+    cc: CompiledConstraints,
+    ti: TokenIndicators,
+    **options,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Label ids (stacked) of the sentences whose (N, L) state scores are given, under a plain
+    first-order model's transitions ``trans``.
+
+    Hard rules handled by the expanded Viterbi are exact; the rest by label switching
+    (``options``: those of :func:`decoding_plan`). Returns the labels and, per sentence,
+    whether a labeling meeting every hard rule the Viterbi enforces exists.
+    """
+    state = np.ascontiguousarray(state, dtype=np.float64)
+    trans = np.ascontiguousarray(trans, dtype=np.float64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    plan = decoding_plan(cc, ti, int(offsets[-1]), **options)
+    out = np.zeros(int(offsets[-1]), np.int32)
+    feasible = np.ones(len(offsets) - 1, np.bool_)
+    _decode_batch(state, offsets, trans, plan.ind, plan.kernel, out, feasible)
     return out, feasible

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tagger.constraints import ConstraintSet, ViolationState
-from tagger.constraints.decoding import constrained_decode
+from tagger.constraints.decoding import constrained_decode, decode_sentence, decoding_plan
 
 from _brute import labelings, path_score, path_scores
 
@@ -206,3 +206,40 @@ def test_infeasible_sequences_get_the_fewest_broken_rules_not_plain_viterbi():
         )
         checked += 1
     assert checked >= 10
+
+
+def _edge_scores(state, edge, ys):
+    T = state.shape[0]
+    scores = state[np.arange(T), ys].sum(axis=1)
+    for t in range(1, T):
+        scores = scores + edge[t][ys[:, t - 1], ys[:, t]]
+    return scores
+
+
+@pytest.mark.parametrize("text", [HARD, HARD_ENDS, SEGMENT_RULES])
+def test_position_dependent_transitions_exact_against_brute_force(text):
+    """decode_sentence with transitions that vary by position (a model with label-pair
+    templates): the best labeling that meets every hard rule, as enumeration finds it."""
+    cc = ConstraintSet.from_text(text).compile(LABELS)
+    rng = np.random.default_rng(11)
+    checked = 0
+    for _ in range(60):
+        T = int(rng.integers(1, 7))
+        toks = [WORDS[i] for i in rng.integers(0, len(WORDS), T)]
+        state = rng.normal(size=(T, len(LABELS)))
+        edge = rng.normal(size=(T, len(LABELS), len(LABELS)))
+        ti = cc.indicators([toks])
+        plan = decoding_plan(cc, ti, T)
+        y = np.full(T, -1, np.int32)
+        feasible = decode_sentence(state, edge, 0, plan.ind, plan.kernel, y)
+        ys = labelings(T, len(LABELS), np.int32)
+        vs = ViolationState(cc, cc.indicators([toks] * len(ys)), ys.ravel())
+        ok = ~np.any((vs.phi > cc.hi) | (vs.phi < cc.lo), axis=1)
+        if not ok.any():
+            assert not feasible
+            continue
+        checked += 1
+        assert feasible and ViolationState(cc, ti, y).penalty() == 0
+        best = float(_edge_scores(state, edge, ys)[ok].max())
+        assert float(_edge_scores(state, edge, y[None, :])[0]) == pytest.approx(best, abs=1e-9)
+    assert checked > 30

@@ -1,0 +1,218 @@
+"""The expanded-state Viterbi of constrained decoding (:mod:`tagger.constraints.decoding`):
+exact best paths under the hard rules a first-order chain can carry with a few bits of state
+(one-segment labels, ``contains`` and ``order`` rules), the bits added lazily, only for the
+rules the best path breaks.
+
+Transitions come as ``edge`` (T, L, L), ``edge[t, a, b]`` the score of label a at t - 1 then b
+at t, as in :mod:`tagger.inference.pair_chain`: the transitions of a model with label-pair
+templates vary by position. An ``edge`` with one row holds the one transition matrix of a plain
+first-order model, used at every position (:func:`edge_at`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tagger._config import NUMBA_OPTS
+from tagger.constraints.penalties import contains_phi, order_phi
+from tagger.jit import njit
+
+#: one-segment labels carried in the expanded state; 13 citation fields need 13
+MAX_SEGMENT_BITS = 14
+#: bits the lazily expanded lattice may carry at once, all rules together: L * 2^bits states
+#: per token and a back-pointer table of T * L * 2^bits int32 (14 bits, 11 labels, 115 tokens:
+#: 83 MB), the most one-segment rules alone could ask for
+MAX_STATE_BITS = MAX_SEGMENT_BITS
+
+
+@njit(**NUMBA_OPTS)
+def edge_at(edge, t):
+    """The (L, L) transition scores into position ``t``: ``edge[t]``, or the one matrix of a
+    one-row ``edge``."""
+    return edge[0] if edge.shape[0] == 1 else edge[t]
+
+
+@njit(**NUMBA_OPTS)
+def _advance(m, lab, l2, first, t, bit, ind, seg):
+    """The state bits after label ``l2`` at token ``t`` (a column of ``ind``) when the previous
+    token had label ``l`` and bits ``m``; -1 when a carried rule forbids the step (``seg``: the
+    segment rules and their bits, -1 for a rule not carried).
+
+    A one-segment label's bit is set once its segment is left; a ``contains`` rule's bit says
+    that the current segment (of one of its labels) has met a flagged token, and must be set
+    when the segment is left; an ``order`` rule's bit says that an ``after`` label was seen."""
+    cont_mask, cont_row, cbit, ord_before, ord_after, obit = seg
+    m2 = m
+    change = first or l2 != lab
+    if not first and l2 != lab:
+        if bit[lab] >= 0:
+            m2 |= 1 << bit[lab]
+        if bit[l2] >= 0 and (m2 >> bit[l2]) & 1:
+            return -1
+    for c in range(cbit.shape[0]):
+        q = cbit[c]
+        if q < 0:
+            continue
+        if not first and l2 != lab and cont_mask[c, lab] and not (m >> q) & 1:
+            return -1
+        if cont_mask[c, l2]:
+            if change:
+                m2 &= ~(1 << q)
+            if ind[cont_row[c], t]:
+                m2 |= 1 << q
+        else:
+            m2 &= ~(1 << q)
+    for c in range(obit.shape[0]):
+        q = obit[c]
+        if q < 0:
+            continue
+        if ord_before[c, l2] and (m2 >> q) & 1:
+            return -1
+        if ord_after[c, l2]:
+            m2 |= 1 << q
+    return m2
+
+
+@njit(**NUMBA_OPTS)
+def _may_end(m, lab, seg):
+    """May the sequence end in label ``l`` with bits ``m`` (every carried ``contains`` rule's
+    last segment met its flagged token)?"""
+    cont_mask, cont_row, cbit, ord_before, ord_after, obit = seg
+    for c in range(cbit.shape[0]):
+        q = cbit[c]
+        if q >= 0 and cont_mask[c, lab] and not (m >> q) & 1:
+            return False
+    return True
+
+
+@njit(**NUMBA_OPTS)
+def expanded_viterbi(state, edge, bit, change_cost, ind, a, seg, out):
+    """Best path of the (T, L) lattice (tokens a.. of ``ind``) in which a label with
+    ``bit[l] >= 0`` may form only one segment, the rules of ``seg`` with a bit are met, and a
+    label change at t costs ``change_cost[t]`` (``inf``: y_t = y_{t-1} is forced), transitions
+    scored by ``edge`` (:func:`edge_at`). Returns the score (-inf: no feasible path)."""
+    T, L = state.shape
+    K = 0
+    for lab in range(L):
+        if bit[lab] >= 0:
+            K += 1
+    for q in seg[2]:
+        if q >= 0:
+            K += 1
+    for q in seg[5]:
+        if q >= 0:
+            K += 1
+    M = 1 << K
+    S = L * M
+    NEG = -np.inf
+    cur = np.full(S, NEG)
+    nxt = np.empty(S)
+    back = np.empty((T, S), np.int32)
+    for lab in range(L):
+        m0 = _advance(0, lab, lab, True, a, bit, ind, seg)
+        if m0 >= 0:
+            cur[lab * M + m0] = state[0, lab]
+    for t in range(1, T):
+        nxt[:] = NEG
+        cost = change_cost[t]
+        ed = edge_at(edge, t)
+        for s in range(S):
+            v = cur[s]
+            if v == NEG:
+                continue
+            lab = s // M
+            m = s % M
+            # stay in label l
+            m2 = _advance(m, lab, lab, False, a + t, bit, ind, seg)
+            if m2 >= 0:
+                cand = v + ed[lab, lab] + state[t, lab]
+                j = lab * M + m2
+                if cand > nxt[j]:
+                    nxt[j] = cand
+                    back[t, j] = s
+            if cost == np.inf:
+                continue
+            for l2 in range(L):
+                if l2 == lab:
+                    continue
+                m2 = _advance(m, lab, l2, False, a + t, bit, ind, seg)
+                if m2 < 0:
+                    continue
+                cand = v + ed[lab, l2] + state[t, l2] - cost
+                j = l2 * M + m2
+                if cand > nxt[j]:
+                    nxt[j] = cand
+                    back[t, j] = s
+        cur, nxt = nxt, cur
+    best = NEG
+    bs = -1
+    for s in range(S):
+        if cur[s] > best and _may_end(s % M, s // M, seg):
+            best = cur[s]
+            bs = s
+    if bs < 0:
+        return NEG
+    for t in range(T - 1, -1, -1):
+        out[t] = bs // M
+        if t > 0:
+            bs = back[t, bs]
+    return best
+
+
+@njit(**NUMBA_OPTS)
+def lazy_expanded_viterbi(state, edge, bit, change_cost, ind, a, rules, out):
+    """:func:`expanded_viterbi` with one-segment bits added only for labels that the current
+    best path splits, and a bit for a ``contains`` / ``order`` rule of ``rules`` (a
+    :class:`SegmentRules`) only once the best path breaks it. The relaxed
+    problem's best path is an upper bound; once it breaks no rule it is the exact optimum (a
+    cutting-plane argument), and the lattice stays small: L * 2^(rules that ever needed a bit),
+    usually 0-3 bits. Returns the score and whether the path meets every rule (False when the
+    lattice would need more than ``MAX_STATE_BITS`` bits: label switching takes over)."""
+    L = state.shape[1]
+    T = out.shape[0]
+    active = np.full(L, -1, np.int64)
+    cont_mask, cont_row, ord_before, ord_after = rules
+    cbit = np.full(cont_mask.shape[0], -1, np.int64)
+    obit = np.full(ord_before.shape[0], -1, np.int64)
+    seg = (cont_mask, cont_row, cbit, ord_before, ord_after, obit)
+    n_active = 0
+    segs = np.zeros(L, np.int64)
+    while True:
+        score = expanded_viterbi(state, edge, active, change_cost, ind, a, seg, out)
+        if score == -np.inf:
+            return score, True
+        for lab in range(L):
+            segs[lab] = 0
+        for t in range(T):
+            if t == 0 or out[t] != out[t - 1]:
+                segs[out[t]] += 1
+        wanted = 0
+        for lab in range(L):
+            if bit[lab] >= 0 and active[lab] < 0 and segs[lab] > 1:
+                wanted += 1
+        broken_c = np.zeros(cbit.shape[0], np.bool_)
+        broken_o = np.zeros(obit.shape[0], np.bool_)
+        for c in range(cbit.shape[0]):
+            if cbit[c] < 0 and contains_phi(out, ind[cont_row[c], a : a + T], cont_mask[c]) > 0:
+                broken_c[c] = True
+                wanted += 1
+        for c in range(obit.shape[0]):
+            if obit[c] < 0 and order_phi(out, ord_before[c], ord_after[c]) > 0:
+                broken_o[c] = True
+                wanted += 1
+        if wanted == 0:
+            return score, True
+        if n_active + wanted > MAX_STATE_BITS:
+            return score, False
+        for lab in range(L):
+            if bit[lab] >= 0 and active[lab] < 0 and segs[lab] > 1:
+                active[lab] = n_active
+                n_active += 1
+        for c in range(cbit.shape[0]):
+            if broken_c[c]:
+                cbit[c] = n_active
+                n_active += 1
+        for c in range(obit.shape[0]):
+            if broken_o[c]:
+                obit[c] = n_active
+                n_active += 1

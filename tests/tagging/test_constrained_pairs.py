@@ -1,0 +1,87 @@
+"""Tagging a model with label-pair templates under a constraint file: on short sentences,
+whose labelings can all be listed, the labeling tagged meets every hard rule and scores as
+high (its joint feature vector times the weights) as the best labeling that meets them; a
+second-order model is refused in one line."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from tagger.api import Tagger
+from tagger.constraints import ConstraintSet, ViolationState
+from tagger.errors import TaggerError
+from tagger.io import load_corpus
+from tagger.sentence import Sentence
+
+from _helpers import SAMPLE, SAMPLE_DEV
+
+RULES = """
+labels = ["B-NP", "I-NP", "B-VP", "I-VP", "B-PP", "O"]
+[defaults]
+hard = true
+[[instance]]
+rule = "start"
+labels = ["B-VP", "B-PP", "O"]
+[[instance]]
+rule = "tokens"
+words = ["of", "for", "in"]
+take = ["B-PP"]
+[[instance]]
+rule = "one-segment"
+labels = ["B-VP"]
+"""
+
+
+def _features(tmp_path, extra: str) -> str:
+    path = tmp_path / "features.toml"
+    path.write_text(
+        '[featurizer]\ncolumns = ["word", "pos"]\n'
+        'templates = ["bias", "word[0]", "pos[0]", "pos[-1]", "pos[1]"]\n' + extra + "\n"
+    )
+    return str(path)
+
+
+def _score(tagger, sentence, labels) -> float:
+    _, index, model, w = tagger.fitted()
+    X = tagger.featurize([sentence])
+    y = np.array([index.labels.index(lab) for lab in labels], dtype=np.int32)
+    return float(model.joint_features(X, 0, y) @ w)
+
+
+def test_pair_models_decode_the_best_labeling_meeting_the_hard_rules(tmp_path):
+    train = load_corpus(SAMPLE, "conll")
+    features = _features(tmp_path, 'pair_templates = ["pos[0]", "word[0]"]')
+    tagger = Tagger(features=features, learner="crf-l1", params={"epochs": 25}, select=False)
+    tagger.fit(train)
+    rules = ConstraintSet.from_text(RULES)
+    cc = tagger.compile_constraints(rules)
+    names = tagger.labels_.labels
+    dev = load_corpus(SAMPLE_DEV, "conll")
+    short = [Sentence([c[:3] for c in s.columns], None) for s in dev[:6]]
+    short.append(Sentence([["rates", "of", "interest"], ["NNS", "IN", "NN"]], None))
+    predicted = tagger.predict(short, constraints=rules)
+    unconstrained = tagger.predict(short)
+    moved = 0
+    for s, labels, free in zip(short, predicted, unconstrained):
+        ids = np.array([names.index(lab) for lab in labels], np.int32)
+        assert ViolationState(cc, cc.indicators([s]), ids).penalty() == 0
+        best = -np.inf
+        for cand in itertools.product(names, repeat=len(s)):
+            y = np.array([names.index(lab) for lab in cand], np.int32)
+            if ViolationState(cc, cc.indicators([s]), y).penalty() == 0:
+                best = max(best, _score(tagger, s, cand))
+        assert _score(tagger, s, labels) == pytest.approx(best, abs=1e-9)
+        moved += labels != free
+    assert moved > 0  # the rules changed some predictions: the test decides something
+
+
+def test_second_order_models_refuse_a_constraint_file(tmp_path):
+    train = load_corpus(SAMPLE, "conll")[:20]
+    features = _features(tmp_path, "order = 2")
+    tagger = Tagger(features=features, learner="crf-l1", params={"epochs": 5}, select=False)
+    tagger.fit(train)
+    with pytest.raises(TaggerError, match="does not take a second-order model"):
+        tagger.predict(train[:2], constraints=ConstraintSet.from_text(RULES))
