@@ -55,7 +55,7 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def _data(corpus: str, n: int) -> tuple[list, list]:
+def load_data(corpus: str, n: int) -> tuple[list, list]:
     root = C.corpora()
     if corpus == "conll":
         spec = {"label_column": -2, "keep_columns": 1}
@@ -123,7 +123,7 @@ def main(argv) -> int:
 
     from tagger import Tagger
 
-    train, test = _data(args.corpus, args.sentences)
+    train, test = load_data(args.corpus, args.sentences)
     params = {"C": args.C, "engine": args.engine, "max_seconds": args.max_seconds}
     meter = SolveMeter()
     # numba's kernels compiled (or loaded from its cache) outside the timed fit

@@ -342,7 +342,23 @@ def lp_engines_tables(data: dict) -> str:
     return C.markdown_table(header, [row])
 
 
+def lp_path_tables(data: dict) -> str:
+    """bench/lp_path.py: one mode of an LP learner's path over C on one corpus size."""
+    import lp_path
+
+    r = data["result"]
+    return (
+        f"`{r['learner']}` on {C.fmt_int(r['sentences'])} {r['corpus']} sentences, "
+        f"mode `{r['mode']}`\n\n" + lp_path.table([data])
+    )
+
+
 LAYOUTS: tuple[tuple[str, Callable[[dict], bool], Callable[[dict], str]], ...] = (
+    (
+        "lp_path.py",
+        lambda d: isinstance(d.get("result"), dict) and "points" in d["result"],
+        lp_path_tables,
+    ),
     (
         "lp_engines.py",
         lambda d: isinstance(d.get("result"), dict) and "engine" in d["result"],

@@ -307,3 +307,35 @@ def test_lp_simplex_writes_nothing_to_standard_output():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out == "after Highs\n"
+
+
+@pytest.mark.parametrize(
+    "name, signed, params",
+    [
+        ("lp-simplex", False, {"epsilon": 1e-9}),
+        ("lp-simplex", False, {"epsilon": 1e-9, "trust_region": 0.0}),
+        ("lp-extragradient", False, {"epsilon": 1e-9, "gap_tol": 1e-9}),
+        ("m3n-cutting-plane", True, {"epsilon": 1e-9}),
+    ],
+)
+def test_a_path_over_C_carries_its_rows_and_reaches_each_full_lp(name, signed, params):
+    """On a regularization path (warm_start) each point starts from the rows the points before
+    generated, its LP given the new C: every point still converges to the full LP's optimum at
+    its own C, and the points after the first start with rows."""
+    problem = _problem(3, n=14)
+    learner = LEARNERS[name](**params)
+    learner.warm_start = True
+    w = None
+    for k, C in enumerate([4.0, 1.0, 0.25]):
+        learner.settings["C"] = C
+        w = learner.fit(problem, w0=w)
+        last = learner.trace_[-1]
+        assert last["converged"] is True
+        assert last["objective"] == pytest.approx(_full_lp(problem, C, signed), rel=1e-6, abs=1e-7)
+        assert last["objective"] == pytest.approx(
+            _objective(problem, w, C, not signed), rel=1e-9, abs=1e-9
+        )
+        if "carried_rows" in learner.trace_[0]:  # the trust-region loop reports it
+            assert (learner.trace_[0]["carried_rows"] > 0) == (k > 0)
+    learner.release()
+    assert getattr(learner, "_lp_carried", None) is None

@@ -263,6 +263,13 @@ class ExtragradientSolver:
         trust region. Columns added later get [0, inf)."""
         self.box = (np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64))
 
+    def set_C(self, C: float) -> None:
+        """A new weight of the slacks (the next point of a path over C); the rows, the
+        iterates and the dual stay as the warm start of the next solve."""
+        self.C = C
+        self.omega = None
+        self.loose = self.settings["early_gap_tol"] > self.settings["gap_tol"]
+
     def warm_start(self, w_full: np.ndarray) -> None:
         self._w0 = np.maximum(w_full, 0.0)
 

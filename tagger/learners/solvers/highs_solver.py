@@ -114,6 +114,15 @@ class HighsSolver:
     def warm_start(self, w_full: np.ndarray) -> None:
         pass  # the simplex warm-starts from its own basis
 
+    def set_C(self, C: float) -> None:
+        """A new cost of the slack columns (the next point of a path over C); the rows and the
+        last basis stay, so the simplex starts from the previous point's optimal basis (still
+        primal feasible: only the costs changed)."""
+        self.C = C
+        idx = np.arange(self.N, dtype=np.int32)
+        self.h.changeColsCost(self.N, idx, np.full(self.N, float(C)))
+        self.loose = self.engine == "pdlp"
+
     def set_box(self, lower: np.ndarray, upper: np.ndarray) -> None:
         """Bounds on the weight columns (one per ``ws.coords`` entry, non-negative LP only):
         a trust region for the next solve. New columns added later start unbounded above."""

@@ -35,6 +35,12 @@ on decrease), the model's value at w, the radius and the step taken; the first a
 the start (its objective, the smoothed objective's gradient evaluations and the seconds they
 took). The smoothed start logs one line per temperature.
 
+On a regularization path over C the points share their rows: a row Delta f_i(y) and its margin
+do not depend on C, so every row a point generated is a valid cut of the next point's model,
+which starts with them (the LP solver given the slacks' new weight; the simplex keeps its
+basis) from the previous point's weights as its center, instead of rebuilding them round by
+round (``carried_rows`` in the first progress row; ``bench/lp_path.py`` measures it).
+
 The loop drives its learner through :class:`ColumnGenerationLearner`, the public part of
 :class:`~tagger.learners.solvers.working_set_learner.WorkingSetLearner` it needs.
 """
@@ -58,10 +64,11 @@ class ColumnGenerationLearner(Protocol):
     #: the separation mode of :meth:`WorkingSets.separate` (``SECOND_BEST`` for the LP)
     mode: int
 
-    def lp_solver(self, ws: WorkingSets, settings: dict):
-        """A solver of the LP over the working sets ``ws``: ``solve()`` returns (w, LP
-        objective), ``set_box(lower, upper)`` bounds the working set's columns, ``loose``
-        says it still solves at its loose tolerance, ``last`` holds its statistics."""
+    def working_state(self, problem: TrainingProblem, settings: dict):
+        """(working sets, solver of the LP over them, whether both were carried from the
+        previous point of a path over C). The solver's ``solve()`` returns (w, LP objective),
+        ``set_box(lower, upper)`` bounds the working set's columns, ``loose`` says it still
+        solves at its loose tolerance, ``last`` holds its statistics."""
 
     def violations(self, value: np.ndarray) -> np.ndarray:
         """Per sentence, the right-hand side minus w . Delta f at the oracle's labeling,
@@ -138,9 +145,8 @@ def stabilized_generation(
         center, evals = smoothed_start(problem, C, settings["smoothing"], report)
     else:
         center = np.zeros(problem.model.n_weights)
-    ws = WorkingSets(problem)
+    ws, solver, carried = learner.working_state(problem, settings)
     ws.add_columns(np.flatnonzero(center))
-    solver = learner.lp_solver(ws, settings)
     radius = settings["trust_region"]
 
     def evaluate(w):
@@ -160,7 +166,12 @@ def stabilized_generation(
         return added
 
     viol_c, f_c = evaluate(center)
-    start = {"start_objective": f_c, "start_evaluations": evals, "start_time": round(clock(), 2)}
+    start = {
+        "start_objective": f_c,
+        "start_evaluations": evals,
+        "start_time": round(clock(), 2),
+        "carried_rows": ws.n_rows if carried else 0,
+    }
     added = add_rows(center, viol_c, learner.slacks(ws, center))
     for epoch in range(1, settings["epochs"] + 1):
         cc = center[ws.coords]

@@ -60,6 +60,24 @@ class WorkingSetLearner(Learner):
         """The solver of the LP over the working sets ``ws`` (HiGHS or extragradient)."""
         raise NotImplementedError
 
+    def working_state(self, problem: TrainingProblem, settings: dict):
+        """(working sets, LP solver, carried) for ``problem``. On a regularization path over C
+        (``warm_start``), the previous point's: its rows do not depend on C, so the next point
+        starts from every row the previous one generated, its LP solver given the slacks' new
+        weight (the simplex keeps its basis); ``carried`` says so. Otherwise new ones."""
+        carried = getattr(self, "_lp_carried", None)
+        if self.warm_start and carried is not None and carried[0] is problem:
+            ws, solver = carried[1], carried[2]
+            solver.set_C(settings["C"])
+            return ws, solver, True
+        ws = WorkingSets(problem)
+        solver = self.lp_solver(ws, settings)
+        self._lp_carried = (problem, ws, solver) if self.warm_start else None
+        return ws, solver, False
+
+    def release(self) -> None:
+        self._lp_carried = None
+
     def violations(self, value: np.ndarray) -> np.ndarray:
         """Per sentence: right-hand side minus w . Delta f at the oracle's labeling."""
         return value if self.mode == LOSS_AUGMENTED else 1.0 - value
@@ -69,8 +87,7 @@ class WorkingSetLearner(Learner):
             return stabilized_generation(self, problem, settings, w0)
         model = problem.model
         C, eps = settings["C"], settings["epsilon"]
-        ws = WorkingSets(problem)
-        solver = self.lp_solver(ws, settings)
+        ws, solver, carried = self.working_state(problem, settings)
         w = np.zeros(model.n_weights) if w0 is None else np.array(w0, dtype=np.float64)
         if not self.signed:
             w = np.maximum(w, 0.0)
@@ -78,9 +95,13 @@ class WorkingSetLearner(Learner):
         clock = Stopwatch()
         n = problem.X.n_sentences
         nonempty = np.diff(problem.X.offsets) > 0
-        viol = self.violations(ws.separate(w, self.mode).copy())
-        xi = np.zeros(n)
         lp_obj = 0.0
+        if carried and ws.n_rows:
+            # the rows of the path's earlier points, at this point's C: their LP's solution
+            # is where the separation starts
+            w, lp_obj = solver.solve()
+        viol = self.violations(ws.separate(w, self.mode).copy())
+        xi = self.slacks(ws, w) if carried else np.zeros(n)
         resolve_every = settings.get("resolve_every", 0) or n
         for epoch in range(1, settings["epochs"] + 1):
             # Algorithm 1's test: add y^ when H_i(y^) > xi_i + epsilon, xi_i the slack of S_i

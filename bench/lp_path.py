@@ -1,0 +1,185 @@
+"""A path over C for the LP learners: what carrying the working sets from point to point saves.
+One run is one corpus, one size and one mode.
+
+    python bench/lp_path.py --corpus gum|conll --sentences N --mode carried|fresh
+                            [--learner lp-simplex] [--values 0.25,0.5,1,2,4,8] [--json PATH]
+
+Trains the learner (its defaults, the ``hmm`` preset as bench/lp_engines.py uses) at each C of
+``--values`` in turn on the first N sentences of GUM UPOS or CoNLL-2000's POS column, each point
+warm-started from the weights of the point before, as the regularization path of ``tagger
+train`` and ``tagger path`` trains them (the default values are the path's grid around the
+default C = 1, strongest first). ``--mode carried`` is the learner as it is: each point starts
+from every row (competing labeling) the points before generated, its LP given the new C.
+``--mode fresh`` turns that off (the learner is not told it is on a path, so it rebuilds its
+working sets at each point from the warm start alone), which is how every point was trained
+before the rows were carried. Both certify each point's optimum; the JSON records per point the
+seconds, rounds, LP solves, rows (carried and in all), the certified objective, non-zero
+weights and test accuracy (scored outside the timed training), and the load average. Results go
+to ``bench/out/lp-path-<corpus>-<N>-<mode>.json``; ``bench/tables.py`` puts the modes of one
+corpus and size side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lp_engines import load_data  # noqa: E402
+
+import _common as C  # noqa: E402
+
+MODES = ("carried", "fresh")
+#: the path's grid around the LP learners' default C = 1 (tagger.training.selection.grid)
+VALUES = "0.25,0.5,1,2,4,8"
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--corpus", choices=("gum", "conll"), required=True)
+    p.add_argument("--sentences", type=int, required=True, metavar="N")
+    p.add_argument("--mode", choices=MODES, required=True)
+    p.add_argument("--learner", default="lp-simplex")
+    p.add_argument("--values", default=VALUES, help="the C of each point, in order")
+    p.add_argument("--json", type=Path, default=None)
+    args = p.parse_args(argv)
+    try:
+        args.values = [float(v) for v in args.values.split(",") if v.strip()]
+    except ValueError:
+        p.error(f"--values takes numbers separated by commas; got {args.values!r}")
+    if not args.values or min(args.values) <= 0:
+        p.error("--values takes at least one C, each above 0")
+    return args
+
+
+def _accuracy(featurizer, labels, model, w, test) -> float:
+    """Token accuracy of the weights ``w`` on ``test`` (Viterbi of the plain chain)."""
+    import numpy as np
+
+    from tagger.chain import viterbi_batch_into
+
+    X = featurizer.transform(test)
+    state = model.state_scores(X, w)
+    trans = np.ascontiguousarray(model.transitions(w))
+    pred = np.empty(X.n_tokens, np.int32)
+    viterbi_batch_into(state, X.offsets, trans, pred, np.empty(X.n_sentences))
+    index = {lab: i for i, lab in enumerate(labels.labels)}
+    gold = np.array([index.get(lab, -1) for s in test for lab in s.labels])
+    return float(np.mean(pred == gold))
+
+
+def main(argv) -> int:
+    args, mach = C.begin(argv, parse_args)
+    import numpy as np
+
+    from tagger import Tagger
+    from tagger.features import FeatureSpec
+    from tagger.learners import get_learner
+    from tagger.training.data import build_problem
+
+    train, test = load_data(args.corpus, args.sentences)
+    # numba's kernels compiled (or loaded from its cache) outside the timed points
+    Tagger(features="hmm", learner=args.learner, params={"max_seconds": 5.0}, select=False).fit(
+        train[:20]
+    )
+    _, featurizer, labels, problem = build_problem(FeatureSpec.load("hmm"), train, None, None)
+    learner = get_learner(args.learner)()
+    learner.warm_start = args.mode == "carried"
+    points, w = [], None
+    load_before = C.load_average()
+    t_all = time.perf_counter()
+    for value in args.values:
+        learner.settings["C"] = value
+        t0 = time.perf_counter()
+        w = learner.fit(problem, w0=w)
+        seconds = time.perf_counter() - t0
+        trace = learner.trace_
+        last = trace[-1] if trace else {}
+        points.append(
+            {
+                "C": value,
+                "seconds": round(seconds, 2),
+                "rounds": len(trace),
+                "carried_rows": trace[0].get("carried_rows", 0) if trace else 0,
+                "rows": last.get("rows"),
+                "objective": last.get("objective"),
+                "lp_objective": last.get("lp_objective"),
+                "certified": bool(last.get("converged")),
+                "start_seconds": trace[0].get("start_time") if trace else None,
+                "nonzero": int(np.count_nonzero(w)),
+                "test_accuracy": _accuracy(featurizer, labels, problem.model, w, test),
+            }
+        )
+        p = points[-1]
+        print(
+            f"  C={value:g}: {p['seconds']:.1f} s, {p['rounds']} rounds, rows {p['rows']} "
+            f"({p['carried_rows']} carried), objective {p['objective']:.6g}, certified "
+            f"{p['certified']}, {p['nonzero']:,} non-zero, test {100 * p['test_accuracy']:.2f}",
+            flush=True,
+        )
+    total = time.perf_counter() - t_all
+    learner.release()
+    result = {
+        "corpus": args.corpus,
+        "sentences": len(train),
+        "tokens": sum(len(s) for s in train),
+        "learner": args.learner,
+        "mode": args.mode,
+        "points": points,
+        "seconds": round(total, 2),
+        "training_seconds": round(sum(p["seconds"] for p in points), 2),
+        "all_certified": all(p["certified"] for p in points),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "load_average_before": load_before,
+        "load_average_after": C.load_average(),
+    }
+    print(f"{args.mode}: {result['training_seconds']:.1f} s of training for {len(points)} points")
+    C.write_json(
+        args.json or C.OUT / f"lp-path-{args.corpus}-{args.sentences}-{args.mode}.json",
+        {"command": C.command_line(), "machine": mach, "result": result},
+    )
+    return 0
+
+
+def table(runs: list[dict]) -> str:
+    """The modes of one corpus and size side by side, point by point (bench/tables.py)."""
+    rows = []
+    for data in runs:
+        r = data["result"]
+        for p in r["points"]:
+            rows.append(
+                [
+                    r["mode"],
+                    f"{p['C']:g}",
+                    f"{p['seconds']:.1f}",
+                    str(p["rounds"]),
+                    f"{p['carried_rows']:,}",
+                    f"{p['rows']:,}" if p["rows"] is not None else "",
+                    f"{p['objective']:.6g}" if p["objective"] is not None else "",
+                    "yes" if p["certified"] else "no",
+                    f"{p['nonzero']:,}",
+                    C.fmt_pct(p["test_accuracy"]),
+                ]
+            )
+        total = f"**{r['training_seconds']:.1f}**"
+        rows.append([f"**{r['mode']}: all points**", "", total] + [""] * 7)
+    header = [
+        "mode",
+        "C",
+        "seconds",
+        "rounds",
+        "rows carried",
+        "rows",
+        "objective",
+        "certified",
+        "non-zero",
+        "test accuracy",
+    ]
+    return C.markdown_table(header, rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
