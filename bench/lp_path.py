@@ -2,13 +2,15 @@
 One run is one corpus, one size and one mode.
 
     python bench/lp_path.py --corpus gum|conll --sentences N --mode carried|fresh
-                            [--learner lp-simplex] [--values 0.25,0.5,1,2,4,8] [--json PATH]
+                            [--learner lp-simplex] [--values 8,16,32,64,128] [--json PATH]
 
 Trains the learner (its defaults, the ``hmm`` preset as bench/lp_engines.py uses) at each C of
 ``--values`` in turn on the first N sentences of GUM UPOS or CoNLL-2000's POS column, each point
 warm-started from the weights of the point before, as the regularization path of ``tagger
-train`` and ``tagger path`` trains them (the default values are the path's grid around the
-default C = 1, strongest first). ``--mode carried`` is the learner as it is: each point starts
+train`` and ``tagger path`` trains them, strongest first. The default values double from 8 to
+128, where the models have weights: below C = 8 the L1 LP on these data keeps next to none
+(on 200 GUM sentences, 152 non-zero weights at C = 2 and 7.4 % test accuracy), and the paper's
+C = 100 lies within. ``--mode carried`` is the learner as it is: each point starts
 from every row (competing labeling) the points before generated, its LP given the new C.
 ``--mode fresh`` turns that off (the learner is not told it is on a path, so it rebuilds its
 working sets at each point from the warm start alone), which is how every point was trained
@@ -33,8 +35,8 @@ from lp_engines import load_data  # noqa: E402
 import _common as C  # noqa: E402
 
 MODES = ("carried", "fresh")
-#: the path's grid around the LP learners' default C = 1 (tagger.training.selection.grid)
-VALUES = "0.25,0.5,1,2,4,8"
+#: doubling, as the path's grid does (tagger.training.selection.GRID_FACTOR)
+VALUES = "8,16,32,64,128"
 
 
 def parse_args(argv):

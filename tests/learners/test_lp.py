@@ -339,3 +339,18 @@ def test_a_path_over_C_carries_its_rows_and_reaches_each_full_lp(name, signed, p
             assert (learner.trace_[0]["carried_rows"] > 0) == (k > 0)
     learner.release()
     assert getattr(learner, "_lp_carried", None) is None
+
+
+@pytest.mark.parametrize("name", ["lp-simplex", "lp-extragradient"])
+@pytest.mark.parametrize("seed", [2, 3])  # problems whose optimum is not w = 0
+def test_a_box_too_small_to_decrease_in_does_not_certify_its_center(name, seed):
+    """A tiny trust region lets the model decrease by less than rounding around any center, the
+    optimum or not (null steps shrink it that far): the certificate is then checked on the
+    model without the box, and training still ends at the full LP's optimum."""
+    problem = _problem(seed, n=14)
+    assert _full_lp(problem, 1.0, False) < 13.9  # w = 0 scores 14 (14 sentences, C = 1)
+    extra = {"gap_tol": 1e-9} if name == "lp-extragradient" else {}
+    learner = LEARNERS[name](C=1.0, epsilon=1e-9, smoothing=0, trust_region=1e-12, **extra)
+    learner.fit(problem)
+    assert learner.trace_[-1]["converged"] is True
+    assert learner.trace_[-1]["objective"] == pytest.approx(_full_lp(problem, 1.0, False), rel=1e-6)
