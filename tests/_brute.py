@@ -61,6 +61,17 @@ def sentence_features(model, X, s: int) -> tuple[np.ndarray, np.ndarray]:
     return paths, np.array([model.joint_features(X, s, p) for p in paths])
 
 
+def check_nbest_batch(X, L: int, k: int, nbest, score_of) -> None:
+    """``nbest`` (labels, scores, log Z of the batch ``X`` for k best, as
+    tagger.chain.kbest.nbest returns them) against ``score_of(s, path)``, the reference score
+    of each labeling of sentence s, sentence by sentence (:func:`check_nbest`)."""
+    labels, scores, log_z = nbest
+    assert labels.shape == (X.n_tokens, k) and scores.shape == (X.n_sentences, k)
+    for s in range(X.n_sentences):
+        a, b = int(X.offsets[s]), int(X.offsets[s + 1])
+        check_nbest(lambda path, s=s: score_of(s, path), b - a, L, labels[a:b], scores[s], log_z[s])
+
+
 def check_nbest(score_of, T: int, L: int, labels, scores, log_z, rel: float = 1e-9) -> None:
     """The k-best rows of one sentence (``labels`` (T, k) as the batch writes them, ``scores``
     (k,), ``log_z``) against every labeling's score ``score_of(path)`` (-inf when not allowed):

@@ -21,7 +21,7 @@ from tagger.features import FeatureSpec, Featurized, Featurizer
 from tagger.learners.solvers.crf_objective import CRFObjective
 from tagger.sentence import Sentence
 
-from _brute import check_nbest, labelings, logsumexp
+from _brute import check_nbest_batch, labelings, logsumexp
 
 SPEC = {
     "featurizer": {
@@ -273,14 +273,7 @@ def test_the_k_best_labelings_are_the_enumeration(seed, pairs):
         model = ChainModel.from_data(X, y, model.n_labels, fz.n_attributes)
         w = np.random.default_rng(seed).normal(size=model.n_weights)
     assert model.plain is not pairs
-    labels, scores, log_z = nbest(model, X, w, 5)
-    for s in range(X.n_sentences):
-        a, b = int(X.offsets[s]), int(X.offsets[s + 1])
-        check_nbest(
-            lambda path, s=s: _reference_score(model, X, s, path, w),
-            b - a,
-            model.n_labels,
-            labels[a:b],
-            scores[s],
-            log_z[s],
-        )
+    found = nbest(model, X, w, 5)
+    check_nbest_batch(
+        X, model.n_labels, 5, found, lambda s, path: _reference_score(model, X, s, path, w)
+    )

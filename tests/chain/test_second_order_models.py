@@ -20,7 +20,7 @@ from tagger.features import FeatureSpec, Featurizer
 from tagger.learners.solvers.crf_objective import CRFObjective
 from tagger.sentence import Sentence
 
-from _brute import check_nbest, labelings, logsumexp
+from _brute import check_nbest_batch, labelings, logsumexp
 
 WORDS = ["ab", "bb", "ca", "da", "eb"]
 SEEDS = [0, 1, 2, 3, 4, 5]
@@ -270,14 +270,7 @@ def test_the_k_best_labelings_are_the_enumeration(seed, pairs):
     """tagger.chain.kbest.nbest of a second-order model: the best allowed labelings (a pair
     never seen in training excludes a labeling) against every labeling's reference score."""
     X, y, model, w = _problem(seed, pairs)
-    labels, scores, log_z = nbest(model, X, w, 6)
-    for s in range(X.n_sentences):
-        a, b = int(X.offsets[s]), int(X.offsets[s + 1])
-        check_nbest(
-            lambda path, s=s: _reference_score(model, X, s, path, w),
-            b - a,
-            model.n_labels,
-            labels[a:b],
-            scores[s],
-            log_z[s],
-        )
+    found = nbest(model, X, w, 6)
+    check_nbest_batch(
+        X, model.n_labels, 6, found, lambda s, path: _reference_score(model, X, s, path, w)
+    )
