@@ -32,6 +32,9 @@ LEARNERS = {
     "m3n-l2/blocks": {"epochs": 6, "blocks": 3, "block_size": 4},
     "m3n-em/blocks": {"epochs": 3, "blocks": 3, "block_size": 4},
     "lp-extragradient": {"epochs": 20},
+    # the rounds' pricing (second-best Viterbi over every sentence) runs on the threads;
+    # HiGHS itself is kept to one
+    "lp-simplex": {"epochs": 30},
     "ssvm-annealing": {"steps": 2, "epochs": 3, "start_epochs": 3},
     "ssvm-annealing/owlqn": {"steps": 2, "owlqn_epochs": 3, "start_epochs": 3, "inner": "owlqn"},
     "ssvm-annealing/blocks": {
