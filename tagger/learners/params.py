@@ -183,3 +183,6 @@ PARTITIONS = Param(
 )
 #: both, for the learners whose objective runs on a cluster
 ON_A_CLUSTER = (SCHEDULER, PARTITIONS)
+#: where the work runs, not what is learned: like the thread count, a model's stored
+#: configuration leaves them out (a rerun elsewhere has another cluster, or none)
+WHERE_IT_RUNS = frozenset(p.name for p in ON_A_CLUSTER)

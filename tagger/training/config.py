@@ -255,8 +255,10 @@ def learner_params(cfg: dict, learner: str, source: str) -> dict:
 
 def for_model(cfg: dict, learner: str, params: dict, select: bool) -> dict:
     """The configuration the model keeps: absolute paths, no output, the learner named, every
-    parameter of the learner (but the strength when training chooses it)."""
+    parameter of the learner (but the strength when training chooses it, and where the work
+    ran: a Dask scheduler is no more kept than the thread count)."""
     from tagger.learners import AUTO, get_learner
+    from tagger.learners.params import WHERE_IT_RUNS
 
     out = {section: dict(cfg[section]) for section in SCHEMA}
     del out["model"]["output"]
@@ -288,7 +290,7 @@ def for_model(cfg: dict, learner: str, params: dict, select: bool) -> dict:
         full = {
             p.name: params.get(p.name, p.default)
             for p in cls.params
-            if p.name in params or p.name not in chosen
+            if (p.name in params or p.name not in chosen) and p.name not in WHERE_IT_RUNS
         }
     out["params"] = full
     return out

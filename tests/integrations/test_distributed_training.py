@@ -138,6 +138,13 @@ def test_the_command_line_trains_on_a_cluster(cluster, tmp_path):
     assert r1.exit_code == 0 and r2.exit_code == 0, r1.output + r2.output
     w = [Tagger.load(p).weights_ for p in out]
     assert np.array_equal(w[0], w[1])
+    # where it ran is not kept, as the thread count is not: --config-from trains here
+    stored = Tagger.load(out[1]).info_["config"]["params"]
+    assert "scheduler" not in stored and "partitions" not in stored
+    again = tmp_path / "again.tagger"
+    r3 = runner.invoke(cli, ["train", "--config-from", str(out[1]), "-o", str(again), "-q"])
+    assert r3.exit_code == 0, r3.output
+    assert np.array_equal(Tagger.load(again).weights_, w[0])
 
 
 @pytest.mark.parametrize(
