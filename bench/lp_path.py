@@ -1,8 +1,9 @@
 """A path over C for the LP learners: what carrying the working sets from point to point saves.
 One run is one corpus, one size and one mode.
 
-    python bench/lp_path.py --corpus gum|conll --sentences N --mode carried|fresh
-                            [--learner lp-simplex] [--values 8,16,32,64,128] [--json PATH]
+    python bench/lp_path.py --corpus gum|conll --sentences N --mode carried|fresh|choose
+                            [--learner lp-simplex] [--values 8,16,32,64,128]
+                            [--point-epsilon E] [--json PATH]
 
 Trains the learner (its defaults, the ``hmm`` preset as bench/lp_engines.py uses) at each C of
 ``--values`` in turn on the first N sentences of GUM UPOS or CoNLL-2000's POS column, each point
@@ -19,6 +20,14 @@ seconds, rounds, LP solves, rows (carried and in all), the certified objective, 
 weights and test accuracy (scored outside the timed training), and the load average. Results go
 to ``bench/out/lp-path-<corpus>-<N>-<mode>.json``; ``bench/tables.py`` puts the modes of one
 corpus and size side by side.
+
+``--mode choose`` is what ``tagger train --learner lp-simplex`` does on these sentences: the
+path chooses C on GUM's dev file (on CoNLL-2000, which has none, on a held-out tenth) and the
+point kept is trained to the learner's own precision. ``--point-epsilon E`` trains the points
+of that path at ``epsilon = E`` instead of the learner's ``path_settings`` (0: at the
+learner's own epsilon, every point certified); the JSON records the path's rows, the C kept,
+the seconds of the whole choice and the test accuracy
+(``bench/out/lp-path-<corpus>-<N>-choose-<E or default>.json``).
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from lp_engines import load_data  # noqa: E402
 
 import _common as C  # noqa: E402
 
-MODES = ("carried", "fresh")
+MODES = ("carried", "fresh", "choose")
 #: doubling, as the path's grid does (tagger.training.selection.GRID_FACTOR)
 VALUES = "8,16,32,64,128"
 
@@ -46,6 +55,7 @@ def parse_args(argv):
     p.add_argument("--mode", choices=MODES, required=True)
     p.add_argument("--learner", default="lp-simplex")
     p.add_argument("--values", default=VALUES, help="the C of each point, in order")
+    p.add_argument("--point-epsilon", type=float, default=None, metavar="E")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     try:
@@ -83,6 +93,8 @@ def main(argv) -> int:
     from tagger.training.data import build_problem
 
     train, test = load_data(args.corpus, args.sentences)
+    if args.mode == "choose":
+        return _choose(args, mach, train, test)
     # numba's kernels compiled (or loaded from its cache) outside the timed points
     Tagger(features="hmm", learner=args.learner, params={"max_seconds": 5.0}, select=False).fit(
         train[:20]
@@ -144,6 +156,84 @@ def main(argv) -> int:
         {"command": C.command_line(), "machine": mach, "result": result},
     )
     return 0
+
+
+def _choose(args, mach, train, test) -> int:
+    """``--mode choose``: the whole choice of C, as ``tagger train`` makes it."""
+    from tagger import Tagger
+    from tagger.learners import get_learner
+
+    cls = get_learner(args.learner)
+    if args.point_epsilon is not None:
+        cls.path_settings = {"epsilon": args.point_epsilon} if args.point_epsilon > 0 else {}
+    dev = None
+    if args.corpus == "gum":
+        dev_path = C.corpora() / "ud_english_gum" / "en_gum-ud-dev.conllu"
+        dev = [s for s in C.load({"path": str(dev_path)}) if len(s)]
+    Tagger(features="hmm", learner=args.learner, params={"max_seconds": 5.0}, select=False).fit(
+        train[:20]
+    )
+    load_before = C.load_average()
+    tagger = Tagger(features="hmm", learner=args.learner, seed=0)
+    t0 = time.perf_counter()
+    tagger.fit(train, dev=dev)
+    seconds = time.perf_counter() - t0
+    selection = tagger.info_.get("selection", {})
+    keep = ("value", "dev_acc", "nonzero", "iterations", "seconds", "selected", "refit")
+    rows = [{k: r[k] for k in keep if k in r} for r in selection.get("rows", [])]
+    final = tagger.info_.get("final", {})
+    result = {
+        "corpus": args.corpus,
+        "sentences": len(train),
+        "learner": args.learner,
+        "mode": "choose",
+        "point_epsilon": cls.path_settings.get("epsilon"),
+        "path": rows,
+        "chosen": {selection.get("param", "C"): selection.get("value")},
+        "seconds": round(seconds, 2),
+        "certified": bool(final.get("converged")),
+        "nonzero": tagger.n_nonzero_,
+        "test_accuracy": tagger.evaluate(test)["accuracy"],
+        "load_average_before": load_before,
+        "load_average_after": C.load_average(),
+    }
+    for r in rows:
+        print(f"  {r}")
+    print(
+        f"choose: {seconds:.1f} s, kept {result['chosen']}, certified {result['certified']}, "
+        f"{result['nonzero']:,} non-zero, test {100 * result['test_accuracy']:.2f}"
+    )
+    tag = "default" if args.point_epsilon is None else f"{args.point_epsilon:g}"
+    name = f"lp-path-{args.corpus}-{args.sentences}-choose-{tag}.json"
+    C.write_json(
+        args.json or C.OUT / name,
+        {"command": C.command_line(), "machine": mach, "result": result},
+    )
+    return 0
+
+
+def choose_table(data: dict) -> str:
+    """``--mode choose``: the path's rows, then the whole choice (bench/tables.py)."""
+    r = data["result"]
+    rows = [
+        [
+            f"{p['value']:g}",
+            f"{p.get('dev_acc', float('nan')):.2f}",
+            f"{p['nonzero']:,}",
+            str(p.get("iterations", "")),
+            f"{p['seconds']:.1f}",
+            "kept" + (" (trained again)" if p.get("refit") else "") if p.get("selected") else "",
+        ]
+        for p in r["path"]
+    ]
+    header = ["C", "dev accuracy", "non-zero", "rounds", "seconds", ""]
+    eps = "the learner's own" if r["point_epsilon"] is None else f"{r['point_epsilon']:g}"
+    return (
+        f"points at epsilon = {eps}; the whole choice {r['seconds']:.1f} s, kept "
+        f"{r['chosen']}, certified: {'yes' if r['certified'] else 'no'}, "
+        f"{r['nonzero']:,} non-zero, test accuracy {C.fmt_pct(r['test_accuracy'])}\n\n"
+        + C.markdown_table(header, rows)
+    )
 
 
 def table(runs: list[dict]) -> str:

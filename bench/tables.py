@@ -347,16 +347,20 @@ def lp_path_tables(data: dict) -> str:
     import lp_path
 
     r = data["result"]
+    body = lp_path.choose_table(data) if r["mode"] == "choose" else lp_path.table([data])
     return (
         f"`{r['learner']}` on {C.fmt_int(r['sentences'])} {r['corpus']} sentences, "
-        f"mode `{r['mode']}`\n\n" + lp_path.table([data])
+        f"mode `{r['mode']}`\n\n" + body
     )
 
 
 LAYOUTS: tuple[tuple[str, Callable[[dict], bool], Callable[[dict], str]], ...] = (
     (
         "lp_path.py",
-        lambda d: isinstance(d.get("result"), dict) and "points" in d["result"],
+        lambda d: (
+            isinstance(d.get("result"), dict)
+            and ("points" in d["result"] or d["result"].get("mode") == "choose")
+        ),
         lp_path_tables,
     ),
     (
