@@ -27,9 +27,12 @@ that bind near the optimum, where w = 0 makes every labeling tie.
 Stopping rule, the certificate of plain column generation in two forms: either the box does
 not bind at w (so w solves the LP over the working sets) and no sentence has a labeling
 violated by more than ``epsilon`` beyond its slack at w, and w is optimal for the LP over every
-labeling; or the model cannot decrease inside the box (by more than 1e-9 relative, rounding):
-the working sets hold every row violated at c, so m(c) = P(c), c minimizes the convex model
-in a neighbourhood, hence everywhere, and since m <= P, c minimizes P. Each
+labeling; or the model cannot decrease inside the box by more than tol = max(1e-9 relative
+rounding, C ``epsilon`` per sentence): the working sets hold every row violated at c by more
+than epsilon, so m(c) >= P(c) - tol, and the model without the box is then solved as well; its
+minimum within tol of P(c) certifies c to that precision (m <= P). Checking on the boxed model
+alone is not enough: null steps halve the box until no decrease can exceed the tolerance,
+optimum or not. Each
 progress row reports the center's whole objective (never above the start's: centers only move
 on decrease), the model's value at w, the radius and the step taken; the first also reports
 the start (its objective, the smoothed objective's gradient evaluations and the seconds they
@@ -188,19 +191,19 @@ def stabilized_generation(
         xi_w = learner.slacks(ws, w)
         violated = int(np.count_nonzero(nonempty & (viol_w > xi_w + eps)))
         predicted = f_c - model_value
-        # the model has every row violated at c, so m(c) = P(c): when it cannot decrease in
-        # the box (to rounding), c minimizes the (convex) model everywhere, hence P. A box
+        # the model has every row violated at c by more than epsilon, so m(c) >= P(c) - tol
+        # (C epsilon per sentence, or rounding): when it cannot decrease by more than tol in
+        # the box, c minimizes the (convex) model everywhere to within tol, hence P. A box
         # shrunk by null steps decreases little even where c is far from optimal, so the
-        # claim is checked on the model without the box (its minimum within rounding of m(c)
+        # claim is checked on the model without the box (its minimum within tol of P(c)
         # certifies c); otherwise that minimizer is this round's trial point
-        c_optimal = predicted <= 1e-9 * max(1.0, abs(f_c))
+        tol = max(1e-9 * max(1.0, abs(f_c)), C * eps * n_sentences)
+        c_optimal = predicted <= tol
         if c_optimal:
             k = len(ws.coords)
             solver.set_box(np.zeros(k), np.full(k, np.inf))
             w_open, open_value = solver.solve()
-            # m(c) falls short of P(c) by at most C epsilon per sentence (rows join only when
-            # violated by more than epsilon): the precision the certificate can have
-            if f_c - open_value > max(1e-9 * max(1.0, abs(f_c)), C * eps * n_sentences):
+            if f_c - open_value > tol:
                 c_optimal, boxed, radius = False, False, settings["trust_region"]
                 w, model_value = w_open, open_value
                 viol_w, f_w = evaluate(w)
