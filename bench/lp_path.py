@@ -24,8 +24,9 @@ corpus and size side by side.
 ``--mode choose`` is what ``tagger train --learner lp-simplex`` does on these sentences: the
 path chooses C on GUM's dev file (on CoNLL-2000, which has none, on a held-out tenth) and the
 point kept is trained to the learner's own precision. ``--point-epsilon E`` trains the points
-of that path at ``epsilon = E`` instead of the learner's ``path_settings`` (0: at the
-learner's own epsilon, every point certified); the JSON records the path's rows, the C kept,
+of that path at ``epsilon = E`` (the kept point then trained on at the learner's own) instead
+of the learner's ``path_settings`` (0: at the learner's own epsilon, every point certified);
+the JSON records the path's rows, the C kept,
 the seconds of the whole choice and the test accuracy
 (``bench/out/lp-path-<corpus>-<N>-choose-<E or default>.json``).
 """
