@@ -231,7 +231,8 @@ def choose_table(data: dict) -> str:
     eps = "the learner's own" if r["point_epsilon"] is None else f"{r['point_epsilon']:g}"
     return (
         f"points at epsilon = {eps}; the whole choice {r['seconds']:.1f} s, kept "
-        f"{r['chosen']}, certified: {'yes' if r['certified'] else 'no'}, "
+        f"{', '.join(f'{k} = {v:g}' for k, v in (r['chosen'] or {}).items())}, certified: "
+        f"{'yes' if r['certified'] else 'no'}, "
         f"{r['nonzero']:,} non-zero, test accuracy {C.fmt_pct(r['test_accuracy'])}\n\n"
         + C.markdown_table(header, rows)
     )
