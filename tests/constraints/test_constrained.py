@@ -103,12 +103,16 @@ hard = true
 """
 
 
-def _brute_best(state, trans, cc, toks):
-    # every labeling of the chain at once, as one corpus of L^T sequences
-    T = len(toks)
-    ys = labelings(T, len(LABELS), np.int32)
+def _allowed(cc, toks):
+    """Every labeling of the tokens (one row each) and whether it meets every rule: all of
+    them at once, as one corpus of L^T sequences."""
+    ys = labelings(len(toks), len(LABELS), np.int32)
     st = ViolationState(cc, cc.indicators([toks] * len(ys)), ys.ravel())
-    ok = ~np.any((st.phi > cc.hi) | (st.phi < cc.lo), axis=1)
+    return ys, ~np.any((st.phi > cc.hi) | (st.phi < cc.lo), axis=1)
+
+
+def _brute_best(state, trans, cc, toks):
+    ys, ok = _allowed(cc, toks)
     if not ok.any():
         return -np.inf
     return float(path_scores(state, trans, ys)[ok].max())
@@ -232,9 +236,7 @@ def test_position_dependent_transitions_exact_against_brute_force(text):
         plan = decoding_plan(cc, ti, T)
         y = np.full(T, -1, np.int32)
         feasible = decode_sentence(state, edge, 0, plan.ind, plan.kernel, y)
-        ys = labelings(T, len(LABELS), np.int32)
-        vs = ViolationState(cc, cc.indicators([toks] * len(ys)), ys.ravel())
-        ok = ~np.any((vs.phi > cc.hi) | (vs.phi < cc.lo), axis=1)
+        ys, ok = _allowed(cc, toks)
         if not ok.any():
             assert not feasible
             continue
