@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import signal
 import threading
@@ -192,7 +193,6 @@ def _serve(pipe, digest: str) -> None:
     """A forked worker process: the kernels of the model ``digest`` loaded, then a Dask worker
     of one thread at the address it is sent."""
     import asyncio
-    import logging
 
     from distributed import Worker
 
@@ -321,16 +321,25 @@ def _close(client, cluster, finished: bool, out_dir: Path) -> None:
     """Close the client and a local cluster, at once when the run did not finish (its
     workers killed), with a second Ctrl-C or SIGTERM ignored meanwhile; then remove the
     partial files that killed workers left, once none of ours can still write one."""
+    # a run that stops early: the scheduler in this process may still log about the tasks it
+    # drops (a gather of keys the client has just forgotten); the command says one line
+    scheduler_log = logging.getLogger("distributed")
+    level = scheduler_log.level
+    if not finished:
+        scheduler_log.setLevel(logging.CRITICAL)
     with stop_signals_ignored():
-        # the client first: the scheduler forgets its tasks, so that workers killed next
-        # lose none that it would report as lost
-        client.close()
-        if not finished and isinstance(cluster, _ForkedWorkers):
-            cluster.kill()
-        if isinstance(cluster, _ForkedWorkers):
-            cluster.close(wait=10.0 if finished else 0.0)
-        elif cluster is not None:
-            cluster.close()
+        try:
+            # the client first: the scheduler forgets its tasks, so that workers killed next
+            # lose none that it would report as lost
+            client.close()
+            if not finished and isinstance(cluster, _ForkedWorkers):
+                cluster.kill()
+            if isinstance(cluster, _ForkedWorkers):
+                cluster.close(wait=10.0 if finished else 0.0)
+            elif cluster is not None:
+                cluster.close()
+        finally:
+            scheduler_log.setLevel(level)
         # every shard is whole, or every local worker is gone: a partial file here was a
         # killed worker's (a remote cluster's workers may still be writing theirs)
         if (finished or cluster is not None) and out_dir.is_dir():
