@@ -255,12 +255,6 @@ class Tagger:
         E = featurizer.encode(nonempty)
         compiled = None if constraints is None else self.compile_constraints(constraints)
         if not model.plain:  # transitions that vary by position: the attribute lists are needed
-            if compiled is not None and model.second is not None:
-                raise TaggerError(
-                    "constrained decoding does not take a second-order model (order = 2 in "
-                    "its features); tag without the constraint file, or train a first-order "
-                    "model"
-                )
             X = featurizer.transform_views(E.view_ids, E.offsets)
             node = model.marginals(X, w) if marginals else None
             if compiled is None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.chain.pairs import edge_path_score, sentence_scores
+from tagger.constraints.expanded_viterbi import triple_entry
 from tagger.inference.second_order import (
     order2_buffers,
     order2_forward_backward,
@@ -33,14 +34,7 @@ def entry_scores(lattice, w: np.ndarray, scale: float = 1.0) -> np.ndarray:
 @njit(**NUMBA_OPTS)
 def entry_of(lat, y0, y1, y2):
     """The lattice entry of the triple (y0, y1, y2), or -1 when it is not allowed."""
-    q = lat.pair_id[y1, y2]
-    p = lat.pair_id[y0, y1]
-    if q < 0 or p < 0:
-        return -1
-    for k in range(lat.pred_ptr[q], lat.pred_ptr[q + 1]):
-        if lat.pred_src[k] == p:
-            return k
-    return -1
+    return triple_entry(lat.pair_id, lat.pred_ptr, lat.pred_src, y0, y1, y2)
 
 
 @njit(**NUMBA_OPTS)

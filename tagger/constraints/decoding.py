@@ -53,6 +53,8 @@ from tagger.constraints.expanded_viterbi import (
     MAX_SEGMENT_BITS,
     edge_at,
     lazy_expanded_viterbi,
+    no_order2,
+    order2_switch_change,
 )
 from tagger.constraints.penalties import (
     InstanceRules,
@@ -89,10 +91,11 @@ class HardRules(NamedTuple):
 
 
 @njit(**NUMBA_OPTS)
-def hill_climb(state, edge, y, a, b, ind, rules, max_passes):
+def hill_climb(state, edge, o2, y, a, b, ind, rules, max_passes):
     """Greedy label switching on one sequence: maximize F(y) - penalty(y) (``rules``: the
     :class:`~tagger.constraints.penalties.InstanceRules` with the weights in use; ``edge``:
-    the transitions, :func:`~tagger.constraints.expanded_viterbi.edge_at`)."""
+    the transitions, :func:`~tagger.constraints.expanded_viterbi.edge_at`; ``o2``: a
+    second-order chain's lattice, whose triples F also counts, or ``no_order2``'s)."""
     kind, mask, other, row, lo, hi, rho, squared = rules
     L = state.shape[1]
     C = kind.shape[0]
@@ -118,6 +121,8 @@ def hill_climb(state, edge, y, a, b, ind, rules, max_passes):
                 if t + 1 < b:
                     e = edge_at(edge, t + 1 - a)
                     dF += e[new, y[t + 1]] - e[old, y[t + 1]]
+                if o2[0] and dF > -np.inf:  # (+inf: the switch mends a pair or triple)
+                    dF += order2_switch_change(o2, y, a, b, t, new)
                 if dF == -np.inf:
                     continue
                 switch_phi(y, ind, a, b, t, new, kind, mask, other, row, segs, phi, phi_new)
@@ -172,9 +177,11 @@ def no_segment_rules(L):
 
 
 @njit(**NUMBA_OPTS)
-def decode_sentence(state, edge, a, ind, plan, out):
+def decode_sentence(state, edge, o2, a, ind, plan, out):
     """The tokens a..a+T-1 (columns of ``ind``) with state scores ``state`` (T, L) and
-    transitions ``edge`` (:func:`~tagger.constraints.expanded_viterbi.edge_at`) decoded under
+    transitions ``edge`` (:func:`~tagger.constraints.expanded_viterbi.edge_at`), on a
+    second-order chain's lattice ``o2`` (or ``no_order2``'s: see
+    :mod:`~tagger.constraints.expanded_viterbi`), decoded under
     the hard rules the expanded Viterbi enforces, then improved by label switching when the
     plan's ``climb`` says so (``plan``: :class:`DecodingPlan`'s kernel part); labels into
     ``out[a:a+T]`` (``out`` and ``ind`` index the tokens of the whole batch). Returns whether a
@@ -192,7 +199,7 @@ def decode_sentence(state, edge, a, ind, plan, out):
             if ind[stay_row, t]:
                 cost[t - a] = np.inf
     y = out[a:b]
-    score, complete = lazy_expanded_viterbi(st, edge, bit, cost, ind, a, segment, y)
+    score, complete = lazy_expanded_viterbi(st, edge, o2, bit, cost, ind, a, segment, y)
     feasible = score > -np.inf
     if not feasible:
         # no labeling meets every hard rule: the best labeling with the fewest broken token
@@ -202,14 +209,14 @@ def decode_sentence(state, edge, a, ind, plan, out):
         for t in range(T):
             if cost[t] == np.inf:
                 cost[t] = hard_weight
-        score, complete = lazy_expanded_viterbi(st, edge, bit, cost, ind, a, segment, y)
+        score, complete = lazy_expanded_viterbi(st, edge, o2, bit, cost, ind, a, segment, y)
         if score == -np.inf:
             none = no_segment_rules(state.shape[1])
-            lazy_expanded_viterbi(st, edge, bit, cost, ind, a, none, y)
+            lazy_expanded_viterbi(st, edge, o2, bit, cost, ind, a, none, y)
             complete = False
         st = state
     if climb or not complete:
-        hill_climb(st, edge, out, a, b, ind, rules, max_passes)
+        hill_climb(st, edge, o2, out, a, b, ind, rules, max_passes)
     return feasible
 
 
@@ -218,10 +225,11 @@ def _decode_batch(state, offsets, trans, ind, plan, out, feasible):
     """Every sentence of a plain first-order model (one transition matrix ``trans``) decoded by
     :func:`decode_sentence`, in parallel."""
     edge = trans.reshape((1, trans.shape[0], trans.shape[1]))
+    o2 = no_order2(trans.shape[0])
     for s in prange(offsets.shape[0] - 1):
         a, b = offsets[s], offsets[s + 1]
         if b > a:
-            feasible[s] = decode_sentence(state[a:b], edge, a, ind, plan, out)
+            feasible[s] = decode_sentence(state[a:b], edge, o2, a, ind, plan, out)
 
 
 def _rows(a: np.ndarray, rules: list[int], L: int | None) -> np.ndarray:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tagger.chain.second_order import SecondOrder
 from tagger.constraints import ConstraintSet, ViolationState
 from tagger.constraints.decoding import constrained_decode, decode_sentence, decoding_plan
+from tagger.constraints.expanded_viterbi import no_order2
 
 from _brute import labelings, path_score, path_scores
 
@@ -235,7 +237,7 @@ def test_position_dependent_transitions_exact_against_brute_force(text):
         ti = cc.indicators([toks])
         plan = decoding_plan(cc, ti, T)
         y = np.full(T, -1, np.int32)
-        feasible = decode_sentence(state, edge, 0, plan.ind, plan.kernel, y)
+        feasible = decode_sentence(state, edge, no_order2(len(LABELS)), 0, plan.ind, plan.kernel, y)
         ys, ok = _allowed(cc, toks)
         if not ok.any():
             assert not feasible
@@ -245,3 +247,99 @@ def test_position_dependent_transitions_exact_against_brute_force(text):
         best = float(_edge_scores(state, edge, ys)[ok].max())
         assert float(_edge_scores(state, edge, y[None, :])[0]) == pytest.approx(best, abs=1e-9)
     assert checked > 30
+
+
+def _random_order2(rng, L):
+    """A second-order lattice over L labels with a random half of the label pairs allowed (every
+    label keeps a pair out of it, so long labelings exist), the order-2 tuple the decoder takes,
+    and the dense (L, L, L) triple scores it encodes (0 for a triple without a weight)."""
+    codes = np.flatnonzero(rng.random(L * L) < 0.5)
+    codes = np.union1d(codes, np.arange(L) * L + rng.integers(0, L, L))
+    so = SecondOrder(L, codes, np.zeros(0, np.int64))
+    lat = so.lattice(0)
+    tri = np.zeros((L, L, L))
+    weighted = rng.random((L, L, L)) < 0.7
+    tri[weighted] = rng.normal(size=int(weighted.sum()))
+    pred_score = np.empty(len(lat.pred_src))
+    for q in range(len(lat.pair_a)):
+        for k in range(lat.pred_ptr[q], lat.pred_ptr[q + 1]):
+            pred_score[k] = tri[lat.pair_a[lat.pred_src[k]], lat.pair_a[q], lat.pair_b[q]]
+    o2 = (True, lat.pair_a, lat.pair_b, lat.pair_id, lat.pred_ptr, lat.pred_src, pred_score)
+    allowed = np.zeros((L, L), bool)
+    allowed[codes // L, codes % L] = True
+    return o2, allowed, tri
+
+
+def _order2_scores(state, edge, allowed, tri, ys):
+    """F of each labeling (row of ys) of a second-order chain, -inf for one with a pair that is
+    not allowed: by the definition, from the dense arrays."""
+    scores = _edge_scores(state, edge, ys)
+    T = ys.shape[1]
+    for t in range(1, T):
+        scores[~allowed[ys[:, t - 1], ys[:, t]]] = -np.inf
+    for t in range(2, T):
+        scores = scores + tri[ys[:, t - 2], ys[:, t - 1], ys[:, t]]
+    return scores
+
+
+@pytest.mark.parametrize("text", [HARD, HARD_ENDS, SEGMENT_RULES])
+def test_second_order_chains_exact_against_brute_force(text):
+    """decode_sentence on a second-order chain's pair-state lattice: the best allowed labeling
+    (every label pair allowed) that meets every hard rule, with its triples scored, as
+    enumeration finds it; -inf and infeasible when no allowed labeling meets the rules."""
+    cc = ConstraintSet.from_text(text).compile(LABELS)
+    L = len(LABELS)
+    rng = np.random.default_rng(17)
+    checked = 0
+    for _ in range(80):
+        T = int(rng.integers(1, 7))
+        toks = [WORDS[i] for i in rng.integers(0, len(WORDS), T)]
+        state = rng.normal(size=(T, L))
+        edge = rng.normal(size=(T, L, L))
+        o2, allowed, tri = _random_order2(rng, L)
+        ti = cc.indicators([toks])
+        plan = decoding_plan(cc, ti, T)
+        y = np.full(T, -1, np.int32)
+        feasible = decode_sentence(state, edge, o2, 0, plan.ind, plan.kernel, y)
+        ys, ok = _allowed(cc, toks)
+        scores = _order2_scores(state, edge, allowed, tri, ys)
+        ok &= scores > -np.inf
+        if not ok.any():
+            assert not feasible
+            continue
+        checked += 1
+        assert feasible and ViolationState(cc, ti, y).penalty() == 0
+        mine = float(_order2_scores(state, edge, allowed, tri, y[None, :])[0])
+        assert mine == pytest.approx(float(scores[ok].max()), abs=1e-9)
+    assert checked > 40
+
+
+def test_second_order_soft_rules_give_a_local_optimum_of_score_minus_penalty():
+    """With soft rules, label switching on a second-order chain ends where no single label
+    change (to another allowed labeling) raises F - penalty, triples counted."""
+    text = HARD.replace("hard = true", "hard = false\nweight = 0.8")
+    cc = ConstraintSet.from_text(text).compile(LABELS)
+    L = len(LABELS)
+    rng = np.random.default_rng(23)
+    for _ in range(40):
+        T = int(rng.integers(2, 7))
+        toks = [WORDS[i] for i in rng.integers(0, len(WORDS), T)]
+        state = rng.normal(size=(T, L))
+        edge = rng.normal(size=(T, L, L))
+        o2, allowed, tri = _random_order2(rng, L)
+        ti = cc.indicators([toks])
+        plan = decoding_plan(cc, ti, T)
+        y = np.zeros(T, np.int32)
+        decode_sentence(state, edge, o2, 0, plan.ind, plan.kernel, y)
+
+        def objective(lab, state=state, edge=edge, allowed=allowed, tri=tri, ti=ti):
+            f = float(_order2_scores(state, edge, allowed, tri, lab[None, :])[0])
+            return f - ViolationState(cc, ti, lab).penalty()
+
+        here = objective(y)
+        assert here > -np.inf
+        for t in range(T):
+            for new in range(L):
+                z = y.copy()
+                z[t] = new
+                assert objective(z) <= here + 1e-9

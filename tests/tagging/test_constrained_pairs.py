@@ -1,7 +1,7 @@
-"""Tagging a model with label-pair templates under a constraint file: on short sentences,
-whose labelings can all be listed, the labeling tagged meets every hard rule and scores as
-high (its joint feature vector times the weights) as the best labeling that meets them; a
-second-order model is refused in one line."""
+"""Tagging a model with label-pair templates, or of order 2, under a constraint file: on short
+sentences, whose labelings can all be listed, the labeling tagged meets every hard rule and
+scores as high (its joint feature vector times the weights) as the best labeling that meets
+them (and, at order 2, has only allowed label pairs)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 
 from tagger.api import Tagger
 from tagger.constraints import ConstraintSet, ViolationState
-from tagger.errors import TaggerError
 from tagger.io import load_corpus
 from tagger.sentence import Sentence
 
@@ -51,14 +50,18 @@ def _score(tagger, sentence, labels) -> float:
     return float(model.joint_features(X, 0, y) @ w)
 
 
-def test_pair_models_decode_the_best_labeling_meeting_the_hard_rules(tmp_path):
+@pytest.mark.parametrize("structure", ['pair_templates = ["pos[0]", "word[0]"]', "order = 2"])
+def test_models_beyond_first_order_decode_the_best_labeling_meeting_the_hard_rules(
+    tmp_path, structure
+):
     train = load_corpus(SAMPLE, "conll")
-    features = _features(tmp_path, 'pair_templates = ["pos[0]", "word[0]"]')
+    features = _features(tmp_path, structure)
     tagger = Tagger(features=features, learner="crf-l1", params={"epochs": 25}, select=False)
     tagger.fit(train)
     rules = ConstraintSet.from_text(RULES)
     cc = tagger.compile_constraints(rules)
     names = tagger.labels_.labels
+    second = tagger.fitted()[2].second  # the allowed label pairs of an order-2 model
     dev = load_corpus(SAMPLE_DEV, "conll")
     short = [Sentence([c[:3] for c in s.columns], None) for s in dev[:6]]
     short.append(Sentence([["rates", "of", "interest"], ["NNS", "IN", "NN"]], None))
@@ -71,17 +74,10 @@ def test_pair_models_decode_the_best_labeling_meeting_the_hard_rules(tmp_path):
         best = -np.inf
         for cand in itertools.product(names, repeat=len(s)):
             y = np.array([names.index(lab) for lab in cand], np.int32)
+            if second is not None and not second.allows(y):
+                continue
             if ViolationState(cc, cc.indicators([s]), y).penalty() == 0:
                 best = max(best, _score(tagger, s, cand))
         assert _score(tagger, s, labels) == pytest.approx(best, abs=1e-9)
         moved += labels != free
     assert moved > 0  # the rules changed some predictions: the test decides something
-
-
-def test_second_order_models_refuse_a_constraint_file(tmp_path):
-    train = load_corpus(SAMPLE, "conll")[:20]
-    features = _features(tmp_path, "order = 2")
-    tagger = Tagger(features=features, learner="crf-l1", params={"epochs": 5}, select=False)
-    tagger.fit(train)
-    with pytest.raises(TaggerError, match="does not take a second-order model"):
-        tagger.predict(train[:2], constraints=ConstraintSet.from_text(RULES))
