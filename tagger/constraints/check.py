@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tagger.constraints.feasibility import infeasible_report
 from tagger.constraints.language import ConstraintSet
 from tagger.constraints.matches import counted, rule_matches
 from tagger.constraints.violations import violation_report
@@ -64,7 +65,9 @@ def check(cset: ConstraintSet, sentences: Sequence) -> dict:
     when nothing) and its violations by the gold labels (instance rules: share of sentences
     with a violation, and the violation amount per token; corpus rules: the measured value
     against target and tolerance). ``never_matched`` lists the rules that matched nothing, as
-    :func:`never_matched_lines` words them."""
+    :func:`never_matched_lines` words them; ``no_labeling`` says on how many sentences the hard
+    rules leave no labeling at all, and which rules conflict on the first
+    (:func:`~tagger.constraints.feasibility.infeasible_report`; None when none)."""
     data_labels = sorted({lab for s in sentences for lab in s.labels})
     names = sorted(set(data_labels) | set(cset.labels))
     compiled = cset.compile(names)
@@ -90,6 +93,8 @@ def check(cset: ConstraintSet, sentences: Sequence) -> dict:
         "rules": rows,
     }
     report["never_matched"] = never_matched_lines(report)
+    # sentences on which the hard rules leave no labeling at all, and the rules that conflict
+    report["no_labeling"] = infeasible_report(compiled, indicators)
     return report
 
 
@@ -130,6 +135,13 @@ def check_text(report: dict) -> str:
         lines.append(f"label {lab!r} of the file is not used by the data{hint}")
     if report["unmentioned"]:
         lines.append("labels of the data the file never names: " + ", ".join(report["unmentioned"]))
+    none = report.get("no_labeling")
+    if none:
+        lines.append(
+            f"the hard rules leave no labeling of {none['sentences']} of the {none['of']} "
+            f"sentences (decoded breaking the fewest rules): on sentence {none['first'] + 1}, "
+            f"{none['conflict']}"
+        )
     width = max([len("rule")] + [len(r["constraint"]) for r in report["rules"]])
     matched = [counted(r["matched"], r["unit"]) for r in report["rules"]]
     mwidth = max([len("matched")] + [len(m) for m in matched])

@@ -26,7 +26,7 @@ import dataclasses
 import warnings
 from collections.abc import Sequence
 
-from tagger.constraints.rules import Rule
+from tagger.constraints.rules import Rule, listed_rules
 from tagger.errors import ConstraintError, TaggerWarning
 
 #: rules with no label list of their own: a missing label cannot touch them
@@ -90,17 +90,10 @@ def rules_for_labels(cset, label_names: Sequence[str]) -> list[Rule]:
     if dropped:
         parts.append(
             f"decoding without the {len(dropped)} rule{'s' if len(dropped) > 1 else ''} that "
-            f"name only labels it lacks: {_listed(dropped)}"
+            f"name only labels it lacks: {listed_rules(dropped)}"
         )
     if changed:
-        parts.append(f"these rules apply to their other labels: {_listed(changed)}")
+        parts.append(f"these rules apply to their other labels: {listed_rules(changed)}")
     if parts:
         warnings.warn(f"{cset.source}: {lacks}; " + "; ".join(parts), TaggerWarning, stacklevel=3)
     return kept
-
-
-def _listed(rules: list[Rule]) -> str:
-    return ", ".join(
-        f"{rule.path} {rule.name!r}" + (f" (line {rule.line})" if rule.line is not None else "")
-        for rule in rules
-    )

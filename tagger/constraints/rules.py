@@ -129,3 +129,12 @@ class Rule:
     shape: str  # "linear" or "squared"
     options: dict = field(default_factory=dict)
     line: int | None = None  # line of its table header in the file, when the file has one
+
+
+def listed_rules(rules: list[Rule]) -> str:
+    """The rules as a constraint file names them, for messages: ``instance[0] 'start B-VP'
+    (line 4), ...``."""
+    return ", ".join(
+        f"{rule.path} {rule.name!r}" + (f" (line {rule.line})" if rule.line is not None else "")
+        for rule in rules
+    )

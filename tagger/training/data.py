@@ -331,8 +331,11 @@ def build_problem(
         work.step("unlabeled data", None, XU.n_tokens)
         if compiled is not None:
             from tagger.constraints import ConstraintData
+            from tagger.constraints.feasibility import check_feasible
 
             cdata = ConstraintData(compiled, unl.indicators())
+            # before any training: rules that contradict each other on the text
+            check_feasible(compiled, cdata.indicators, cset.source, "unlabeled data")
         del unl
     problem = TrainingProblem(
         model,
