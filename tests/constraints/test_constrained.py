@@ -311,7 +311,7 @@ def test_second_order_chains_exact_against_brute_force(text):
         assert feasible and ViolationState(cc, ti, y).penalty() == 0
         mine = float(_order2_scores(state, edge, allowed, tri, y[None, :])[0])
         assert mine == pytest.approx(float(scores[ok].max()), abs=1e-9)
-    assert checked > 40
+    assert checked > 25  # of 80 (40-78 over 300 seeds of the draws)
 
 
 def test_second_order_soft_rules_give_a_local_optimum_of_score_minus_penalty():
