@@ -4,7 +4,8 @@ run it and tuned on the same dev data, on every task, each task in one run.
     python bench/defaults.py [--task chunk,pos,gum-upos,gum-xpos,citation]
                              [--systems ours,crfsuite-everyday,crfsuite-tuned]
                              [--learners m3n-subgradient,crf-l1,...] [--grid full|small]
-                             [--grid-jobs N] [--threads N] [--json PATH]
+                             [--grid-jobs N] [--threads N] [--fixed-c1 2,1,0.5]
+                             [--json PATH]
 
 Run it a task at a time (``--task gum-upos``): each fits well inside a 3-hour session on 2 cores
 with the small grid, and writes its own JSON (``--json``).
@@ -24,6 +25,10 @@ Rows per task:
   TRAIN --dev DEV`` does (CoNLL-2000 has no dev file: without one, our training holds out a
   tenth of the training sentences itself). Its seconds include the selection path.
 - ``ours LEARNER (auto)``: each learner of ``--learners`` with its own automatic choice.
+- ``ours c1=X (set)``: with ``--fixed-c1``, the default learner at each strength given, what
+  ``tagger train TRAIN --set c1=X`` does: trained to its own stopping rule, no path. These rows
+  show what sparsity costs in score when the strength is not chosen on dev (the frontier that
+  "half the weights at the same score" asks about).
 - ``crfsuite everyday``: python-crfsuite's L-BFGS with the elastic net most tutorials use,
   c1=0.1, c2=0.01, max_iterations=100, on all the training data: what people actually type.
   Its seconds are ``Trainer.train`` alone (the attributes are computed and appended before the
@@ -138,7 +143,13 @@ def worker_ours(job: dict) -> dict:
     if job.get("threads"):
         jit.set_threads(job["threads"])
     threads = jit.thread_count()
-    tg = Tagger(features=job["preset"], learner=job["learner"], seed=0, select=True)
+    tg = Tagger(
+        features=job["preset"],
+        learner=job["learner"],
+        params=job.get("params", {}),
+        seed=0,
+        select=job.get("select", True),
+    )
     t0 = time.perf_counter()
     tg.fit(train, dev=dev)
     seconds = time.perf_counter() - t0
@@ -149,6 +160,7 @@ def worker_ours(job: dict) -> dict:
         "model_bytes": size,
         "n_nonzero": tg.n_nonzero_,
         "test": score([s.labels for s in test], tg.predict(test), job["chunk"]),
+        "dev": None if dev is None else score([s.labels for s in dev], tg.predict(dev), False),
         "chosen": {sel.get("param", "?"): sel.get("value"), **sel.get("mix", {})},
         "recipe": sel.get("recipe", {}),
         "scored_on": sel.get("scored_on"),
@@ -316,8 +328,19 @@ def parse_args(argv):
         help="a preset or feature file for every task instead of the task's preset "
         "(python-crfsuite gets its ordinary templates: it has no label-pair features)",
     )
+    p.add_argument(
+        "--fixed-c1",
+        default="",
+        help="comma-separated strengths: a row of the default learner at each, no path",
+    )
     p.add_argument("--json", default=None, help="where to write the results")
     args = p.parse_args(argv)
+    try:
+        args.fixed_c1 = [float(x) for x in args.fixed_c1.split(",") if x.strip()]
+    except ValueError:
+        p.error(f"--fixed-c1: expected numbers separated by commas, got {args.fixed_c1!r}")
+    if any(not x > 0 for x in args.fixed_c1):
+        p.error("--fixed-c1: every strength must be above 0")
     args.tasks = [t.strip() for t in args.task.split(",") if t.strip()]
     args.systems = [x.strip() for x in args.systems.split(",") if x.strip()]
     if not args.systems or any(x not in SYSTEMS for x in args.systems):
@@ -354,6 +377,11 @@ def run_task(task: str, args, d: Path, work: Path) -> dict:
         for x in args.learners
         if x != args.default_learner
     ]
+    for c1 in args.fixed_c1:
+        fixed = {"params": {"c1": c1}, "select": False, "threads": args.threads}
+        systems.append(
+            (f"ours c1={c1:g} (set)", {"system": "ours", "learner": args.default_learner, **fixed})
+        )
     if "crfsuite-everyday" in args.systems:
         systems.append(("crfsuite everyday", {"system": "crfsuite-everyday"}))
     if "crfsuite-tuned" in args.systems:
