@@ -74,6 +74,19 @@ name                           what a learner uses it for
                                such a model decodes by ``ChainModel.decode`` (a batch's
                                best, loss-augmented, labelings and gold scores) and
                                ``ChainModel.marginals``
+**any structure, one sentence** (:mod:`.structure`: for solvers that rescore a sentence
+after every step)
+``ChainStructure``             the model's structure as kernels take it
+                               (``chain_structure(model)``: label pairs or order 2; None
+                               for a plain chain); ``structure_sizes``: its pair and triple
+                               weights
+``structure_buffers``          a sentence's transitions, lattice scratch and triple scores
+``structure_edges``            its (T, L, L) transitions, beyond the plain chain
+``structure_entry_scores``     the lattice's triple scores of ``w`` (order 2)
+``sync_structure_weight``      keep those in step after one weight moved
+``structure_score``            F(x, y) of one labeling under any structure
+``structure_loss_augmented_into`` loss-augmented Viterbi over the model's lattice
+``add_structure_difference``   acc += coef * (f(x, y+) - f(x, y-)) over every weight block
 ============================== ==========================================================
 """
 
@@ -100,6 +113,18 @@ from tagger.chain.scores import (
     set_table_weight,
 )
 from tagger.chain.second_order import Lattice
+from tagger.chain.structure import (
+    ChainStructure,
+    add_structure_difference,
+    chain_structure,
+    structure_buffers,
+    structure_edges,
+    structure_entry_scores,
+    structure_loss_augmented_into,
+    structure_score,
+    structure_sizes,
+    sync_structure_weight,
+)
 from tagger.chain.triples import entry_scores, scatter_triple_expectations, triple_path_score
 from tagger.constraints.decoding import constrained_decode
 from tagger.features import Featurized
@@ -165,4 +190,15 @@ __all__ = [
     "order2_buffers",
     "triple_path_score",
     "scatter_triple_expectations",
+    # any structure, one sentence
+    "ChainStructure",
+    "chain_structure",
+    "structure_sizes",
+    "structure_buffers",
+    "structure_edges",
+    "structure_entry_scores",
+    "sync_structure_weight",
+    "structure_score",
+    "structure_loss_augmented_into",
+    "add_structure_difference",
 ]

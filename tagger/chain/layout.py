@@ -355,6 +355,10 @@ class ChainModel:
         """Attribute id of every state parameter."""
         return np.repeat(np.arange(self.n_attrs, dtype=np.int64), np.diff(self.attr_ptr))
 
+    def pair_param_attr(self) -> np.ndarray:
+        """Attribute id of every pair parameter."""
+        return np.repeat(np.arange(self.n_attrs, dtype=np.int64), np.diff(self.pair_ptr))
+
     def state_param_label(self) -> np.ndarray:
         """Label id of every state parameter (read-only: the layout's own array)."""
         labels = self.param_label.view()
@@ -477,8 +481,7 @@ class ChainModel:
         per_attr = np.bincount(pattr[keep_param], minlength=self.n_attrs)
         pair_w = self.pair_weights(w)
         keep_pair = pair_w != 0.0
-        pair_attr = np.repeat(np.arange(self.n_attrs, dtype=np.int64), np.diff(self.pair_ptr))
-        per_attr_pair = np.bincount(pair_attr[keep_pair], minlength=self.n_attrs)
+        per_attr_pair = np.bincount(self.pair_param_attr()[keep_pair], minlength=self.n_attrs)
         keep_attr = (per_attr + per_attr_pair) > 0
         attr_ptr = np.zeros(int(keep_attr.sum()) + 1, dtype=np.int64)
         np.cumsum(per_attr[keep_attr], out=attr_ptr[1:])

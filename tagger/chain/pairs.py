@@ -16,9 +16,11 @@ previous label).
 
 The kernels here build a sentence's (T, L, L) position-dependent transitions, ``edge[t] =
 trans + the pair weights firing at token t``, noting which columns moved (so forward-backward
-recomputes exps only there, :mod:`tagger.inference.pair_chain`), and scatter the gradient of
-the pair block from per-position edge marginals. L1 decides which pairs keep a weight: a
-pair weight at zero costs nothing at tagging time (it is dropped from the model file).
+recomputes exps only there, :mod:`tagger.inference.pair_chain`), scatter the gradient of the
+pair block from per-position edge marginals, and add the pair block's part of the sparse
+difference f(x, y+) - f(x, y-) of two labelings (a dual solver's step). L1 decides which
+pairs keep a weight: a pair weight at zero costs nothing at tagging time (it is dropped from
+the model file).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger.chain.joint import accumulate
 from tagger.chain.scores import sentence_state_scores
 from tagger.inference.pair_chain import pair_fb_buffers, pair_forward_backward, pair_viterbi_into
 from tagger.inference.sum_product import fb_tables
@@ -130,6 +133,34 @@ def add_pair_features(pl, X, a, b, y, L, scale, out):
             for p in range(pl.pair_ptr[at], pl.pair_ptr[at + 1]):
                 if pl.pair_code[p] == code:
                     out[pl.offset + p] += scale * vals[j] if valued else scale
+
+
+@njit(**NUMBA_OPTS)
+def add_pair_difference(pl, X, a, b, plus, minus, L, coef, acc, n):
+    """acc[pair block] += coef * (f_pair(x, plus) - f_pair(x, minus)) on tokens a..b-1, the
+    pair block's part of :func:`tagger.chain.joint.add_difference` (same arguments; ``n``
+    coordinates touched on entry, the new count returned). Only the tokens whose label pair
+    differs are read: elsewhere the two labelings' pair features cancel."""
+    if pl.n_pair == 0:
+        return n
+    indptr, attrs, vals = X.indptr, X.attrs, X.vals
+    valued = vals.shape[0] > 0
+    pair_ptr, pair_code, off = pl.pair_ptr, pl.pair_code, pl.offset
+    for tok in range(a + 1, b):
+        code_plus = plus[tok - 1] * L + plus[tok]
+        code_minus = minus[tok - 1] * L + minus[tok]
+        if code_plus == code_minus:
+            continue
+        for j in range(indptr[tok], indptr[tok + 1]):
+            at = attrs[j]
+            v = coef * vals[j] if valued else coef
+            for p in range(pair_ptr[at], pair_ptr[at + 1]):
+                code = pair_code[p]
+                if code == code_plus:
+                    n = accumulate(acc, off + p, v, n)
+                elif code == code_minus:
+                    n = accumulate(acc, off + p, -v, n)
+    return n
 
 
 @njit(**NUMBA_PARALLEL_OPTS)

@@ -1,6 +1,8 @@
 """The kernels of second-order models (:mod:`tagger.chain.second_order`): the gold labeling's
-triple score, the triple block's gradient from summed triple marginals, and batch decoding
-and marginals over the pair-state lattice (:mod:`tagger.inference.second_order`).
+triple score, the triple block's gradient from summed triple marginals, the triple block's
+part of the difference of two labelings' features, (loss-augmented) decoding of a sentence
+and batch decoding and marginals over the pair-state lattice
+(:mod:`tagger.inference.second_order`).
 
 ``pred_score`` is the lattice's per-entry triple score for one evaluation (the triple weight
 of each allowed triple, 0 for one without a weight): :func:`entry_scores`.
@@ -11,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger.chain.joint import accumulate
 from tagger.chain.pairs import edge_path_score, sentence_scores
 from tagger.constraints.expanded_viterbi import triple_entry
 from tagger.inference.second_order import (
@@ -29,6 +32,15 @@ def entry_scores(lattice, w: np.ndarray, scale: float = 1.0) -> np.ndarray:
     has = trip >= 0
     out[has] = scale * w[lattice.trip_offset + trip[has]]
     return out
+
+
+@njit(**NUMBA_OPTS)
+def entry_scores_into(lat, w, out):
+    """:func:`entry_scores` (``scale`` 1) inside a kernel, into ``out`` (float64[K])."""
+    off = lat.trip_offset
+    for k in range(out.shape[0]):
+        t = lat.pred_trip[k]
+        out[k] = w[off + t] if t >= 0 else 0.0
 
 
 @njit(**NUMBA_OPTS)
@@ -67,6 +79,55 @@ def scatter_triple_expectations(lat, gold, a, b, trip_marg, k, g):
             g[off + lat.pred_trip[e]] -= k
 
 
+@njit(**NUMBA_OPTS)
+def add_triple_difference(lat, a, b, plus, minus, coef, acc, n):
+    """acc[triple block] += coef * (f_trip(plus) - f_trip(minus)) on tokens a..b-1, the triple
+    block's part of :func:`tagger.chain.joint.add_difference` (``n`` coordinates touched on
+    entry, the new count returned). Both labelings must be allowed; a triple without a weight
+    adds nothing."""
+    off = lat.trip_offset
+    for i in range(a + 2, b):
+        if plus[i - 2] == minus[i - 2] and plus[i - 1] == minus[i - 1] and plus[i] == minus[i]:
+            continue
+        k = entry_of(lat, plus[i - 2], plus[i - 1], plus[i])
+        if k >= 0 and lat.pred_trip[k] >= 0:
+            n = accumulate(acc, off + lat.pred_trip[k], coef, n)
+        k = entry_of(lat, minus[i - 2], minus[i - 1], minus[i])
+        if k >= 0 and lat.pred_trip[k] >= 0:
+            n = accumulate(acc, off + lat.pred_trip[k], -coef, n)
+    return n
+
+
+@njit(**NUMBA_OPTS)
+def order2_loss_augmented_into(
+    lat, state, edge, pred_score, gold, a, loss_scale, aug, buffers, out
+):
+    """Viterbi on the pair-state lattice of one sentence under its state scores raised by
+    ``loss_scale`` off the gold labels ``gold[a:a+T]``, written to ``aug`` (T rows; it may be
+    ``state`` itself): the best allowed labeling of F + loss_scale * Hamming into ``out``,
+    and its score, the loss term included. ``buffers`` from
+    :func:`~tagger.inference.second_order.order2_buffers`."""
+    T, L = state.shape
+    for i in range(T):
+        for lab in range(L):
+            x = state[i, lab]
+            if lab != gold[a + i]:
+                x += loss_scale
+            aug[i, lab] = x
+    return order2_viterbi_into(
+        aug[:T],
+        edge,
+        lat.pair_a,
+        lat.pair_b,
+        lat.pair_id,
+        lat.pred_ptr,
+        lat.pred_src,
+        pred_score,
+        buffers,
+        out,
+    )
+
+
 @njit(**NUMBA_PARALLEL_OPTS)
 def order2_decode_batch(
     layout, pl, lat, X, w, trans, pred_score, gold, loss_scale, out, scores, gold_scores
@@ -90,14 +151,15 @@ def order2_decode_batch(
                 gold_scores[s] = 0.0
             continue
         state, edge = sentence_scores(layout, pl, X, w, a, b, trans)
+        buffers = order2_buffers(T, L, P, K)
         if has_gold:
             gold_scores[s] = edge_path_score(state, edge, gold, a) + triple_path_score(
                 lat, pred_score, gold, a, b
             )
-            for i in range(T):
-                for lab in range(L):
-                    if lab != gold[a + i]:
-                        state[i, lab] += loss_scale
+            scores[s] = order2_loss_augmented_into(
+                lat, state, edge, pred_score, gold, a, loss_scale, state, buffers, out[a:b]
+            )
+            continue
         scores[s] = order2_viterbi_into(
             state,
             edge,
@@ -107,7 +169,7 @@ def order2_decode_batch(
             lat.pred_ptr,
             lat.pred_src,
             pred_score,
-            order2_buffers(T, L, P, K),
+            buffers,
             out[a:b],
         )
 

@@ -20,9 +20,13 @@ it alternates
 2. beta-step (w fixed), closed form: ``beta_k = sqrt(K |w_k| / sum_j |w_j|)`` (the paper prints
    it in gamma, garbled in extraction; this is the minimiser of sum_k w_k^2 / tau_k under the
    constraint, re-derived);
-3. weights whose beta falls below ``drop`` are zero from then on, and their state
-   parameters are removed from the solver's problem (model and featurized data are rebuilt),
-   so each M-step is cheaper than the last.
+3. weights whose beta falls below ``drop`` are zero from then on, and their state, label-pair
+   and triple parameters are removed from the solver's problem (model and featurized data
+   are rebuilt), so each M-step is cheaper than the last.
+
+Label-pair templates and second-order chains change nothing here: beta scales each weight
+alone, pair and triple weights as the others, and the M-step's solver trains every structure
+(:mod:`tagger.learners.solvers.sdm_solver`).
 
 On the drop threshold: ``beta_k < d`` means ``|w_k| < d^2 ||w||_1 / K``. A weight that the L1
 optimum sets to zero shrinks geometrically over the iterations (by ``K |u_k| / ||w||_1 < 1``
@@ -64,6 +68,7 @@ class M3NEM(Learner):
     """
 
     name = "m3n-em"
+    label_pairs = True  # its M-step (SDMSolver) takes pair templates and order 2
     strength = ("lambda", 1)  # the regularization parameter, +1: larger is stronger
     params = (
         Param(
@@ -138,9 +143,12 @@ class M3NEM(Learner):
             beta = np.sqrt(K * np.abs(W) / l1) if l1 > 0 else np.ones(K)
             beta[beta < settings["drop"]] = 0.0
             W[beta == 0.0] = 0.0
-            keep = solver.model.state_weights(beta[index]) > 0.0
-            if not keep.all():
-                index = index[solver.restrict(keep)]
+            m, kept = solver.model, beta[index]
+            keep = [
+                block(kept) > 0.0 for block in (m.state_weights, m.pair_weights, m.trip_weights)
+            ]
+            if not all(k.all() for k in keep):
+                index = index[solver.restrict(*keep)]
             solver.set_scale(beta[index])
             self.state_ = (problem, (solver, index, beta))
             row = {

@@ -29,11 +29,14 @@ class M3NL2(Learner):
     loss (not averaged over sentences: C weighs each sentence's hinge). Dual coordinate ascent
     one sentence at a time over a working set of competitor labelings found by loss-augmented
     Viterbi; stops when the relative duality gap is at most ``tol`` or after ``epochs`` passes.
+    Label-pair templates and second-order chains train the same way (the Viterbi runs over
+    their lattice).
     The Python solver with warm starts, per-feature scaling and per-example weights is
     :class:`SDMSolver`.
     """
 
     name = "m3n-l2"
+    label_pairs = True  # its solver (SDMSolver) takes pair templates and order 2
     strength = ("C", -1)  # the regularization parameter, +1: larger is stronger
     params = (
         HINGE_C,

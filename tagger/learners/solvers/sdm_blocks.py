@@ -9,17 +9,17 @@ examples. In a round:
 1. every block is optimised on its own, by the sequential visits of
    :func:`~.sdm_kernels.sdm_visit`, against its own view of the weights: the weights at the
    start of the round plus its own steps. A weight that ``beta_j`` blocks of the round may
-   move (``beta_j``: the blocks whose tokens carry its attribute; every block for the
-   transition, start and end weights) counts ``beta_j`` times in a step's curvature and
-   moves ``beta_j`` times as far in the block's view. The block then maximises a lower bound
-   of the dual's gain that is separable over the blocks, since by Cauchy-Schwarz, coordinate
-   by coordinate, ``||s (du_1 + ... + du_K)||^2 <= sum_j beta_j s_j^2 sum_k du_kj^2``: the
-   local subproblem of CoCoA+ (Ma et al., *Adding vs. Averaging in Distributed Primal-Dual
-   Optimization*, ICML 2015) with its safe sigma' taken per coordinate, as the expected
-   separable overapproximation of parallel coordinate descent does (Richtarik & Takac,
-   *Parallel coordinate descent methods for big data optimization*, Math. Prog. 2016;
-   Takac, Richtarik & Srebro, *Distributed Mini-Batch SDCA*, 2015). The blocks share
-   nothing, so they run at once, one per thread;
+   move (``beta_j``: the blocks whose tokens carry its attribute, for a state or pair
+   weight; every block for the transition, start, end and triple weights) counts ``beta_j``
+   times in a step's curvature and moves ``beta_j`` times as far in the block's view. The
+   block then maximises a lower bound of the dual's gain that is separable over the blocks,
+   since by Cauchy-Schwarz, coordinate by coordinate, ``||s (du_1 + ... + du_K)||^2 <= sum_j
+   beta_j s_j^2 sum_k du_kj^2``: the local subproblem of CoCoA+ (Ma et al., *Adding vs.
+   Averaging in Distributed Primal-Dual Optimization*, ICML 2015) with its safe sigma' taken
+   per coordinate, as the expected separable overapproximation of parallel coordinate
+   descent does (Richtarik & Takac, *Parallel coordinate descent methods for big data
+   optimization*, Math. Prog. 2016; Takac, Richtarik & Srebro, *Distributed Mini-Batch
+   SDCA*, 2015). The blocks share nothing, so they run at once, one per thread;
 2. the blocks' changes ``du_k`` of ``u`` (and of their duals) are added in block order,
    ``du = du_1 + ... + du_K``, and the round moves the duals by ``t`` times their change,
    ``t`` the exact maximiser of the dual on the segment, clipped to [0, 1]::
@@ -48,7 +48,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.chain import SparseAccumulator
+from tagger.chain import SparseAccumulator, structure_sizes
 from tagger.jit import njit, prange
 from tagger.learners.solvers.sdm_kernels import prune_working_set, sdm_visit, visit_buffers
 
@@ -127,7 +127,9 @@ def block_epoch(
         block_overlap(X, active, r0, r1, block_size, beta, stamp)
         for j in range(r0, r1):
             alpha_old[j - r0, :] = ws.alpha[active[j], :]
-        starts = _block_capacity(layout, X, active, r0, r1, block_size, dual.u.shape[0])
+        starts = _block_capacity(
+            layout, scratch.structure, X, active, r0, r1, block_size, dual.u.shape[0]
+        )
         out_idx = np.empty(starts[n_blocks], dtype=np.int64)
         out_val = np.empty(starts[n_blocks])
         out_n = np.zeros(n_blocks, dtype=np.int64)
@@ -145,6 +147,7 @@ def block_epoch(
             max_inner,
             eps,
             scratch.param_attr,
+            scratch.structure,
             beta,
             slots,
             starts,
@@ -199,19 +202,23 @@ def block_overlap(X, active, r0, r1, block_size, beta, stamp):
 
 
 @njit(**NUMBA_OPTS)
-def _block_capacity(layout, X, active, r0, r1, block_size, n_weights):
+def _block_capacity(layout, st, X, active, r0, r1, block_size, n_weights):
     """Where each block's record of moved entries starts in the round's buffers: a block moves
-    at most one state weight per (entry of its tokens, label) and every edge weight."""
+    at most one state weight per (entry of its tokens, label), one pair weight per (entry,
+    label pair) when the model has pair templates, and every transition, start, end and
+    triple weight."""
     n_blocks = (r1 - r0 + block_size - 1) // block_size
     L = layout.n_labels
-    n_edge = n_weights - layout.n_state
+    n_pair, n_trip = structure_sizes(st)
+    per_entry = L + (L * L if n_pair > 0 else 0)
+    n_shared = L * L + 2 * L + n_trip
     starts = np.zeros(n_blocks + 1, dtype=np.int64)
     for k in range(n_blocks):
         nnz = 0
         for j in range(r0 + k * block_size, min(r1, r0 + (k + 1) * block_size)):
             i = active[j]
             nnz += X.indptr[X.offsets[i + 1]] - X.indptr[X.offsets[i]]
-        starts[k + 1] = starts[k] + min(n_weights, nnz * L + n_edge)
+        starts[k + 1] = starts[k] + min(n_weights, nnz * per_entry + n_shared)
     return starts
 
 
@@ -229,6 +236,7 @@ def run_blocks(
     max_inner,
     eps,
     param_attr,
+    st,
     beta,
     slots,
     starts,
@@ -251,12 +259,12 @@ def run_blocks(
         mark = slots.mark[j]
         touched = slots.touched[j]
         acc = SparseAccumulator(slots.step[j], slots.step_mark[j], slots.step_touched[j])
-        scratch = (acc, param_attr, slots.attr_row[j])
+        scratch = (acc, param_attr, slots.attr_row[j], st)
         local = (dual.C, dual.s2, du, w_local)
         for k in range(j, n_blocks, n_slots):
             lo = r0 + k * block_size
             hi = min(r1, lo + block_size)
-            bufs = visit_buffers(X, active[lo:hi], L, M, True)
+            bufs = visit_buffers(X, active[lo:hi], L, M, True, st)
             n = 0
             for q in range(lo, hi):
                 n = sdm_visit(

@@ -3,6 +3,12 @@ examples (loss-augmented Viterbi, then sequential minimal steps inside each work
 structured hinge of every sentence (the primal's loss term), and taking an example's duals
 out of ``u``; with the records they take.
 
+Every kernel serves every structure of model (:class:`~tagger.chain.ChainStructure`: a
+plain first-order chain, label-pair templates, order 2): the lattice of the loss-augmented
+Viterbi, the labelings' scores and the feature differences of the minimal steps come from
+:mod:`tagger.chain.structure`. A plain chain's structure is None, for which numba compiles
+the kernels apart with only the plain chain's code in them.
+
 The problem, the dual and the steps are described in :mod:`.sdm_solver`, whose
 :class:`~tagger.learners.solvers.sdm_solver.SDMSolver` keeps the state these kernels update in
 place. They live apart from it so that the solver's Python side (checks, warm starts, the
@@ -17,15 +23,20 @@ import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.chain import (
+    ChainStructure,
     SparseAccumulator,
-    add_difference,
-    labeling_score,
-    loss_augmented_viterbi_into,
+    add_structure_difference,
     release_param_table,
     sentence_param_table,
     sentence_state_scores,
     sentence_state_scores_table,
     set_table_weight,
+    structure_buffers,
+    structure_edges,
+    structure_entry_scores,
+    structure_loss_augmented_into,
+    structure_score,
+    sync_structure_weight,
     transitions_of,
 )
 from tagger.jit import njit, prange
@@ -52,18 +63,20 @@ class DualState(NamedTuple):
 
 
 class Scratch(NamedTuple):
-    """Work arrays of the SDM kernels, clean between calls."""
+    """What the SDM kernels read about the model besides its layout, and their work arrays
+    (clean between calls)."""
 
     acc: SparseAccumulator
-    param_attr: np.ndarray  # int64[n_state]: each state parameter's attribute
+    param_attr: np.ndarray  # int64[n_weights]: each state and pair parameter's attribute, else -1
     attr_row: np.ndarray  # int64[n_attrs]: -1, or the attribute's row in a parameter table
+    structure: ChainStructure | None  # chain_structure(model): None for a plain chain
 
 
 # --------------------------------------------------------------------------------- kernels
 
 
 @njit(**NUMBA_OPTS)
-def remove_example(layout, X, i, gold, coef, ws, u, acc):
+def remove_example(layout, st, X, i, gold, coef, ws, u, acc):
     """u += coef * sum_m alpha_im (f(x_i, gold) - f(x_i, y_im)): coef = -1 takes example i's
     contribution out of u (before a reset), coef = c - 1 rescales its duals by c."""
     a = X.offsets[i]
@@ -71,7 +84,9 @@ def remove_example(layout, X, i, gold, coef, ws, u, acc):
     d, mark, touched = acc
     n = 0
     for m in range(ws.size[i]):
-        n = add_difference(layout, X, a, b, gold, ws.labels[m], coef * ws.alpha[i, m], acc, n)
+        n = add_structure_difference(
+            layout, st, X, a, b, gold, ws.labels[m], coef * ws.alpha[i, m], acc, n
+        )
     for j in range(n):
         k = touched[j]
         u[k] += d[k]
@@ -80,11 +95,11 @@ def remove_example(layout, X, i, gold, coef, ws, u, acc):
 
 
 @njit(**NUMBA_OPTS)
-def visit_buffers(X, order, L, M, table):
+def visit_buffers(X, order, L, M, table, st):
     """Work arrays of :func:`sdm_visit` for the sentences ``order``: state scores and the
-    loss-augmented labeling (rows of the longest sentence), the members' H (M + 1), and the
+    loss-augmented labeling (rows of the longest sentence), the members' H (M + 1), the
     parameter table with its attributes (the largest sentence's entries; empty without
-    ``table``)."""
+    ``table``), and the structure's (:func:`~tagger.chain.structure_buffers`)."""
     indptr, offsets = X.indptr, X.offsets
     max_len = 0
     max_nnz = 0
@@ -98,6 +113,7 @@ def visit_buffers(X, order, L, M, table):
         np.empty(M + 1),
         np.empty((max_nnz if table else 0, L)),
         np.empty(max_nnz if table else 0, dtype=np.int64),
+        structure_buffers(st, max_len, L),
     )
 
 
@@ -113,9 +129,9 @@ def sdm_epoch(layout, X, gold, dual, ws, order, max_inner, eps, scratch, stats, 
     weights from the whole weight vector is most of the cost of a pass (cache misses). With
     ``table`` the sentence's weights are copied once per visit into a small dense table kept
     in step with ``w``, and the rescoring reads that (the same scores: ``table=False`` is the
-    plain form, kept for the tests). ``param_attr`` is each state parameter's attribute,
-    ``attr_row`` scratch of -1 per attribute."""
-    bufs = visit_buffers(X, order, layout.n_labels, ws.alpha.shape[1], table)
+    plain form, kept for the tests). ``param_attr`` is each state and pair parameter's
+    attribute (-1 for the other weights), ``attr_row`` scratch of -1 per attribute."""
+    bufs = visit_buffers(X, order, layout.n_labels, ws.alpha.shape[1], table, scratch.structure)
     untracked = (np.zeros(0, np.bool_), np.zeros(0, np.int64), np.zeros(0, np.int64))
     for k in range(order.shape[0]):
         sdm_visit(
@@ -155,9 +171,9 @@ def sdm_visit(
     offsets = X.offsets
     Cw, s2, u, w = dual
     ws_n, ws_alpha, ws_loss, ws_lab = ws
-    acc, param_attr, attr_row = scratch
+    acc, param_attr, attr_row, st = scratch
     d, mark, touched = acc
-    state_buf, ystar_buf, H, ptable, row_attr = bufs
+    state_buf, ystar_buf, H, ptable, row_attr, sbufs = bufs
     tmark, ttouched, beta = track
     tracked = tmark.shape[0] > 0
     M = ws_alpha.shape[1]
@@ -174,13 +190,15 @@ def sdm_visit(
         sentence_state_scores_table(layout, X, w, a, b, attr_row, ptable, state)
     else:
         sentence_state_scores(layout, X, w, a, b, state)
-    aug = loss_augmented_viterbi_into(state, trans, gold[a:b], 1.0, ystar)
-    g = labeling_score(state, trans, gold[a:b])
+    structure_edges(st, X, w, a, b, trans, sbufs)
+    structure_entry_scores(st, w, sbufs)
+    aug = structure_loss_augmented_into(st, state, trans, sbufs, gold, a, 1.0, ystar)
+    g = structure_score(st, state, trans, sbufs, gold, a, b)
     h_star = aug - g
     xi = 0.0
     same = False
     for m in range(ws_n[i]):
-        hm = ws_loss[i, m] + labeling_score(state, trans, ws_lab[m][a:b]) - g
+        hm = ws_loss[i, m] + structure_score(st, state, trans, sbufs, ws_lab[m], a, b) - g
         xi = max(xi, hm)
         if not same:
             same = True
@@ -208,7 +226,7 @@ def sdm_visit(
         alpha_gold = Cw[i]
         for m in range(n_i):
             alpha_gold -= ws_alpha[i, m]
-            H[m] = ws_loss[i, m] + labeling_score(state, trans, ws_lab[m][a:b]) - g
+            H[m] = ws_loss[i, m] + structure_score(st, state, trans, sbufs, ws_lab[m], a, b) - g
         H[n_i] = 0.0
         up = n_i
         for m in range(n_i):
@@ -225,7 +243,7 @@ def sdm_visit(
         # d = f(y_down) - f(y_up) (the gold labeling's features cancel)
         lab_down = gold if down == n_i else ws_lab[down]
         lab_up = gold if up == n_i else ws_lab[up]
-        nt = add_difference(layout, X, a, b, lab_down, lab_up, 1.0, acc, 0)
+        nt = add_structure_difference(layout, st, X, a, b, lab_down, lab_up, 1.0, acc, 0)
         q = 0.0
         for j in range(nt):
             kk = touched[j]
@@ -258,6 +276,7 @@ def sdm_visit(
                 n += 1
             if table:  # the sentence's own state weights are rows of the table
                 set_table_weight(layout, param_attr, attr_row, ptable, w, kk)
+            sync_structure_weight(st, w, sbufs, kk)
         if up != n_i:
             ws_alpha[i, up] += delta
         if down != n_i:
@@ -269,7 +288,8 @@ def sdm_visit(
             sentence_state_scores_table(layout, X, w, a, b, attr_row, ptable, state)
         else:
             sentence_state_scores(layout, X, w, a, b, state)
-        g = labeling_score(state, trans, gold[a:b])
+        structure_edges(st, X, w, a, b, trans, sbufs)
+        g = structure_score(st, state, trans, sbufs, gold, a, b)
     if table:
         release_param_table(attr_row, row_attr, n_rows)
     if prune:
@@ -279,10 +299,12 @@ def sdm_visit(
 
 @njit(**NUMBA_OPTS)
 def overlap(layout, param_attr, beta, p):
-    """How many blocks of a round may move weight p: ``beta[attr]`` for a state weight of
-    that attribute, ``beta[-1]`` (every block) for the transition, start and end weights."""
-    if p < layout.n_state:
-        return beta[param_attr[p]]
+    """How many blocks of a round may move weight p: ``beta[attr]`` for a state or pair
+    weight of that attribute (only a block whose tokens carry it can move it), ``beta[-1]``
+    (every block) for the transition, start, end and triple weights."""
+    at = param_attr[p]
+    if at >= 0:
+        return beta[at]
     return beta[beta.shape[0] - 1]
 
 
@@ -308,7 +330,7 @@ def prune_working_set(ws, i, a, b):
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
-def hinge_losses(layout, X, w, gold, skip, out):
+def hinge_losses(layout, st, X, w, gold, skip, out):
     """out[i] = R_i(w) (structured hinge with Hamming loss), in parallel over sentences;
     0 where ``skip[i]`` (when ``skip`` is non-empty)."""
     offsets = X.offsets
@@ -323,6 +345,9 @@ def hinge_losses(layout, X, w, gold, skip, out):
         state = np.empty((b - a, L))
         pred = np.empty(b - a, dtype=np.int32)
         sentence_state_scores(layout, X, w, a, b, state)
-        aug = loss_augmented_viterbi_into(state, trans, gold[a:b], 1.0, pred)
-        g = labeling_score(state, trans, gold[a:b])
+        sbufs = structure_buffers(st, b - a, L)
+        structure_edges(st, X, w, a, b, trans, sbufs)
+        structure_entry_scores(st, w, sbufs)
+        aug = structure_loss_augmented_into(st, state, trans, sbufs, gold, a, 1.0, pred)
+        g = structure_score(st, state, trans, sbufs, gold, a, b)
         out[i] = max(aug - g, 0.0)  # >= 0 exactly: the gold labeling is a candidate

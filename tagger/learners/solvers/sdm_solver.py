@@ -40,6 +40,12 @@ still never falls and the same duality gap certifies the same optimum. The block
 the data and the seed only, so the result is the same with any number of threads; K = 0 is
 the sequential method above, one example at a time (one thread).
 
+Every structure of model trains the same way: label-pair templates (transitions that vary
+by position) and second-order chains (label-pair states; the labelings are those the model
+allows, whose label pairs were all seen in training) only change the lattice of step 1's
+loss-augmented Viterbi, the scores ``F`` and the feature differences ``d``, which cover the
+pair and triple weights (:mod:`tagger.chain.structure`).
+
 Warm starts are the point of keeping the state in an object: the duals stay feasible when
 
 * ``scale`` changes (``u`` does not depend on it; ``w_eff`` is recomputed),
@@ -47,7 +53,8 @@ Warm starts are the point of keeping the state in an object: the duals stay feas
   ``C_i = 0`` removes the example's influence entirely),
 * an example's gold labeling changes (its duals and working set are reset: its competitors
   were defined against the old labeling),
-* state parameters are removed from the problem (``restrict``; ``u`` is restricted with them).
+* state, pair or triple parameters are removed from the problem (``restrict``; ``u`` is
+  restricted with them).
 """
 
 from __future__ import annotations
@@ -57,7 +64,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tagger.chain import ChainModel, FeatureBatch, Featurized, SparseAccumulator
+from tagger.chain import (
+    ChainModel,
+    FeatureBatch,
+    Featurized,
+    SparseAccumulator,
+    chain_structure,
+)
 from tagger.errors import bad_value
 from tagger.jit import thread_count
 from tagger.learners.base import Learner, TrainingProblem
@@ -192,10 +205,15 @@ class SDMSolver:
 
     # ---- checks
     def _scratch(self):
+        m = self.model
+        param_attr = np.full(m.n_weights, -1, dtype=np.int64)
+        m.state_weights(param_attr)[:] = m.state_param_attr()
+        m.pair_weights(param_attr)[:] = m.pair_param_attr()
         self.scratch = Scratch(
-            SparseAccumulator.new(self.model.n_weights),
-            self.model.state_param_attr(),
-            np.full(self.model.n_attrs, -1, dtype=np.int64),
+            SparseAccumulator.new(m.n_weights),
+            param_attr,
+            np.full(m.n_attrs, -1, dtype=np.int64),
+            chain_structure(m),
         )
 
     def _check_labels(self, y) -> np.ndarray:
@@ -214,6 +232,22 @@ class SDMSolver:
                 f"ids from {y.min()} to {y.max()}",
                 "SDMSolver",
             )
+        second = self.model.second
+        if second is not None and y.size:
+            # a second-order model scores a labeling with an unseen label pair -inf: as gold
+            # labeling its hinge would be infinite
+            inner = np.ones(y.size, dtype=bool)
+            inner[self.X.offsets[:-1][self.X.offsets[:-1] < y.size]] = False
+            t = np.flatnonzero(inner)
+            codes = y[t - 1].astype(np.int64) * self.model.n_labels + y[t]
+            unseen = int(np.count_nonzero(~np.isin(codes, second.allowed)))
+            if unseen:
+                raise bad_value(
+                    "y",
+                    "labelings whose label pairs the second-order model allows",
+                    f"{unseen} label pairs it does not",
+                    "SDMSolver",
+                )
         return np.array(y, dtype=np.int32)
 
     def _check_weights(self, C) -> np.ndarray:
@@ -255,8 +289,9 @@ class SDMSolver:
             return 0
         sent = np.unique(np.searchsorted(offsets, np.flatnonzero(changed_tok), side="right") - 1)
         layout, X, _, ws = self.kernel_records()
+        st = self.scratch.structure
         for i in sent:
-            remove_example(layout, X, int(i), self.y, -1.0, ws, self.u, self.scratch.acc)
+            remove_example(layout, st, X, int(i), self.y, -1.0, ws, self.u, self.scratch.acc)
             self.ws_n[i] = 0
             self.ws_alpha[i] = 0.0
         self.y = y
@@ -269,9 +304,10 @@ class SDMSolver:
         total = self.ws_alpha.sum(axis=1)
         over = np.flatnonzero(total > C)
         layout, X, _, ws = self.kernel_records()
+        st, acc = self.scratch.structure, self.scratch.acc
         for i in over:
             factor = C[i] / total[i]
-            remove_example(layout, X, int(i), self.y, factor - 1.0, ws, self.u, self.scratch.acc)
+            remove_example(layout, st, X, int(i), self.y, factor - 1.0, ws, self.u, acc)
             self.ws_alpha[i] *= factor
             if factor == 0.0:
                 self.ws_n[i] = 0
@@ -284,24 +320,32 @@ class SDMSolver:
         self.s2 = np.ones(self.model.n_weights) if scale is None else self._check_scale(scale) ** 2
         self._refresh_w()
 
-    def restrict(self, keep_state: np.ndarray) -> np.ndarray:
-        """Remove the state parameters where ``keep_state`` is false from the problem.
+    def restrict(self, keep_state: np.ndarray, keep_pair=None, keep_trip=None) -> np.ndarray:
+        """Remove the state parameters where ``keep_state`` is false from the problem, and
+        the label-pair and triple weights where ``keep_pair`` / ``keep_trip`` are false (None
+        keeps them all).
 
         The model and the featurized data are rebuilt without them (attributes left without
         parameters disappear from X), so later epochs skip them. Transition, start and end
-        weights always stay. Returns the kept weights' indices in the old layout."""
+        weights always stay; so do a second-order model's allowed label pairs (a triple
+        without its weight scores 0, as a weight held at 0 would), so the working sets'
+        labelings stay the model's. Returns the kept weights' indices in the old layout."""
         m = self.model
-        keep_state = np.asarray(keep_state, dtype=bool)
-        if keep_state.shape != (m.n_state,):
-            raise bad_value(
-                "keep_state",
-                f"{m.n_state} booleans",
-                f"shape {keep_state.shape}",
-                "SDMSolver.restrict",
-            )
-        marker = np.concatenate([keep_state.astype(np.float64), np.ones(m.n_edge)])
+        marker = np.zeros(m.n_weights)
+        m.edge_weights(marker)[:] = 1.0
+        for name, keep, block in (
+            ("keep_state", keep_state, m.state_weights(marker)),
+            ("keep_pair", keep_pair, m.pair_weights(marker)),
+            ("keep_trip", keep_trip, m.trip_weights(marker)),
+        ):
+            keep = np.ones(len(block), dtype=bool) if keep is None else np.asarray(keep, bool)
+            if keep.shape != block.shape:
+                raise bad_value(
+                    name, f"{len(block)} booleans", f"shape {keep.shape}", "SDMSolver.restrict"
+                )
+            block[:] = keep
         model, _, keep_attr = m.compact(marker)
-        index = np.concatenate([np.flatnonzero(keep_state), m.edge_indices()]).astype(np.int64)
+        index = np.flatnonzero(marker).astype(np.int64)  # compact keeps them in this order
         self.model = model
         self.X = restrict_featurized(self.X, keep_attr)
         self.vals = self.X.vals
@@ -332,7 +376,8 @@ class SDMSolver:
         layout, X, _, _ = self.kernel_records()
         out = np.empty(self.X.n_sentences)
         skip = self.C <= 0.0 if weighted_only else np.zeros(0, np.bool_)
-        hinge_losses(layout, X, self.w if w is None else w, self.y, skip, out)
+        st = self.scratch.structure
+        hinge_losses(layout, st, X, self.w if w is None else w, self.y, skip, out)
         return out
 
     def objectives(self) -> tuple[float, float, np.ndarray]:
