@@ -14,7 +14,7 @@ from tagger._config import NUMBA_PARALLEL_OPTS
 from tagger.chain.layout import ChainModel, FeatureBatch
 from tagger.chain.pairs import sentence_scores
 from tagger.chain.triples import entry_scores
-from tagger.constraints.decoding import decode_sentence, decoding_plan
+from tagger.constraints.decoding import decode_sentence, decoding_plan, flat_plan, plan_of
 from tagger.constraints.expanded_viterbi import no_order2
 from tagger.features import Featurized
 from tagger.jit import njit, prange
@@ -23,12 +23,13 @@ from tagger.jit import njit, prange
 @njit(**NUMBA_PARALLEL_OPTS)
 def _pair_constrained_batch(layout, pl, X, w, trans, o2, ind, plan, out, feasible):
     offsets = X.offsets
+    flat = flat_plan(plan)  # (a parallel loop takes no record of records)
     for s in prange(offsets.shape[0] - 1):
         a = offsets[s]
         b = offsets[s + 1]
         if b > a:
             state, edge = sentence_scores(layout, pl, X, w, a, b, trans)
-            feasible[s] = decode_sentence(state, edge, o2, a, ind, plan, out)
+            feasible[s] = decode_sentence(state, edge, o2, a, ind, plan_of(flat), out)
 
 
 def constrained_decode_pairs(

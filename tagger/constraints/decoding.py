@@ -220,16 +220,45 @@ def decode_sentence(state, edge, o2, a, ind, plan, out):
     return feasible
 
 
+@njit(**NUMBA_OPTS)
+def flat_plan(plan):
+    """The kernel part of a :class:`DecodingPlan` as one flat tuple of arrays and numbers, for
+    a parallel loop: numba's parallel loops take a record of arrays and numbers but fail to
+    compile with a record of records (the plan holds :class:`HardRules`, which holds
+    :class:`SegmentRules`). :func:`plan_of` puts it back together inside the loop."""
+    hard, rules, climb, max_passes, hard_weight = plan
+    hum, urow, n_unary, bit, stay_row, segment = hard
+    cont_mask, cont_row, ord_before, ord_after = segment
+    kind, mask, other, row, lo, hi, rho, squared = rules
+    return (
+        hum, urow, n_unary, bit, stay_row, cont_mask, cont_row, ord_before, ord_after,
+        kind, mask, other, row, lo, hi, rho, squared, climb, max_passes, hard_weight,
+    )  # fmt: skip
+
+
+@njit(**NUMBA_OPTS)
+def plan_of(flat):
+    """The plan :func:`flat_plan` flattened, as :func:`decode_sentence` takes it."""
+    (
+        hum, urow, n_unary, bit, stay_row, cont_mask, cont_row, ord_before, ord_after,
+        kind, mask, other, row, lo, hi, rho, squared, climb, max_passes, hard_weight,
+    ) = flat  # fmt: skip
+    hard = (hum, urow, n_unary, bit, stay_row, (cont_mask, cont_row, ord_before, ord_after))
+    rules = (kind, mask, other, row, lo, hi, rho, squared)
+    return hard, rules, climb, max_passes, hard_weight
+
+
 @njit(**NUMBA_PARALLEL_OPTS)
 def _decode_batch(state, offsets, trans, ind, plan, out, feasible):
     """Every sentence of a plain first-order model (one transition matrix ``trans``) decoded by
     :func:`decode_sentence`, in parallel."""
     edge = trans.reshape((1, trans.shape[0], trans.shape[1]))
     o2 = no_order2(trans.shape[0])
+    flat = flat_plan(plan)
     for s in prange(offsets.shape[0] - 1):
         a, b = offsets[s], offsets[s + 1]
         if b > a:
-            feasible[s] = decode_sentence(state[a:b], edge, o2, a, ind, plan, out)
+            feasible[s] = decode_sentence(state[a:b], edge, o2, a, ind, plan_of(flat), out)
 
 
 def _rows(a: np.ndarray, rules: list[int], L: int | None) -> np.ndarray:

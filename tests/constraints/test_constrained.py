@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tagger import jit
 from tagger.chain.second_order import SecondOrder
 from tagger.constraints import ConstraintSet, ViolationState
 from tagger.constraints.decoding import constrained_decode, decode_sentence, decoding_plan
@@ -343,3 +344,29 @@ def test_second_order_soft_rules_give_a_local_optimum_of_score_minus_penalty():
                 z = y.copy()
                 z[t] = new
                 assert objective(z) <= here + 1e-9
+
+
+@pytest.mark.parametrize("text", [HARD, SEGMENT_RULES])
+def test_the_parallel_kernel_decodes_a_batch_as_the_serial_twin_does(text):
+    """A batch decoded by the serial twin and by the parallel kernel (which runs from
+    PARALLEL_MIN_BYTES of arrays, on large corpora): the same labels and feasibility. The
+    parallel loop once failed to compile, on the plan's nested records."""
+    cc = ConstraintSet.from_text(text).compile(LABELS)
+    rng = np.random.default_rng(31)
+    toks = [
+        [WORDS[i] for i in rng.integers(0, len(WORDS), int(n))] for n in rng.integers(1, 9, 200)
+    ]
+    offsets = np.concatenate([[0], np.cumsum([len(t) for t in toks])]).astype(np.int64)
+    state = rng.normal(size=(int(offsets[-1]), len(LABELS)))
+    trans = rng.normal(size=(len(LABELS), len(LABELS)))
+    ti = cc.indicators(toks)
+    before = jit.parallel_min_bytes()
+    try:
+        jit.set_parallel_min_bytes(jit.PARALLEL_MIN_BYTES)
+        serial = constrained_decode(state, offsets, trans, cc, ti)
+        jit.set_parallel_min_bytes(0)
+        parallel = constrained_decode(state, offsets, trans, cc, ti)
+    finally:
+        jit.set_parallel_min_bytes(before)
+    assert serial[0].tobytes() == parallel[0].tobytes()
+    assert serial[1].tobytes() == parallel[1].tobytes()

@@ -10,6 +10,7 @@ import itertools
 import numpy as np
 import pytest
 
+from tagger import jit
 from tagger.api import Tagger
 from tagger.constraints import ConstraintSet, ViolationState
 from tagger.io import load_corpus
@@ -81,3 +82,28 @@ def test_models_beyond_first_order_decode_the_best_labeling_meeting_the_hard_rul
         assert _score(tagger, s, labels) == pytest.approx(best, abs=1e-9)
         moved += labels != free
     assert moved > 0  # the rules changed some predictions: the test decides something
+
+
+@pytest.mark.parametrize("structure", ['pair_templates = ["pos[0]"]', "order = 2"])
+def test_the_parallel_kernel_tags_as_the_serial_twin_does(tmp_path, structure):
+    """Constrained tagging of a model beyond first order by the parallel kernel (large
+    inputs) and by its serial twin: the same labels."""
+    train = load_corpus(SAMPLE, "conll")
+    tagger = Tagger(
+        features=_features(tmp_path, structure),
+        learner="crf-l1",
+        params={"epochs": 10},
+        select=False,
+    )
+    tagger.fit(train)
+    rules = ConstraintSet.from_text(RULES)
+    dev = load_corpus(SAMPLE_DEV, "conll")
+    before = jit.parallel_min_bytes()
+    try:
+        jit.set_parallel_min_bytes(jit.PARALLEL_MIN_BYTES)
+        serial = tagger.predict(dev, constraints=rules)
+        jit.set_parallel_min_bytes(0)
+        parallel = tagger.predict(dev, constraints=rules)
+    finally:
+        jit.set_parallel_min_bytes(before)
+    assert serial == parallel
