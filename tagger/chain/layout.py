@@ -140,11 +140,13 @@ class ChainModel:
         all_pairs: bool = False,
         pair_attrs: np.ndarray | None = None,
         order: int = 1,
+        all_label_pairs: bool = False,
     ) -> ChainModel:
         """Parameters for the (attribute, label) pairs seen in ``X`` with gold labels ``y``;
         the attributes marked in ``pair_attrs`` (bool[n_attrs], label-pair templates) get
-        parameters for the (attribute, previous label, label) triples seen instead. With
-        ``order`` 2, the label pairs and triples seen (:mod:`tagger.chain.second_order`)."""
+        parameters for the (attribute, previous label, label) triples seen instead, or with
+        ``all_label_pairs`` one for every label pair. With ``order`` 2, the label pairs and
+        triples seen (:mod:`tagger.chain.second_order`)."""
         second = SecondOrder.from_labels(y, X.offsets, n_labels) if order == 2 else None
         L = n_labels
         y = np.asarray(y, dtype=np.int64)
@@ -168,6 +170,12 @@ class ChainModel:
             param_label = (keys % L).astype(np.int32)
             attr_ptr = np.zeros(n_attrs + 1, dtype=np.int64)
             np.cumsum(np.bincount(keys // L, minlength=n_attrs), out=attr_ptr[1:])
+        if all_label_pairs and pair_attrs is not None:
+            per_pair = np.where(np.asarray(pair_attrs, dtype=bool), L * L, 0).astype(np.int64)
+            pair_ptr = np.zeros(n_attrs + 1, dtype=np.int64)
+            np.cumsum(per_pair, out=pair_ptr[1:])
+            pair_code = np.tile(np.arange(L * L, dtype=np.int32), int((per_pair > 0).sum()))
+            return cls(L, attr_ptr, param_label, pair_ptr, pair_code, second)
         if not is_pair.any():
             return cls(L, attr_ptr, param_label, second=second)
         # a pair attribute fires from a sentence's second token on

@@ -191,6 +191,22 @@ def pair_decode_batch(layout, pl, X, w, trans, gold, loss_scale, out, scores, go
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
+def pair_edges_batch(pl, X, w, trans, edge):
+    """Every sentence's position-dependent transitions into ``edge`` (N, L, L), one row per
+    token (:func:`sentence_edge_scores`; a sentence's first row, which no transition enters,
+    is left as it is): what a solver that rescores single labels in place keeps (the label
+    switching of ``ssvm-annealing``). In parallel over sentences."""
+    L = trans.shape[0]
+    offsets = X.offsets
+    for s in prange(offsets.shape[0] - 1):
+        a = offsets[s]
+        b = offsets[s + 1]
+        if b - a > 1:
+            changed = np.empty((b - a, L), dtype=np.bool_)
+            sentence_edge_scores(pl, X, w, a, b, trans, 1.0, edge[a:b], changed)
+
+
+@njit(**NUMBA_PARALLEL_OPTS)
 def pair_marginals_batch(layout, pl, X, w, trans, node_out):
     """Node marginals of every sentence of the batch under its position-dependent
     transitions, into ``node_out`` (one row per token)."""

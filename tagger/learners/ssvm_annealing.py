@@ -45,6 +45,12 @@ Algorithm:
 
 Without constraints the same loop is plain self-training under the hinge (the "semi-supervised
 without constraints" row of the benchmark).
+
+A model with label-pair templates (order 1; :mod:`tagger.chain.pairs`) trains the same way:
+its unlabeled sentences decode with their per-position transitions, which label switching
+then reads (one (L, L) row per token, kept in ``scratch``), and both supervised solvers take
+the pair block. A second-order chain does not: label switching scores switches on a
+first-order lattice's max-marginals.
 """
 
 from __future__ import annotations
@@ -56,7 +62,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from tagger.chain import Featurized
+from tagger.chain import FeatureBatch, Featurized
+from tagger.chain.pairs import pair_edges_batch
 from tagger.constraints import ViolationState
 from tagger.errors import ParameterError, TaggerWarning, bad_value
 from tagger.io.scratch import ScratchSpace, available_memory
@@ -102,6 +109,9 @@ class SSVMAnnealing(Learner):
 
     name = "ssvm-annealing"
     needs_unlabeled = True
+    # label-pair templates (order 1): switching reads per-position transitions; order 2 is
+    # refused (tagger.training.run.check_pair_learner and _fit)
+    label_pairs = True
     progress_counter = ("step", "steps")  # one row per annealing step and round
     params = (
         HINGE_C,  # C_l, the labeled sentences' weight; C_u is a fraction of it
@@ -261,6 +271,12 @@ class SSVMAnnealing(Learner):
                 "ssvm-annealing learns from unlabeled sentences: give some "
                 "(--unlabeled FILE, or Tagger.fit(..., unlabeled=...))"
             )
+        if problem.model.second is not None:
+            raise ParameterError(
+                "ssvm-annealing trains first-order chains (label-pair templates included), "
+                "not second-order ones: its label switching scores switches on a first-order "
+                "lattice; use order = 1"
+            )
         if settings["restarts"] > 1 and (problem.dev_score is None or settings["select"] == "last"):
             raise ParameterError(
                 "restarts > 1 chooses among the runs by their dev score: "
@@ -273,7 +289,9 @@ class SSVMAnnealing(Learner):
         clock = Stopwatch()
         scratch = getattr(problem, "scratch", None) or ScratchSpace()
         if not scratch.on_disk:
-            _warn_if_short_of_memory(U, problem.model.n_labels, settings["max_working_set"])
+            _warn_if_short_of_memory(
+                U, problem.model.n_labels, settings["max_working_set"], problem.model.plain
+            )
         decoding = unlabeled_decoding(
             problem.model,
             U,
@@ -341,6 +359,9 @@ class SSVMAnnealing(Learner):
         bwd = scratch.zeros("backward", (NU, L))
         top = np.zeros(nU)
         yU = np.zeros(NU, np.int32)
+        # label-pair templates: every unlabeled token's transitions, rescored each round
+        edge = None if model.plain else scratch.zeros("transitions", (NU, L, L))
+        UB = None if model.plain else FeatureBatch.of(U)
 
         def evaluate(row: dict, w: np.ndarray) -> None:
             if restart is not None:
@@ -391,10 +412,12 @@ class SSVMAnnealing(Learner):
                 # Viterbi enforces (exact); the switching below weighs in everything else
                 state, yU[:] = decoding(w)
                 trans = np.ascontiguousarray(model.transitions(w))
+                if edge is not None:
+                    pair_edges_batch(model.pair_layout, UB, w, trans, edge)
                 n_viterbi_violations = 0.0
                 stats = np.zeros(3)
-                all_max_marginals(state, trans, yU, uo, M, fwd, bwd, top)
-                F = path_scores(state, trans, yU, uo)
+                all_max_marginals(state, trans, edge, yU, uo, M, fwd, bwd, top)
+                F = path_scores(state, trans, yU, uo, edge)
                 hinge = float(np.maximum(top - F, 0.0).sum())
                 if cons is not None:
                     vs = ViolationState(
@@ -421,7 +444,7 @@ class SSVMAnnealing(Learner):
                     settings["run_moves"],
                 )
                 label_switching(
-                    SwitchLattice(state, trans, M, fwd, bwd, top),
+                    SwitchLattice(state, trans, edge, M, fwd, bwd, top),
                     yU,
                     uo,
                     seq_of,
@@ -468,12 +491,16 @@ class SSVMAnnealing(Learner):
             best["imputed"] = np.bincount(yU, minlength=L)
 
 
-def _warn_if_short_of_memory(U: Featurized, n_labels: int, max_working_set: int) -> None:
+def _warn_if_short_of_memory(
+    U: Featurized, n_labels: int, max_working_set: int, plain: bool = True
+) -> None:
     """A warning, before the run starts, when the arrays that grow with the unlabeled text
-    (working sets, lattices, state scores, the joined features) will not fit in the memory
-    left: ``scratch_dir`` keeps them in files."""
+    (working sets, lattices, state scores, the joined features; with label-pair templates
+    each token's (L, L) transitions) will not fit in the memory left: ``scratch_dir`` keeps
+    them in files."""
+    per_token_edges = 0 if plain else 8 * n_labels * n_labels
     need = (
-        U.n_tokens * (4 * max_working_set + 5 * 8 * n_labels + 16)
+        U.n_tokens * (4 * max_working_set + 5 * 8 * n_labels + 16 + per_token_edges)
         + U.n_sentences * 16 * max_working_set
         + 4 * int(U.indptr[-1])
     )

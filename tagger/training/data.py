@@ -293,7 +293,15 @@ def build_problem(
     X = featurizer.transform(train)
     work.step("training data", train)
     y = labels.encode([lab for s in train for lab in s.labels])
-    # with unlabeled data every (attribute, label) pair may be learned from imputed labels
+    # with unlabeled data every (attribute, label) pair may be learned from imputed labels,
+    # and so may every label pair of a pair attribute (the imputed labelings can put any pair
+    # next to any token): L * L parameters per pair attribute of the vocabulary (labeled and
+    # unlabeled text), L times what the state block gives those attributes. That stays
+    # bounded because pair templates are few and coarse (tags, shapes, a bias: attributes
+    # with few values, e.g. 50 tags and 23 labels: 26,450 weights); a word-level pair template
+    # over much text would not be (vocabulary * L * L weights, 8 bytes each in w and in each
+    # of the solver's per-weight arrays). Only the (attribute, previous label, label) triples
+    # of the labeled data would leave the imputed labelings' new pairs without a weight
     model = ChainModel.from_data(
         X,
         y,
@@ -302,6 +310,7 @@ def build_problem(
         spec.all_pairs or unl is not None,
         featurizer.pair_attributes() if spec.has_pairs else None,
         spec.order,
+        all_label_pairs=unl is not None,
     )
     if model.second is not None:
         try:

@@ -90,6 +90,6 @@ def test_the_refusal_names_the_sdm_learners(tmp_path):
     assert done.exit_code == 2
     assert "does not train label-pair templates" in done.output
     able = done.output.split("use one of ")[1].split(", or drop")[0].split(", ")
-    assert {"m3n-l2", "m3n-em", "m3n-owlqn", "crf-l1", "crf-l2"} <= set(able)
-    assert "perceptron" not in able and "ssvm-annealing" not in able
+    assert {"m3n-l2", "m3n-em", "m3n-owlqn", "crf-l1", "crf-l2", "ssvm-annealing"} <= set(able)
+    assert "perceptron" not in able
     assert not (tmp_path / "x.tgm").exists()

@@ -53,7 +53,7 @@ def test_max_marginals_against_brute_force():
     for _ in range(20):
         T, state, trans, y = _random_chain(rng, 5)
         M = np.zeros((T, L))
-        top = aug_max_marginals(state, trans, y, 0, T, M, np.zeros((T, L)), np.zeros((T, L)))
+        top = aug_max_marginals(state, trans, None, y, 0, T, M, np.zeros((T, L)), np.zeros((T, L)))
         np.testing.assert_allclose(M, _aug_brute(state, trans, y), atol=1e-9)
         assert top == pytest.approx(_aug_brute(state, trans, y).max())
 
@@ -67,11 +67,11 @@ def test_a_run_moves_top_from_the_kept_rows_equals_a_full_recompute():
     for _ in range(200):
         T, state, trans, y = _random_chain(rng, 8)
         M, fwd, bwd = np.zeros((T, L)), np.zeros((T, L)), np.zeros((T, L))
-        aug_max_marginals(state, trans, y, 0, T, M, fwd, bwd)
+        aug_max_marginals(state, trans, None, y, 0, T, M, fwd, bwd)
         r0 = int(rng.integers(0, T))
         r1 = int(rng.integers(r0 + 1, T + 1))
         y[r0:r1] = rng.integers(0, L)
-        top = _aug_top_after_run(state, trans, y, 0, T, r0, r1, fwd, bwd, np.zeros((T, L)))
+        top = _aug_top_after_run(state, trans, None, y, 0, T, r0, r1, fwd, bwd, np.zeros((T, L)))
         assert top == pytest.approx(_aug_brute(state, trans, y).max(), abs=1e-9)
 
 
@@ -98,7 +98,7 @@ def _objective(state, trans, y, offsets, cu, vs):
     n = len(offsets) - 1
     M = np.zeros((len(y), L))
     top = np.zeros(n)
-    all_max_marginals(state, trans, y, offsets, M, np.zeros_like(M), np.zeros_like(M), top)
+    all_max_marginals(state, trans, None, y, offsets, M, np.zeros_like(M), np.zeros_like(M), top)
     hinge = np.maximum(top - path_scores(state, trans, y, offsets), 0).sum()
     return cu * hinge + (vs.penalty() if vs is not None else 0.0)
 
@@ -128,10 +128,10 @@ def test_switching_lowers_the_objective_by_what_it_reports(with_constraints, run
     M = np.zeros((N, L))
     top = np.zeros(len(sents))
     fwd, bwd = np.zeros_like(M), np.zeros_like(M)
-    all_max_marginals(state, trans, y, offsets, M, fwd, bwd, top)
+    all_max_marginals(state, trans, None, y, offsets, M, fwd, bwd, top)
     seq_of = np.repeat(np.arange(len(sents)), np.diff(offsets))
     stats = np.zeros(3)
-    lattice = SwitchLattice(state, trans, M, fwd, bwd, top)
+    lattice = SwitchLattice(state, trans, None, M, fwd, bwd, top)
     label_switching(
         lattice,
         y,

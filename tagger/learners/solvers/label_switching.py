@@ -9,6 +9,15 @@ before the run and backward rows after it, in O(run length L^2). Penalty changes
 :mod:`tagger.constraints` (corpus terms through running totals). :func:`no_constraints` gives
 the records of an empty rule set (switching then lowers the hinge alone) and
 :func:`path_scores` each sentence's score under its labeling.
+
+A model with label-pair templates (:mod:`tagger.chain.pairs`) has transitions that vary by
+position: every kernel here takes them as ``edge`` (N, L, L), ``edge[i]`` the transitions into
+token i (row i of a sentence's first token unused), beside the (L, L) ``trans``. A plain
+chain passes ``edge = None``: numba compiles the kernels apart for a None argument and drops
+the branch (:func:`transition`), so the plain chain keeps its own steps, bits and speed. The
+max-marginal argument is unchanged by per-position transitions: the Hamming loss still adds
+to nodes only, so moving the gold label at t still shifts exactly the paths through (t, old)
+and (t, new).
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
-from tagger.chain import labeling_score
+from tagger.chain import edge_path_score, labeling_score
 from tagger.constraints import Counts, apply_switch, switch_penalty_delta
 from tagger.constraints.penalties import (
     CorpusRules,
@@ -34,9 +43,28 @@ from tagger.jit import njit, prange
 
 
 @njit(**NUMBA_OPTS)
-def aug_max_marginals(state, trans, y, a, b, M, fwd, bwd):
+def transition(trans, edge, i, k, lab):
+    """The score of label k at token i - 1 followed by ``lab`` at token i: ``trans[k, lab]``
+    for a plain chain (``edge`` None), else the position's ``edge[i, k, lab]``."""
+    if edge is None:
+        return trans[k, lab]
+    return edge[i, k, lab]
+
+
+@njit(**NUMBA_OPTS)
+def sequence_score(state, trans, edge, y, a, b):
+    """F of the labeling y[a:b] of the sequence whose state scores are rows a..b-1 of
+    ``state``, under ``trans`` or the per-position ``edge``."""
+    if edge is None:
+        return labeling_score(state[a:b], trans, y[a:b])
+    return edge_path_score(state[a:b], edge[a:b], y[a:b], 0)
+
+
+@njit(**NUMBA_OPTS)
+def aug_max_marginals(state, trans, edge, y, a, b, M, fwd, bwd):
     """M[t, l] = best loss-augmented score (Hamming to y[a:b]) of a path through (t, l);
-    rows a..b-1 of ``state`` are the sequence's state scores. Returns the max (= max_l M[t, l])."""
+    rows a..b-1 of ``state`` are the sequence's state scores, its transitions ``trans`` or
+    (not None) ``edge``'s rows. Returns the max (= max_l M[t, l])."""
     L = state.shape[1]
     for lab in range(L):
         fwd[a, lab] = state[a, lab] + (1.0 if lab != y[a] else 0.0)
@@ -44,7 +72,7 @@ def aug_max_marginals(state, trans, y, a, b, M, fwd, bwd):
         for lab in range(L):
             best = -np.inf
             for k in range(L):
-                v = fwd[t - 1, k] + trans[k, lab]
+                v = fwd[t - 1, k] + transition(trans, edge, t, k, lab)
                 if v > best:
                     best = v
             fwd[t, lab] = best + state[t, lab] + (1.0 if lab != y[t] else 0.0)
@@ -55,7 +83,7 @@ def aug_max_marginals(state, trans, y, a, b, M, fwd, bwd):
             best = -np.inf
             for lab in range(L):
                 v = (
-                    trans[k, lab]
+                    transition(trans, edge, t + 1, k, lab)
                     + state[t + 1, lab]
                     + (1.0 if lab != y[t + 1] else 0.0)
                     + bwd[t + 1, lab]
@@ -74,7 +102,7 @@ def aug_max_marginals(state, trans, y, a, b, M, fwd, bwd):
 
 
 @njit(**NUMBA_OPTS)
-def _aug_top_after_run(state, trans, y, a, b, r0, r1, fwd, bwd, scratch):
+def _aug_top_after_run(state, trans, edge, y, a, b, r0, r1, fwd, bwd, scratch):
     """What :func:`aug_max_marginals` would return for the sequence a..b-1 once y[r0:r1]
     changed (up to rounding: the same maximum, summed in another order), from the lattices
     kept for y before the change: the forward rows before r0 depend only on y[:r0] and the
@@ -89,7 +117,7 @@ def _aug_top_after_run(state, trans, y, a, b, r0, r1, fwd, bwd, scratch):
                 best = -np.inf
                 for k in range(L):
                     prev = fwd[t - 1, k] if t == r0 else scratch[t - 1 - r0, k]
-                    v = prev + trans[k, lab]
+                    v = prev + transition(trans, edge, t, k, lab)
                     if v > best:
                         best = v
             scratch[t - r0, lab] = best + state[t, lab] + (1.0 if lab != y[t] else 0.0)
@@ -102,15 +130,17 @@ def _aug_top_after_run(state, trans, y, a, b, r0, r1, fwd, bwd, scratch):
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
-def all_max_marginals(state, trans, y, offsets, M, fwd, bwd, top):
+def all_max_marginals(state, trans, edge, y, offsets, M, fwd, bwd, top):
     for s in prange(offsets.shape[0] - 1):
         a, b = offsets[s], offsets[s + 1]
         if b > a:
-            top[s] = aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
+            top[s] = aug_max_marginals(state, trans, edge, y, a, b, M, fwd, bwd)
 
 
 class SwitchLattice(NamedTuple):
-    """The unlabeled sequences' (N, L) state scores and transitions, and the loss-augmented
+    """The unlabeled sequences' (N, L) state scores and transitions (``edge``: the (N, L, L)
+    per-position transitions of a model with label-pair templates, None for a plain chain,
+    which reads ``trans``), and the loss-augmented
     max-marginals ``M`` that label switching keeps current, with the forward and backward
     lattices they come from (``fwd`` / ``bwd``, as :func:`all_max_marginals` fills them: a
     run move reads the rows it does not change) and each sequence's best
@@ -118,6 +148,7 @@ class SwitchLattice(NamedTuple):
 
     state: np.ndarray
     trans: np.ndarray
+    edge: np.ndarray | None
     M: np.ndarray
     fwd: np.ndarray
     bwd: np.ndarray
@@ -146,7 +177,7 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
     (:meth:`ViolationState.records`), ``plan`` (a :class:`SwitchPlan`) how long to run.
     ``objective0`` is C_u * sum_j R_j + penalties at the start; stats[0] accepted switches,
     stats[1] proposals made, stats[2] the objective's decrease."""
-    state, trans, M, fwd, bwd, top = lattice
+    state, trans, edge, M, fwd, bwd, top = lattice
     budget, window, tol, seed, block = plan
     ind, c_offsets = rules.ind, rules.offsets
     kind, mask, other, row, lo, hi, rho, squared = rules.instance
@@ -196,7 +227,7 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
             # the counts change inside the run and at its ends (O(C (r1 - r0))), and the hinge
             # is scored from the kept rows around the run; the kept lattices are redone only
             # if the move is taken
-            F0 = labeling_score(state[a:b], trans, y[a:b])
+            F0 = sequence_score(state, trans, edge, y, a, b)
             if has_pen:
                 run_phi(y, ind, a, b, r0, r1, new, kind, mask, other, row, segs[s], phi[s], phi_new)
                 run_corpus(y, ind, a, b, r0, r1, new, ckind, cmask, crow, cn1, cd1)
@@ -204,8 +235,8 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
                 y[k] = new
             delta = cu * (
                 (
-                    _aug_top_after_run(state, trans, y, a, b, r0, r1, fwd, bwd, B2)
-                    - labeling_score(state[a:b], trans, y[a:b])
+                    _aug_top_after_run(state, trans, edge, y, a, b, r0, r1, fwd, bwd, B2)
+                    - sequence_score(state, trans, edge, y, a, b)
                 )
                 - (top[s] - F0)
             )
@@ -222,7 +253,7 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
                         dnum, dden, target, tol_c, crho, csquared, n_seq
                     ) - corpus_penalty(num, den, target, tol_c, crho, csquared, n_seq)
             if delta < -1e-12:
-                top[s] = aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
+                top[s] = aug_max_marginals(state, trans, edge, y, a, b, M, fwd, bwd)
                 if has_pen:
                     phi[s, :] = phi_new
                     segments_of(y, a, b, segs[s])
@@ -247,9 +278,13 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
         # hinge change: R = maxaug - F(y)
         dF = state[i, new] - state[i, old]
         if i > a:
-            dF += trans[y[i - 1], new] - trans[y[i - 1], old]
+            dF += transition(trans, edge, i, y[i - 1], new) - transition(
+                trans, edge, i, y[i - 1], old
+            )
         if i + 1 < b:
-            dF += trans[new, y[i + 1]] - trans[old, y[i + 1]]
+            dF += transition(trans, edge, i + 1, new, y[i + 1]) - transition(
+                trans, edge, i + 1, old, y[i + 1]
+            )
         new_top = -np.inf
         for lab in range(L):
             v = M[i, lab]
@@ -268,7 +303,7 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
                 apply_switch(y, s, i, new, c_offsets, counts, proposal)
             else:
                 y[i] = new
-            top[s] = aug_max_marginals(state, trans, y, a, b, M, fwd, bwd)
+            top[s] = aug_max_marginals(state, trans, edge, y, a, b, M, fwd, bwd)
             objective += delta
             window_gain -= delta
             accepted += 1
@@ -298,16 +333,18 @@ def no_constraints(N: int, offsets: np.ndarray, L: int) -> tuple[PenaltyRules, C
 
 
 @njit(**NUMBA_OPTS)
-def _path_scores_kernel(state, trans, y, offsets, out):
+def _path_scores_kernel(state, trans, edge, y, offsets, out):
     for s in range(offsets.shape[0] - 1):
         a, b = offsets[s], offsets[s + 1]
         if b <= a:
             out[s] = 0.0
             continue
-        out[s] = labeling_score(state[a:b], trans, y[a:b])
+        out[s] = sequence_score(state, trans, edge, y, a, b)
 
 
-def path_scores(state, trans, y, offsets) -> np.ndarray:
+def path_scores(state, trans, y, offsets, edge=None) -> np.ndarray:
+    """Each sequence's score under its labeling ``y`` (per-position transitions ``edge``
+    when not None)."""
     out = np.zeros(len(offsets) - 1)
-    _path_scores_kernel(state, trans, y, offsets, out)
+    _path_scores_kernel(state, trans, edge, y, offsets, out)
     return out

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from tagger.chain import Featurized, constrained_decode, viterbi_batch_into
+from tagger.chain.constrained import constrained_decode_pairs
 from tagger.learners.solvers.dask_client import connect, worker_count
 
 
@@ -33,6 +34,13 @@ def decode(
     rules of ``constraints`` (compiled rules and ``U``'s token indicators) when given. The
     state scores are written into ``state`` when given."""
     state = model.state_scores(U, w, out=state)
+    if not model.plain:  # label-pair templates: transitions that vary by position
+        if constraints is not None:
+            compiled, indicators = constraints
+            y = constrained_decode_pairs(model, U, w, compiled, indicators, soft=False)[0]
+        else:
+            y = model.decode(U, w)[0]
+        return state, y
     trans = np.ascontiguousarray(model.transitions(w))
     if constraints is not None:
         compiled, indicators = constraints
