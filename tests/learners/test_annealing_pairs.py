@@ -370,10 +370,11 @@ import hashlib, sys
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 from tagger import Tagger, jit
+from tagger.constraints import ConstraintSet
 from tagger.features import FeatureSpec
 from tagger.sentence import Sentence
 import tagger.training.run as run
-from _addresses import addresses
+from _addresses import RULES, addresses
 
 run.use_threads = lambda requested: jit.thread_count()
 rng = np.random.default_rng(1)
@@ -384,14 +385,14 @@ for threads in (1, 2):
     jit.set_threads(threads)
     tg = Tagger(features=FeatureSpec.load(sys.argv[2]), learner="ssvm-annealing",
                 params={"steps": 2, "epochs": 3, "start_epochs": 3}, select=False)
-    tg.fit(train, unlabeled=unl)
+    tg.fit(train, unlabeled=unl, constraints=ConstraintSet.from_text(RULES))
     print(hashlib.sha256(tg.weights_.tobytes()).hexdigest())
 """
 
 
 def test_same_weights_at_1_and_2_threads(task):
-    """Without a rule file, as tests/learners/test_same_weights_any_threads.py trains plain
-    annealing: the parallel kernels (forced by a zero size threshold) at 1 and 2 threads."""
+    """With the address rules: the parallel kernels (forced by a zero size threshold, the
+    constrained decoding of the unlabeled sentences included) at 1 and 2 threads."""
     env = dict(os.environ, NUMBA_NUM_THREADS="2", PYTHONPATH=str(ROOT))
     done = subprocess.run(
         [
