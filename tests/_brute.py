@@ -95,3 +95,44 @@ def check_nbest(score_of, T: int, L: int, labels, scores, log_z, rel: float = 1e
         assert abs(got - scores[j]) <= rel * max(1.0, abs(got))
     want = logsumexp(ref)
     assert (want == NEG_INF and log_z == NEG_INF) or abs(log_z - want) <= rel * max(1.0, abs(want))
+
+
+def hinge_qp(rows, n_sentences: int, n_weights: int, C, scale=None):
+    """The primal QP of an L2 structured SVM over enumerated labelings, solved by HiGHS:
+    min (1/2)||w||^2 + sum_i C_i xi_i subject to xi_i >= loss - (s * w) . df for every row
+    ``(i, df, loss)`` of ``rows`` (df = f(x_i, gold) - f(x_i, y), loss its Hamming loss),
+    with per-weight scaling ``s`` (``scale``, ones by default). Returns the effective weights
+    s * w and the optimal value."""
+    import highspy
+
+    n, K = n_sentences, n_weights
+    s = np.ones(K) if scale is None else np.asarray(scale, float)
+    C = np.broadcast_to(np.asarray(C, float), (n,))
+    A = np.array([np.concatenate([s * df, np.eye(n)[i]]) for i, df, _ in rows])
+    inf = highspy.kHighsInf
+    qp = highspy.HighsModel()
+    lp = qp.lp_
+    lp.num_col_, lp.num_row_ = K + n, len(rows)
+    lp.col_cost_ = np.concatenate([np.zeros(K), C])
+    lp.col_lower_ = np.concatenate([np.full(K, -inf), np.zeros(n)])
+    lp.col_upper_ = np.full(K + n, inf)
+    lp.row_lower_ = np.array([loss for _, _, loss in rows])
+    lp.row_upper_ = np.full(len(rows), inf)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    nz = A != 0
+    lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(nz.sum(axis=1))]).astype(np.int32)
+    lp.a_matrix_.index_ = np.nonzero(nz)[1].astype(np.int32)
+    lp.a_matrix_.value_ = A[nz]
+    hess = qp.hessian_  # (1/2) w'w: identity on the w block, nothing on xi
+    hess.dim_ = K + n
+    hess.format_ = highspy.HessianFormat.kTriangular
+    hess.start_ = np.concatenate([np.arange(K + 1), np.full(n, K)]).astype(np.int32)
+    hess.index_ = np.arange(K, dtype=np.int32)
+    hess.value_ = np.ones(K)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.passModel(qp)
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    z = np.array(h.getSolution().col_value)
+    return s * z[:K], h.getInfo().objective_function_value

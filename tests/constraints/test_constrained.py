@@ -12,98 +12,7 @@ from tagger.constraints.decoding import constrained_decode, decode_sentence, dec
 from tagger.constraints.expanded_viterbi import no_order2
 
 from _brute import labelings, path_score, path_scores
-
-LABELS = ["a", "b", "c", "d"]
-WORDS = ["pp", "x", ",", "y", "9", "z", "."]
-
-HARD = """
-labels = ["a", "b", "c", "d"]
-[defaults]
-hard = true
-[[instance]]
-rule = "start"
-labels = ["a", "b"]
-[[instance]]
-rule = "one-segment"
-labels = ["a", "c", "d"]
-[[instance]]
-rule = "tokens"
-words = ["pp"]
-take = ["c", "d"]
-[[instance]]
-rule = "tokens"
-pattern = '^[0-9]$'
-avoid = ["a"]
-[[instance]]
-rule = "change-on-punctuation"
-"""
-
-#: the rules a segment-free Viterbi enforces exactly once they are token masks: the last label,
-#: and the marked tokens of a matched sequence
-HARD_ENDS = """
-labels = ["a", "b", "c", "d"]
-[defaults]
-hard = true
-[[instance]]
-rule = "end"
-labels = ["b", "c"]
-[[instance]]
-rule = "tokens"
-sequence = ["x", "y|z"]
-take = ["d"]
-[[instance]]
-rule = "tokens"
-sequence = ["<digit>", "<punct>"]
-mark = [1]
-avoid = ["b"]
-[[instance]]
-rule = "one-segment"
-labels = ["d"]
-"""
-
-#: rules about whole segments: what they contain and their order, with a one-segment rule and
-#: a token rule that interact with them
-SEGMENT_RULES = """
-labels = ["a", "b", "c", "d"]
-[defaults]
-hard = true
-[[instance]]
-rule = "contains"
-labels = ["c"]
-pattern = '^[0-9]$'
-[[instance]]
-rule = "contains"
-labels = ["a", "b"]
-words = ["x", "y", "z"]
-[[instance]]
-rule = "order"
-before = ["a"]
-after = ["c", "d"]
-[[instance]]
-rule = "order"
-before = ["b"]
-after = ["a"]
-[[instance]]
-rule = "one-segment"
-labels = ["d"]
-[[instance]]
-rule = "tokens"
-words = ["pp"]
-take = ["c", "d"]
-"""
-
-COUNTS = """
-labels = ["a", "b", "c", "d"]
-[[instance]]
-rule = "one-segment"
-labels = "all"
-hard = true
-[[instance]]
-rule = "count"
-labels = ["b"]
-max = 1
-hard = true
-"""
+from _rule_texts import COUNTS, HARD, HARD_ENDS, LABELS, SEGMENT_RULES, WORDS
 
 
 def _allowed(cc, toks):
@@ -283,25 +192,33 @@ def _order2_scores(state, edge, allowed, tri, ys):
     return scores
 
 
+def _order2_decoded(rng, cc, shortest: int):
+    """A random sentence of ``shortest``..6 words with random state and transition scores on
+    a random second-order lattice (:func:`_random_order2`), decoded under ``cc``: (words,
+    state, edge, allowed pairs, dense triple scores, indicators, labels, feasible)."""
+    L = len(LABELS)
+    T = int(rng.integers(shortest, 7))
+    toks = [WORDS[i] for i in rng.integers(0, len(WORDS), T)]
+    state = rng.normal(size=(T, L))
+    edge = rng.normal(size=(T, L, L))
+    o2, allowed, tri = _random_order2(rng, L)
+    ti = cc.indicators([toks])
+    plan = decoding_plan(cc, ti, T)
+    y = np.full(T, -1, np.int32)
+    feasible = decode_sentence(state, edge, o2, 0, plan.ind, plan.kernel, y)
+    return toks, state, edge, allowed, tri, ti, y, feasible
+
+
 @pytest.mark.parametrize("text", [HARD, HARD_ENDS, SEGMENT_RULES])
 def test_second_order_chains_exact_against_brute_force(text):
     """decode_sentence on a second-order chain's pair-state lattice: the best allowed labeling
     (every label pair allowed) that meets every hard rule, with its triples scored, as
     enumeration finds it; -inf and infeasible when no allowed labeling meets the rules."""
     cc = ConstraintSet.from_text(text).compile(LABELS)
-    L = len(LABELS)
     rng = np.random.default_rng(17)
     checked = 0
     for _ in range(80):
-        T = int(rng.integers(1, 7))
-        toks = [WORDS[i] for i in rng.integers(0, len(WORDS), T)]
-        state = rng.normal(size=(T, L))
-        edge = rng.normal(size=(T, L, L))
-        o2, allowed, tri = _random_order2(rng, L)
-        ti = cc.indicators([toks])
-        plan = decoding_plan(cc, ti, T)
-        y = np.full(T, -1, np.int32)
-        feasible = decode_sentence(state, edge, o2, 0, plan.ind, plan.kernel, y)
+        toks, state, edge, allowed, tri, ti, y, feasible = _order2_decoded(rng, cc, 1)
         ys, ok = _allowed(cc, toks)
         scores = _order2_scores(state, edge, allowed, tri, ys)
         ok &= scores > -np.inf
@@ -323,15 +240,8 @@ def test_second_order_soft_rules_give_a_local_optimum_of_score_minus_penalty():
     L = len(LABELS)
     rng = np.random.default_rng(23)
     for _ in range(40):
-        T = int(rng.integers(2, 7))
-        toks = [WORDS[i] for i in rng.integers(0, len(WORDS), T)]
-        state = rng.normal(size=(T, L))
-        edge = rng.normal(size=(T, L, L))
-        o2, allowed, tri = _random_order2(rng, L)
-        ti = cc.indicators([toks])
-        plan = decoding_plan(cc, ti, T)
-        y = np.zeros(T, np.int32)
-        decode_sentence(state, edge, o2, 0, plan.ind, plan.kernel, y)
+        toks, state, edge, allowed, tri, ti, y, _ = _order2_decoded(rng, cc, 2)
+        T = len(toks)
 
         def objective(lab, state=state, edge=edge, allowed=allowed, tri=tri, ti=ti):
             f = float(_order2_scores(state, edge, allowed, tri, lab[None, :])[0])

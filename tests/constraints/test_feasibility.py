@@ -19,32 +19,13 @@ from tagger.constraints.feasibility import (
 from _addresses import RULES, addresses
 from _brute import labelings
 from _helpers import run_cli
+from _rule_texts import HARD, LABELS, WORDS
 
-LABELS = ["a", "b", "c", "d"]
-WORDS = ["pp", "x", ",", "y", "9", "z", "."]
-
-#: hard rules some token sequences cannot meet together: "pp" must be c or d, digits must not
-#: be d, c must not follow a digit... (the order and contains rules close the remaining ways)
-RULES_TEXT = """
-labels = ["a", "b", "c", "d"]
-[defaults]
-hard = true
-[[instance]]
-rule = "start"
-labels = ["a", "b"]
-[[instance]]
-rule = "one-segment"
-labels = ["a", "c", "d"]
-[[instance]]
-rule = "tokens"
-words = ["pp"]
-take = ["c", "d"]
-[[instance]]
-rule = "tokens"
-pattern = '^[0-9]$'
-take = ["d"]
-[[instance]]
-rule = "change-on-punctuation"
+#: HARD's rules and two more that some token sequences cannot meet with them: no c after a d,
+#: and "z" is c or d
+RULES_TEXT = (
+    HARD
+    + """
 [[instance]]
 rule = "order"
 before = ["c"]
@@ -54,6 +35,7 @@ rule = "tokens"
 words = ["z"]
 avoid = ["a", "b"]
 """
+)
 
 
 def _feasible_by_enumeration(cc, toks, rules=None):

@@ -22,7 +22,7 @@ from tagger.features import FeatureSpec, Featurized, Featurizer
 from tagger.learners.solvers.sdm_solver import SDMSolver, restrict_featurized
 from tagger.sentence import Sentence
 
-from _brute import labelings
+from _brute import hinge_qp, labelings
 
 highspy = pytest.importorskip("highspy")
 
@@ -64,38 +64,7 @@ def constraints(model, X, y):
 
 def reference(model, X, y, C, scale=None):
     """Effective weights s * w and the optimum of the primal QP over all labelings (HiGHS)."""
-    n, K = X.n_sentences, model.n_weights
-    s = np.ones(K) if scale is None else np.asarray(scale, float)
-    C = np.broadcast_to(np.asarray(C, float), (n,))
-    rows = constraints(model, X, y)
-    A = np.array([np.concatenate([s * df, np.eye(n)[i]]) for i, df, _ in rows])
-    inf = highspy.kHighsInf
-    qp = highspy.HighsModel()
-    lp = qp.lp_
-    lp.num_col_, lp.num_row_ = K + n, len(rows)
-    lp.col_cost_ = np.concatenate([np.zeros(K), C])
-    lp.col_lower_ = np.concatenate([np.full(K, -inf), np.zeros(n)])
-    lp.col_upper_ = np.full(K + n, inf)
-    lp.row_lower_ = np.array([loss for _, _, loss in rows])
-    lp.row_upper_ = np.full(len(rows), inf)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    nz = A != 0
-    lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(nz.sum(axis=1))]).astype(np.int32)
-    lp.a_matrix_.index_ = np.nonzero(nz)[1].astype(np.int32)
-    lp.a_matrix_.value_ = A[nz]
-    hess = qp.hessian_  # (1/2) w'w: identity on the w block, nothing on xi
-    hess.dim_ = K + n
-    hess.format_ = highspy.HessianFormat.kTriangular
-    hess.start_ = np.concatenate([np.arange(K + 1), np.full(n, K)]).astype(np.int32)
-    hess.index_ = np.arange(K, dtype=np.int32)
-    hess.value_ = np.ones(K)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.passModel(qp)
-    h.run()
-    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
-    z = np.array(h.getSolution().col_value)
-    return s * z[:K], h.getInfo().objective_function_value
+    return hinge_qp(constraints(model, X, y), X.n_sentences, model.n_weights, C, scale)
 
 
 def brute_hinges(model, X, y, w_eff):
