@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -65,8 +64,8 @@ import numpy as np
 from tagger.chain import FeatureBatch, Featurized
 from tagger.chain.pairs import pair_edges_batch
 from tagger.constraints import ViolationState
-from tagger.errors import ParameterError, TaggerWarning, bad_value
-from tagger.io.scratch import ScratchSpace, available_memory
+from tagger.errors import ParameterError, bad_value
+from tagger.io.scratch import ScratchSpace
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.learners.params import (
     HINGE_C,
@@ -80,6 +79,7 @@ from tagger.learners.params import (
     SDM_TOL,
     SELECT,
 )
+from tagger.learners.solvers.annealing_memory import warn_if_short_of_memory
 from tagger.learners.solvers.annealing_steps import solve_step, supervised_step
 from tagger.learners.solvers.dask_client import check_scheduler_setting
 from tagger.learners.solvers.label_switching import (
@@ -289,7 +289,7 @@ class SSVMAnnealing(Learner):
         clock = Stopwatch()
         scratch = getattr(problem, "scratch", None) or ScratchSpace()
         if not scratch.on_disk:
-            _warn_if_short_of_memory(
+            warn_if_short_of_memory(
                 U, problem.model.n_labels, settings["max_working_set"], problem.model.plain
             )
         decoding = unlabeled_decoding(
@@ -489,33 +489,6 @@ class SSVMAnnealing(Learner):
         if best["w"] is None:  # no dev set and select = "dev": the last weights
             best["w"] = solver.weights()
             best["imputed"] = np.bincount(yU, minlength=L)
-
-
-def _warn_if_short_of_memory(
-    U: Featurized, n_labels: int, max_working_set: int, plain: bool = True
-) -> None:
-    """A warning, before the run starts, when the arrays that grow with the unlabeled text
-    (working sets, lattices, state scores, the joined features; with label-pair templates
-    each token's (L, L) transitions) will not fit in the memory left: ``scratch_dir`` keeps
-    them in files."""
-    per_token_edges = 0 if plain else 8 * n_labels * n_labels
-    need = (
-        U.n_tokens * (4 * max_working_set + 5 * 8 * n_labels + 16 + per_token_edges)
-        + U.n_sentences * 16 * max_working_set
-        + 4 * int(U.indptr[-1])
-    )
-    free = available_memory()
-    if free is not None and need > free:
-        warnings.warn(
-            TaggerWarning(
-                f"training on {U.n_sentences:,} unlabeled sentences needs about "
-                f"{need / 2**20:,.0f} "
-                f"MB more for their working sets and lattices, and about {free / 2**20:,.0f} MB "
-                f"are left: give --set scratch_dir=DIR (a directory on a disk with room) to keep "
-                f"them in memory-mapped files there"
-            ),
-            stacklevel=2,
-        )
 
 
 def _selection_score(row: dict) -> float:

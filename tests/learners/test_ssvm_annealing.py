@@ -292,7 +292,7 @@ def test_a_missing_scratch_dir_is_a_usage_error_before_any_data_is_read(tmp_path
 def test_short_of_memory_warns_and_names_scratch_dir(address_task, tmp_path, monkeypatch):
     import warnings
 
-    import tagger.learners.ssvm_annealing as annealing
+    import tagger.learners.solvers.annealing_memory as annealing
     from tagger.errors import TaggerWarning
 
     def said(**params) -> list[str]:
