@@ -45,6 +45,8 @@ name                           what a learner uses it for
 ``labeling_score``             F(x, y) of one labeling from state scores and transitions
 **constrained decoding** (:mod:`tagger.constraints.decoding`)
 ``constrained_decode``         best labelings under compiled hard (and soft) constraints
+``constrained_decode_pairs``   the same for a model with label-pair templates or of order 2
+                               (:mod:`.constrained`)
 **sum-product** (:mod:`tagger.inference.sum_product`)
 ``fb_tables``                  per-transition-matrix tables, once per evaluation
 ``fb_buffers``                 scratch for sentences up to T tokens
@@ -58,6 +60,7 @@ name                           what a learner uses it for
 ``PairLayout``                 the pair parameters numba kernels take
                                (``model.pair_layout``; ``model.n_pair`` counts them)
 ``sentence_edge_scores``       a sentence's (T, L, L) position-dependent transitions
+``pair_edges_batch``           those of every token of a batch, in parallel
 ``edge_path_score``            F(x, y) of one labeling from state scores and those
 ``pair_forward_backward``      log Z, node and per-position edge marginals over them
                                (``pair_fb_buffers``: its scratch)
@@ -90,6 +93,7 @@ after every step)
 ============================== ==========================================================
 """
 
+from tagger.chain.constrained import constrained_decode_pairs
 from tagger.chain.gradients import scatter_expectations, state_grad_from_marginals
 from tagger.chain.joint import add_difference, add_joint_features
 from tagger.chain.layout import (
@@ -102,6 +106,7 @@ from tagger.chain.layout import (
 from tagger.chain.pairs import (
     PairLayout,
     edge_path_score,
+    pair_edges_batch,
     scatter_pair_expectations,
     sentence_edge_scores,
 )
@@ -166,6 +171,7 @@ __all__ = [
     "second_best_viterbi_into",
     "labeling_score",
     "constrained_decode",
+    "constrained_decode_pairs",
     # sum-product
     "fb_tables",
     "fb_buffers",
@@ -177,6 +183,7 @@ __all__ = [
     # label pairs
     "PairLayout",
     "sentence_edge_scores",
+    "pair_edges_batch",
     "edge_path_score",
     "pair_forward_backward",
     "pair_fb_buffers",

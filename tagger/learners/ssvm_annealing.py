@@ -61,8 +61,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from tagger.chain import FeatureBatch, Featurized
-from tagger.chain.pairs import pair_edges_batch
+from tagger.chain import FeatureBatch, Featurized, pair_edges_batch
 from tagger.constraints import ViolationState
 from tagger.errors import ParameterError, bad_value
 from tagger.io.scratch import ScratchSpace

@@ -22,8 +22,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from tagger.chain import Featurized, constrained_decode, viterbi_batch_into
-from tagger.chain.constrained import constrained_decode_pairs
+from tagger.chain import (
+    Featurized,
+    constrained_decode,
+    constrained_decode_pairs,
+    viterbi_batch_into,
+)
 from tagger.learners.solvers.dask_client import connect, worker_count
 
 
