@@ -99,6 +99,24 @@ def add_triple_difference(lat, a, b, plus, minus, coef, acc, n):
 
 
 @njit(**NUMBA_OPTS)
+def lattice_viterbi_into(lat, state, edge, pred_score, buffers, out):
+    """:func:`~tagger.inference.second_order.order2_viterbi_into` on the lattice ``lat``: the
+    best allowed labeling of one sentence into ``out``, and its score."""
+    return order2_viterbi_into(
+        state,
+        edge,
+        lat.pair_a,
+        lat.pair_b,
+        lat.pair_id,
+        lat.pred_ptr,
+        lat.pred_src,
+        pred_score,
+        buffers,
+        out,
+    )
+
+
+@njit(**NUMBA_OPTS)
 def order2_loss_augmented_into(
     lat, state, edge, pred_score, gold, a, loss_scale, aug, buffers, out
 ):
@@ -114,18 +132,7 @@ def order2_loss_augmented_into(
             if lab != gold[a + i]:
                 x += loss_scale
             aug[i, lab] = x
-    return order2_viterbi_into(
-        aug[:T],
-        edge,
-        lat.pair_a,
-        lat.pair_b,
-        lat.pair_id,
-        lat.pred_ptr,
-        lat.pred_src,
-        pred_score,
-        buffers,
-        out,
-    )
+    return lattice_viterbi_into(lat, aug[:T], edge, pred_score, buffers, out)
 
 
 @njit(**NUMBA_PARALLEL_OPTS)
@@ -160,18 +167,7 @@ def order2_decode_batch(
                 lat, state, edge, pred_score, gold, a, loss_scale, state, buffers, out[a:b]
             )
             continue
-        scores[s] = order2_viterbi_into(
-            state,
-            edge,
-            lat.pair_a,
-            lat.pair_b,
-            lat.pair_id,
-            lat.pred_ptr,
-            lat.pred_src,
-            pred_score,
-            buffers,
-            out[a:b],
-        )
+        scores[s] = lattice_viterbi_into(lat, state, edge, pred_score, buffers, out[a:b])
 
 
 @njit(**NUMBA_PARALLEL_OPTS)

@@ -54,7 +54,7 @@ from tagger.constraints.expanded_viterbi import (
     edge_at,
     lazy_expanded_viterbi,
     no_order2,
-    order2_switch_change,
+    order2_local,
 )
 from tagger.constraints.penalties import (
     InstanceRules,
@@ -111,6 +111,9 @@ def hill_climb(state, edge, o2, y, a, b, ind, rules, max_passes):
             old = y[t]
             best_d = -1e-9
             best_l = -1
+            # a second-order chain's triples at t as labeled now (-inf: a pair or triple
+            # there is not allowed, which any allowed switch mends)
+            here = order2_local(o2, y, a, b, t, old) if o2[0] else 0.0
             for new in range(L):
                 if new == old:
                     continue
@@ -121,8 +124,11 @@ def hill_climb(state, edge, o2, y, a, b, ind, rules, max_passes):
                 if t + 1 < b:
                     e = edge_at(edge, t + 1 - a)
                     dF += e[new, y[t + 1]] - e[old, y[t + 1]]
-                if o2[0] and dF > -np.inf:  # (+inf: the switch mends a pair or triple)
-                    dF += order2_switch_change(o2, y, a, b, t, new)
+                if o2[0] and dF > -np.inf:
+                    there = order2_local(o2, y, a, b, t, new)
+                    if there == -np.inf:
+                        continue
+                    dF = dF + (there - here) if here > -np.inf else np.inf
                 if dF == -np.inf:
                     continue
                 switch_phi(y, ind, a, b, t, new, kind, mask, other, row, segs, phi, phi_new)

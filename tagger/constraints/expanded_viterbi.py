@@ -368,10 +368,10 @@ def order2_expanded_viterbi(state, edge, o2, bit, change_cost, ind, a, seg, out)
 
 
 @njit(**NUMBA_OPTS)
-def _order2_local(o2, y, a, b, t, lab):
+def order2_local(o2, y, a, b, t, lab):
     """The pair-allowance and triple part of F that involves token t of the labeling y[a:b],
     with label ``lab`` at t: the sum of the triples' scores (-inf when a pair or triple there
-    is not allowed)."""
+    is not allowed). Label switching compares it before and after a switch at t."""
     pair_id, pred_ptr, pred_src, pred_score = o2[3], o2[4], o2[5], o2[6]
     if t > a and pair_id[y[t - 1], lab] < 0:
         return -np.inf
@@ -387,17 +387,3 @@ def _order2_local(o2, y, a, b, t, lab):
             return -np.inf
         s += pred_score[k]
     return s
-
-
-@njit(**NUMBA_OPTS)
-def order2_switch_change(o2, y, a, b, t, new):
-    """How much the triples' part of F changes when y[t] becomes ``new`` in the labeling
-    y[a:b] of a second-order chain: -inf when the switch makes a pair or triple not allowed,
-    +inf when it mends one."""
-    after = _order2_local(o2, y, a, b, t, new)
-    if after == -np.inf:
-        return after
-    before = _order2_local(o2, y, a, b, t, y[t])
-    if before == -np.inf:
-        return np.inf
-    return after - before
