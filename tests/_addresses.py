@@ -45,3 +45,12 @@ def addresses(rng, n: int) -> list[tuple[list[str], list[str]]]:
             labs.append(field)
         out.append((toks, labs))
     return out
+
+
+def write_addresses(path, rng, n: int, labeled: bool = True) -> None:
+    """n addresses as a token-TAB-label file at ``path`` (unlabeled: every label "name", a
+    column the unlabeled reader drops)."""
+    lines = []
+    for toks, labs in addresses(rng, n):
+        lines += [f"{t}\t{lab if labeled else 'name'}" for t, lab in zip(toks, labs)] + [""]
+    path.write_text("\n".join(lines) + "\n")

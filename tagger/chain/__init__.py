@@ -72,6 +72,7 @@ name                           what a learner uses it for
 ``order2_forward_backward``    log Z, node, per-position pair and summed triple marginals
                                (``order2_tables``, ``order2_buffers``: its tables, scratch)
 ``triple_path_score``          the triple part of F(x, y) of one labeling
+``triple_entry``               the lattice entry of one label triple (-1: not allowed)
 ``scatter_triple_expectations`` the triple block's gradient from triple marginals
 ``ChainModel.plain``          False when transitions vary by position or the order is 2;
                                such a model decodes by ``ChainModel.decode`` (a batch's
@@ -132,6 +133,7 @@ from tagger.chain.structure import (
 )
 from tagger.chain.triples import entry_scores, scatter_triple_expectations, triple_path_score
 from tagger.constraints.decoding import constrained_decode
+from tagger.constraints.expanded_viterbi import triple_entry
 from tagger.features import Featurized
 from tagger.inference.batching import max_length
 from tagger.inference.max_product import (
@@ -196,6 +198,7 @@ __all__ = [
     "order2_tables",
     "order2_buffers",
     "triple_path_score",
+    "triple_entry",
     "scatter_triple_expectations",
     # any structure, one sentence
     "ChainStructure",

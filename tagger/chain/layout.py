@@ -146,8 +146,15 @@ class ChainModel:
         the attributes marked in ``pair_attrs`` (bool[n_attrs], label-pair templates) get
         parameters for the (attribute, previous label, label) triples seen instead, or with
         ``all_label_pairs`` one for every label pair. With ``order`` 2, the label pairs and
-        triples seen (:mod:`tagger.chain.second_order`)."""
-        second = SecondOrder.from_labels(y, X.offsets, n_labels) if order == 2 else None
+        triples seen (:mod:`tagger.chain.second_order`), or with ``all_label_pairs`` every
+        pair and triple."""
+        second = None
+        if order == 2:
+            second = (
+                SecondOrder.every(n_labels)
+                if all_label_pairs
+                else SecondOrder.from_labels(y, X.offsets, n_labels)
+            )
         L = n_labels
         y = np.asarray(y, dtype=np.int64)
         counts = np.diff(X.indptr)

@@ -69,6 +69,14 @@ class SecondOrder:
         trips = np.unique((y[third - 2] * L + y[third - 1]) * L + y[third])
         return cls(L, allowed, trips)
 
+    @classmethod
+    def every(cls, n_labels: int) -> SecondOrder:
+        """Every label pair allowed and every triple with a weight: the structure of a model
+        trained with unlabeled data, whose imputed labelings may put any labels side by side
+        (as ``all_label_pairs`` gives label-pair templates a weight for every pair)."""
+        L = int(n_labels)
+        return cls(L, np.arange(L * L, dtype=np.int64), np.arange(L**3, dtype=np.int64))
+
     @property
     def n_trip(self) -> int:
         return len(self.trip_code)

@@ -46,11 +46,14 @@ Algorithm:
 Without constraints the same loop is plain self-training under the hinge (the "semi-supervised
 without constraints" row of the benchmark).
 
-A model with label-pair templates (order 1; :mod:`tagger.chain.pairs`) trains the same way:
-its unlabeled sentences decode with their per-position transitions, which label switching
-then reads (one (L, L) row per token, kept in ``scratch``), and both supervised solvers take
-the pair block. A second-order chain does not: label switching scores switches on a
-first-order lattice's max-marginals.
+A model with label-pair templates (:mod:`tagger.chain.pairs`) trains the same way: its
+unlabeled sentences decode with their per-position transitions, which label switching then
+reads (one (L, L) row per token, kept in ``scratch``), and both supervised solvers take the
+pair block. So does a second-order chain (:mod:`tagger.chain.second_order`; with unlabeled
+data every label pair and triple is allowed and has a weight): its unlabeled sentences decode
+on the pair-state lattice, and label switching scores switches from that lattice's
+max-marginals and the triples around the switched token
+(:mod:`tagger.learners.solvers.switch_order2`).
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from tagger.chain import FeatureBatch, Featurized, pair_edges_batch
+from tagger.chain import FeatureBatch, Featurized, entry_scores, pair_edges_batch
 from tagger.constraints import ViolationState
 from tagger.errors import ParameterError, bad_value
 from tagger.io.scratch import ScratchSpace
@@ -108,8 +111,8 @@ class SSVMAnnealing(Learner):
 
     name = "ssvm-annealing"
     needs_unlabeled = True
-    # label-pair templates (order 1): switching reads per-position transitions; order 2 is
-    # refused (tagger.training.run.check_pair_learner and _fit)
+    # label-pair templates: switching reads per-position transitions; order 2: it scores the
+    # triples too (tagger.learners.solvers.switch_order2)
     label_pairs = True
     progress_counter = ("step", "steps")  # one row per annealing step and round
     params = (
@@ -270,12 +273,6 @@ class SSVMAnnealing(Learner):
                 "ssvm-annealing learns from unlabeled sentences: give some "
                 "(--unlabeled FILE, or Tagger.fit(..., unlabeled=...))"
             )
-        if problem.model.second is not None:
-            raise ParameterError(
-                "ssvm-annealing trains first-order chains (label-pair templates included), "
-                "not second-order ones: its label switching scores switches on a first-order "
-                "lattice; use order = 1"
-            )
         if settings["restarts"] > 1 and (problem.dev_score is None or settings["select"] == "last"):
             raise ParameterError(
                 "restarts > 1 chooses among the runs by their dev score: "
@@ -288,9 +285,7 @@ class SSVMAnnealing(Learner):
         clock = Stopwatch()
         scratch = getattr(problem, "scratch", None) or ScratchSpace()
         if not scratch.on_disk:
-            warn_if_short_of_memory(
-                U, problem.model.n_labels, settings["max_working_set"], problem.model.plain
-            )
+            warn_if_short_of_memory(U, problem.model, settings["max_working_set"])
         decoding = unlabeled_decoding(
             problem.model,
             U,
@@ -353,14 +348,17 @@ class SSVMAnnealing(Learner):
         uo = U.offsets
         seq_of = np.repeat(np.arange(nU, dtype=np.int64), np.diff(uo))
         NU = U.n_tokens
+        # second order: the switching lattices' rows have a column per allowed label pair
+        lat = None if model.second is None else model.lattice
+        width = L if lat is None else len(lat.pair_a)
         M = scratch.zeros("max-marginals", (NU, L))
-        fwd = scratch.zeros("forward", (NU, L))
-        bwd = scratch.zeros("backward", (NU, L))
+        fwd = scratch.zeros("forward", (NU, width))
+        bwd = scratch.zeros("backward", (NU, width))
         top = np.zeros(nU)
         yU = np.zeros(NU, np.int32)
         # label-pair templates: every unlabeled token's transitions, rescored each round
-        edge = None if model.plain else scratch.zeros("transitions", (NU, L, L))
-        UB = None if model.plain else FeatureBatch.of(U)
+        edge = None if not model.n_pair else scratch.zeros("transitions", (NU, L, L))
+        UB = None if not model.n_pair else FeatureBatch.of(U)
 
         def evaluate(row: dict, w: np.ndarray) -> None:
             if restart is not None:
@@ -413,10 +411,14 @@ class SSVMAnnealing(Learner):
                 trans = np.ascontiguousarray(model.transitions(w))
                 if edge is not None:
                     pair_edges_batch(model.pair_layout, UB, w, trans, edge)
+                o2 = None
+                if lat is not None:
+                    o2 = (lat.pair_a, lat.pair_b, lat.pair_id, lat.pred_ptr, lat.pred_src)
+                    o2 = (*o2, entry_scores(lat, w))
                 n_viterbi_violations = 0.0
                 stats = np.zeros(3)
-                all_max_marginals(state, trans, edge, yU, uo, M, fwd, bwd, top)
-                F = path_scores(state, trans, yU, uo, edge)
+                all_max_marginals(state, trans, edge, yU, uo, M, fwd, bwd, top, o2)
+                F = path_scores(state, trans, yU, uo, edge, o2)
                 hinge = float(np.maximum(top - F, 0.0).sum())
                 if cons is not None:
                     vs = ViolationState(
@@ -443,7 +445,7 @@ class SSVMAnnealing(Learner):
                     settings["run_moves"],
                 )
                 label_switching(
-                    SwitchLattice(state, trans, edge, M, fwd, bwd, top),
+                    SwitchLattice(state, trans, edge, M, fwd, bwd, top, o2),
                     yU,
                     uo,
                     seq_of,

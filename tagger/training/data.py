@@ -301,7 +301,8 @@ def build_problem(
     # with few values, e.g. 50 tags and 23 labels: 26,450 weights); a word-level pair template
     # over much text would not be (vocabulary * L * L weights, 8 bytes each in w and in each
     # of the solver's per-weight arrays). Only the (attribute, previous label, label) triples
-    # of the labeled data would leave the imputed labelings' new pairs without a weight
+    # of the labeled data would leave the imputed labelings' new pairs without a weight.
+    # A second-order model likewise allows every label pair and triple (L^3 triple weights)
     model = ChainModel.from_data(
         X,
         y,

@@ -188,7 +188,7 @@ def fit(
         spec, learner, params, run["seed"], run["select"], run["max_seconds"], run["choose"]
     )
     if spec.has_pairs or spec.order == 2:
-        check_pair_learner(learner, given("unlabeled"), spec.order)
+        check_pair_learner(learner, given("unlabeled"))
     unlabeled = objects.get("unlabeled")
     if unlabeled is None and data["unlabeled"]:
         unlabeled = open_unlabeled(data["unlabeled"], data["format"])
@@ -264,11 +264,10 @@ def use_threads(requested: int | None) -> int:
     return n
 
 
-def check_pair_learner(learner: str, unlabeled: bool, order: int = 1) -> None:
+def check_pair_learner(learner: str, unlabeled: bool) -> None:
     """Label-pair templates (``pair_templates``) and second-order chains (``order = 2``) train
-    with the learners whose objective takes them; with unlabeled data, label-pair templates
-    of a first-order chain only (``ssvm-annealing``): said before any data is read further
-    or featurized."""
+    with the learners whose objective takes them; with unlabeled data, with
+    ``ssvm-annealing`` alone: said before any data is read further or featurized."""
     names = AUTO_CANDIDATES if learner == AUTO else (learner,)
     from tagger.learners import LEARNERS  # every learner's module: only on this path
 
@@ -281,19 +280,12 @@ def check_pair_learner(learner: str, unlabeled: bool, order: int = 1) -> None:
                 f"{', '.join(able)}, or drop them",
                 "model.learner",
             )
-    if unlabeled and order == 2:
-        raise SettingError(
-            "second-order chains (order = 2) train on labeled data only: ssvm-annealing's "
-            "label switching scores its switches on a first-order lattice; use order = 1 "
-            "(label-pair templates train with unlabeled data) or drop the unlabeled data",
-            "data.unlabeled",
-        )
     for name in names if unlabeled else ():
         if not getattr(get_learner(name), "needs_unlabeled", False):
             raise SettingError(
-                f"learner {name!r} trains label-pair templates on labeled data only; "
-                f"ssvm-annealing trains them with unlabeled data: name it, or drop the "
-                f"unlabeled data",
+                f"learner {name!r} trains label-pair templates and second-order chains on "
+                f"labeled data only; ssvm-annealing trains them with unlabeled data: name "
+                f"it, or drop the unlabeled data",
                 "data.unlabeled",
             )
 

@@ -98,7 +98,9 @@ def _objective(state, trans, y, offsets, cu, vs):
     n = len(offsets) - 1
     M = np.zeros((len(y), L))
     top = np.zeros(n)
-    all_max_marginals(state, trans, None, y, offsets, M, np.zeros_like(M), np.zeros_like(M), top)
+    all_max_marginals(
+        state, trans, None, y, offsets, M, np.zeros_like(M), np.zeros_like(M), top, None
+    )
     hinge = np.maximum(top - path_scores(state, trans, y, offsets), 0).sum()
     return cu * hinge + (vs.penalty() if vs is not None else 0.0)
 
@@ -128,7 +130,7 @@ def test_switching_lowers_the_objective_by_what_it_reports(with_constraints, run
     M = np.zeros((N, L))
     top = np.zeros(len(sents))
     fwd, bwd = np.zeros_like(M), np.zeros_like(M)
-    all_max_marginals(state, trans, None, y, offsets, M, fwd, bwd, top)
+    all_max_marginals(state, trans, None, y, offsets, M, fwd, bwd, top, None)
     seq_of = np.repeat(np.arange(len(sents)), np.diff(offsets))
     stats = np.zeros(3)
     lattice = SwitchLattice(state, trans, None, M, fwd, bwd, top)

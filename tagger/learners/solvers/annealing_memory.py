@@ -7,21 +7,23 @@ from __future__ import annotations
 
 import warnings
 
-from tagger.chain import Featurized
+from tagger.chain import ChainModel, Featurized
 from tagger.errors import TaggerWarning
 from tagger.io.scratch import available_memory
 
 
-def warn_if_short_of_memory(
-    U: Featurized, n_labels: int, max_working_set: int, plain: bool = True
-) -> None:
+def warn_if_short_of_memory(U: Featurized, model: ChainModel, max_working_set: int) -> None:
     """A warning, before the run starts, when the arrays that grow with the unlabeled text
     (working sets, lattices, state scores, the joined features; with label-pair templates
-    each token's (L, L) transitions) will not fit in the memory left: ``scratch_dir`` keeps
-    them in files."""
-    per_token_edges = 0 if plain else 8 * n_labels * n_labels
+    each token's (L, L) transitions; at order 2 switching's forward and backward rows over
+    the allowed label pairs) will not fit in the memory left: ``scratch_dir`` keeps them in
+    files."""
+    n_labels = model.n_labels
+    per_token_edges = 8 * n_labels * n_labels if model.n_pair else 0
+    # switching's forward and backward rows: a column per label, or per allowed pair
+    width = n_labels if model.second is None else len(model.second.allowed)
     need = (
-        U.n_tokens * (4 * max_working_set + 5 * 8 * n_labels + 16 + per_token_edges)
+        U.n_tokens * (4 * max_working_set + 3 * 8 * n_labels + 2 * 8 * width + 16 + per_token_edges)
         + U.n_sentences * 16 * max_working_set
         + 4 * int(U.indptr[-1])
     )

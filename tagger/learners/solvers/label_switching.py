@@ -18,6 +18,11 @@ the branch (:func:`transition`), so the plain chain keeps its own steps, bits an
 max-marginal argument is unchanged by per-position transitions: the Hamming loss still adds
 to nodes only, so moving the gold label at t still shifts exactly the paths through (t, old)
 and (t, new).
+
+A second-order model passes its pair-state lattice and triple scores as ``o2``
+(:mod:`tagger.learners.solvers.switch_order2`, whose kernels the ``*_any`` dispatchers here
+call); its forward and backward rows have a column per allowed label pair instead of per
+label. ``o2 = None`` compiles the first-order kernels alone, as ``edge = None`` does.
 """
 
 from __future__ import annotations
@@ -40,6 +45,12 @@ from tagger.constraints.penalties import (
     segments_of,
 )
 from tagger.jit import njit, prange
+from tagger.learners.solvers.switch_order2 import (
+    order2_aug_max_marginals,
+    order2_extra_score,
+    order2_switch_change,
+    order2_top_after_run,
+)
 
 
 @njit(**NUMBA_OPTS)
@@ -129,12 +140,48 @@ def _aug_top_after_run(state, trans, edge, y, a, b, r0, r1, fwd, bwd, scratch):
     return top
 
 
+@njit(**NUMBA_OPTS)
+def score_any(state, trans, edge, o2, y, a, b):
+    """:func:`sequence_score`, plus the triples of a second-order model (``o2`` not None)."""
+    if o2 is None:
+        return sequence_score(state, trans, edge, y, a, b)
+    return sequence_score(state, trans, edge, y, a, b) + order2_extra_score(o2, y, a, b)
+
+
+@njit(**NUMBA_OPTS)
+def max_marginals_any(state, trans, edge, o2, y, a, b, M, fwd, bwd):
+    """:func:`aug_max_marginals`, or its pair-state form for a second-order model."""
+    if o2 is None:
+        return aug_max_marginals(state, trans, edge, y, a, b, M, fwd, bwd)
+    return order2_aug_max_marginals(state, trans, edge, o2, y, a, b, M, fwd, bwd)
+
+
+@njit(**NUMBA_OPTS)
+def top_after_run_any(state, trans, edge, o2, y, a, b, r0, r1, fwd, bwd, scratch):
+    """:func:`_aug_top_after_run`, or its pair-state form for a second-order model."""
+    if o2 is None:
+        return _aug_top_after_run(state, trans, edge, y, a, b, r0, r1, fwd, bwd, scratch)
+    return order2_top_after_run(state, trans, edge, o2, y, a, b, r0, r1, fwd, bwd, scratch)
+
+
+@njit(**NUMBA_OPTS)
+def triples_change_any(o2, y, a, b, i, new):
+    """The change of the triple terms when y[i] becomes ``new`` (0 for a first-order model;
+    -inf when the switch leaves the pairs and triples a second-order model allows)."""
+    if o2 is None:
+        return 0.0
+    return order2_switch_change(o2, y, a, b, i, new)
+
+
 @njit(**NUMBA_PARALLEL_OPTS)
-def all_max_marginals(state, trans, edge, y, offsets, M, fwd, bwd, top):
+def all_max_marginals(state, trans, edge, y, offsets, M, fwd, bwd, top, o2):
+    """Every sequence's loss-augmented max-marginals and best score (``top``); ``o2`` the
+    flat lattice tuple of a second-order model (:mod:`.switch_order2`; ``fwd`` and ``bwd``
+    then have a column per allowed pair), None for a first-order one."""
     for s in prange(offsets.shape[0] - 1):
         a, b = offsets[s], offsets[s + 1]
         if b > a:
-            top[s] = aug_max_marginals(state, trans, edge, y, a, b, M, fwd, bwd)
+            top[s] = max_marginals_any(state, trans, edge, o2, y, a, b, M, fwd, bwd)
 
 
 class SwitchLattice(NamedTuple):
@@ -144,7 +191,9 @@ class SwitchLattice(NamedTuple):
     max-marginals ``M`` that label switching keeps current, with the forward and backward
     lattices they come from (``fwd`` / ``bwd``, as :func:`all_max_marginals` fills them: a
     run move reads the rows it does not change) and each sequence's best
-    loss-augmented score ``top``."""
+    loss-augmented score ``top``; ``o2``: a second-order model's flat lattice tuple
+    (:mod:`.switch_order2`; the forward and backward rows then have a column per allowed
+    label pair), None otherwise."""
 
     state: np.ndarray
     trans: np.ndarray
@@ -153,6 +202,7 @@ class SwitchLattice(NamedTuple):
     fwd: np.ndarray
     bwd: np.ndarray
     top: np.ndarray
+    o2: tuple | None = None
 
 
 class SwitchPlan(NamedTuple):
@@ -177,7 +227,7 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
     (:meth:`ViolationState.records`), ``plan`` (a :class:`SwitchPlan`) how long to run.
     ``objective0`` is C_u * sum_j R_j + penalties at the start; stats[0] accepted switches,
     stats[1] proposals made, stats[2] the objective's decrease."""
-    state, trans, edge, M, fwd, bwd, top = lattice
+    state, trans, edge, M, fwd, bwd, top, o2 = lattice
     budget, window, tol, seed, block = plan
     ind, c_offsets = rules.ind, rules.offsets
     kind, mask, other, row, lo, hi, rho, squared = rules.instance
@@ -196,7 +246,7 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
     longest = 0
     for q in range(offsets.shape[0] - 1):
         longest = max(longest, offsets[q + 1] - offsets[q])
-    B2 = np.empty((longest, L))
+    B2 = np.empty((longest, fwd.shape[1]))  # a run's rows: a column per label (pair at order 2)
     objective = objective0
     window_gain = 0.0
     accepted = 0
@@ -227,7 +277,7 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
             # the counts change inside the run and at its ends (O(C (r1 - r0))), and the hinge
             # is scored from the kept rows around the run; the kept lattices are redone only
             # if the move is taken
-            F0 = sequence_score(state, trans, edge, y, a, b)
+            F0 = score_any(state, trans, edge, o2, y, a, b)
             if has_pen:
                 run_phi(y, ind, a, b, r0, r1, new, kind, mask, other, row, segs[s], phi[s], phi_new)
                 run_corpus(y, ind, a, b, r0, r1, new, ckind, cmask, crow, cn1, cd1)
@@ -235,8 +285,8 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
                 y[k] = new
             delta = cu * (
                 (
-                    _aug_top_after_run(state, trans, edge, y, a, b, r0, r1, fwd, bwd, B2)
-                    - sequence_score(state, trans, edge, y, a, b)
+                    top_after_run_any(state, trans, edge, o2, y, a, b, r0, r1, fwd, bwd, B2)
+                    - score_any(state, trans, edge, o2, y, a, b)
                 )
                 - (top[s] - F0)
             )
@@ -253,7 +303,7 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
                         dnum, dden, target, tol_c, crho, csquared, n_seq
                     ) - corpus_penalty(num, den, target, tol_c, crho, csquared, n_seq)
             if delta < -1e-12:
-                top[s] = aug_max_marginals(state, trans, edge, y, a, b, M, fwd, bwd)
+                top[s] = max_marginals_any(state, trans, edge, o2, y, a, b, M, fwd, bwd)
                 if has_pen:
                     phi[s, :] = phi_new
                     segments_of(y, a, b, segs[s])
@@ -285,6 +335,9 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
             dF += transition(trans, edge, i + 1, new, y[i + 1]) - transition(
                 trans, edge, i + 1, old, y[i + 1]
             )
+        # a second-order model's triples; -inf (refused below) for a pair or triple it does
+        # not allow
+        dF += triples_change_any(o2, y, a, b, i, new)
         new_top = -np.inf
         for lab in range(L):
             v = M[i, lab]
@@ -303,7 +356,7 @@ def label_switching(lattice, y, offsets, seq_of, cu, rules, counts, objective0, 
                 apply_switch(y, s, i, new, c_offsets, counts, proposal)
             else:
                 y[i] = new
-            top[s] = aug_max_marginals(state, trans, edge, y, a, b, M, fwd, bwd)
+            top[s] = max_marginals_any(state, trans, edge, o2, y, a, b, M, fwd, bwd)
             objective += delta
             window_gain -= delta
             accepted += 1
@@ -333,18 +386,18 @@ def no_constraints(N: int, offsets: np.ndarray, L: int) -> tuple[PenaltyRules, C
 
 
 @njit(**NUMBA_OPTS)
-def _path_scores_kernel(state, trans, edge, y, offsets, out):
+def _path_scores_kernel(state, trans, edge, o2, y, offsets, out):
     for s in range(offsets.shape[0] - 1):
         a, b = offsets[s], offsets[s + 1]
         if b <= a:
             out[s] = 0.0
             continue
-        out[s] = sequence_score(state, trans, edge, y, a, b)
+        out[s] = score_any(state, trans, edge, o2, y, a, b)
 
 
-def path_scores(state, trans, y, offsets, edge=None) -> np.ndarray:
+def path_scores(state, trans, y, offsets, edge=None, o2=None) -> np.ndarray:
     """Each sequence's score under its labeling ``y`` (per-position transitions ``edge``
-    when not None)."""
+    when not None; a second-order model's triples with its lattice tuple ``o2``)."""
     out = np.zeros(len(offsets) - 1)
-    _path_scores_kernel(state, trans, edge, y, offsets, out)
+    _path_scores_kernel(state, trans, edge, o2, y, offsets, out)
     return out
