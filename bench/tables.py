@@ -10,9 +10,10 @@
 No figure on that page is typed by hand: each table is printed from one JSON file, after the
 run's provenance from the same file (the command, the commit, the machine, the versions and the
 load averages), and holds every system that run measured. The tables are the ones the scripts
-print at the end of a run (``defaults.print_task``, ``tasks.print_task``) or the same columns
-(``chunking.py``, ``compare_checkouts.py``). ``bench/out/`` is git-ignored, so a run's JSON
-goes on the page only when it is committed on purpose (``git add -f bench/out/NAME.json``).
+print at the end of a run (``defaults.print_task``, ``tasks.print_task``,
+``citations_semisup.study_tables``) or the same columns (``chunking.py``,
+``compare_checkouts.py``). ``bench/out/`` is git-ignored, so a run's JSON goes on the page
+only when it is committed on purpose (``git add -f bench/out/NAME.json``).
 ``tests/docs/test_generated_pages.py`` checks that the committed page is this script's output
 for the committed JSON files, and that the README's results table (between the markers of
 :data:`README_BEGIN` and :data:`README_END`) is :func:`readme_table` of the committed
@@ -308,6 +309,13 @@ def synthetic_tables(data: dict) -> str:
     return synthetic.study_tables(data)
 
 
+def semisup_tables(data: dict) -> str:
+    """bench/citations_semisup.py: one semi-supervised study (a domain, its labeled sizes)."""
+    import citations_semisup
+
+    return citations_semisup.study_tables(data)
+
+
 #: (script, test of the JSON's layout, renderer), the first that matches is used
 def lp_engines_tables(data: dict) -> str:
     """bench/lp_engines.py: one LP engine of lp-simplex on one corpus size."""
@@ -384,6 +392,11 @@ LAYOUTS: tuple[tuple[str, Callable[[dict], bool], Callable[[dict], str]], ...] =
     ("threads.py", lambda d: "runs" in d and "same_weights" in d, threads_tables),
     ("synthetic.py", lambda d: "table1" in d and "figure2" in d, synthetic_tables),
     ("scale.py", lambda d: "tables" in d and "machine" in d, scale_tables),
+    (
+        "citations_semisup.py",
+        lambda d: "domain" in d and "semisup" in d and "results" in d,
+        semisup_tables,
+    ),
 )
 
 
