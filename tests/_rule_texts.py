@@ -94,3 +94,23 @@ labels = ["b"]
 max = 1
 hard = true
 """
+
+#: soft rules over three labels (an instance rule of each kind label switching scores and a
+#: squared corpus rule): what the switching tests lower the objective under
+SWITCH_RULES = """
+labels = ["a", "b", "c"]
+[[instance]]
+rule = "one-segment"
+labels = "all"
+weight = 0.5
+[[instance]]
+rule = "tokens"
+words = ["x"]
+take = ["b"]
+[[corpus]]
+rule = "label-fraction"
+labels = ["a"]
+fraction = 0.4
+weight = 2.0
+shape = "squared"
+"""

@@ -2,15 +2,13 @@
 lattices against enumeration of every labeling on tiny chains (max-marginals, the exact hinge
 change of a single switch, a run move from the kept rows, refusals of labelings the lattice
 does not allow, the objective switching reports), then training with unlabeled data and a
-constraint file on the synthetic address task through the API and the command line."""
+constraint file on the synthetic address task through the API (the command line: in
+test_annealing_pairs.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import itertools
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -29,9 +27,9 @@ from tagger.learners.solvers.label_switching import (
     triples_change_any,
 )
 
-from _addresses import RULES, addresses, write_addresses
+from _addresses import address_task, fit_addresses, majority_floor, weights_at_1_and_2_threads
 from _brute import labelings
-from _helpers import ROOT, run_cli
+from _rule_texts import SWITCH_RULES
 
 L = 3
 
@@ -174,25 +172,6 @@ def test_a_run_move_from_the_kept_pair_rows(seed):
         assert top == pytest.approx(_brute(state, full, allowed, trip, y)[1], abs=1e-9)
 
 
-CONS = """
-labels = ["a", "b", "c"]
-[[instance]]
-rule = "one-segment"
-labels = "all"
-weight = 0.5
-[[instance]]
-rule = "tokens"
-words = ["x"]
-take = ["b"]
-[[corpus]]
-rule = "label-fraction"
-labels = ["a"]
-fraction = 0.4
-weight = 2.0
-shape = "squared"
-"""
-
-
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("run_moves", [False, True])
 def test_switching_on_a_second_order_chain_lowers_the_objective_it_reports(seed, run_moves):
@@ -210,7 +189,7 @@ def test_switching_on_a_second_order_chain_lowers_the_objective_it_reports(seed,
     state = np.concatenate([c[1] for c in chains])
     edge = np.ascontiguousarray(np.concatenate([c[4] for c in chains]))
     trans = np.zeros((L, L))
-    cc = ConstraintSet.from_text(CONS).compile(["a", "b", "c"])
+    cc = ConstraintSet.from_text(SWITCH_RULES).compile(["a", "b", "c"])
     vs = ViolationState(cc, cc.indicators(sents), np.concatenate([c[5] for c in chains]))
     rules, counts = vs.records()
     y = vs.y
@@ -272,58 +251,15 @@ function = "short_shape"
 """
 
 
-def _sentences(rng, n, labeled=True):
-    from tagger.sentence import Sentence
-
-    return [Sentence([toks], labs if labeled else None) for toks, labs in addresses(rng, n)]
-
-
 @pytest.fixture(scope="module")
 def task(tmp_path_factory):
-    d = tmp_path_factory.mktemp("order2")
-    (d / "rules.toml").write_text(RULES)
-    (d / "f.toml").write_text(FEATURES)
-    (d / "fp.toml").write_text(
-        FEATURES.replace("order = 2", 'order = 2\npair_templates = ["lower[-1]"]')
-    )
-    rng = np.random.default_rng(1)
-    return {
-        "train": _sentences(rng, 2),
-        "dev": _sentences(rng, 8),
-        "unlabeled": _sentences(rng, 30, labeled=False),
-        "test": _sentences(rng, 40),
-        "dir": d,
-    }
-
-
-def _fit(task, features="f.toml", **params):
-    from tagger import Tagger
-    from tagger.features import FeatureSpec
-
-    base = {"steps": 3, "epochs": 15, "start_epochs": 30}
-    return Tagger(
-        features=FeatureSpec.load(task["dir"] / features),
-        learner="ssvm-annealing",
-        params={**base, **params},
-        seed=0,
-        select=False,
-    ).fit(
-        task["train"],
-        dev=task["dev"],
-        unlabeled=task["unlabeled"],
-        constraints=str(task["dir"] / "rules.toml"),
-    )
-
-
-def _floor(test):
-    """Always saying the most frequent field, plus 0.3."""
-    counts = [sum(lab == f for s in test for lab in s.labels) for f in ("name", "street", "city")]
-    return max(counts) / sum(counts) + 0.3
+    pairs = FEATURES.replace("order = 2", 'order = 2\npair_templates = ["lower[-1]"]')
+    return address_task(tmp_path_factory.mktemp("order2"), {"f.toml": FEATURES, "fp.toml": pairs})
 
 
 @pytest.fixture(scope="module")
 def fitted(task):
-    return _fit(task)
+    return fit_addresses(task)
 
 
 def test_annealing_trains_a_second_order_model_that_tags_and_loads_the_same(task, fitted, tmp_path):
@@ -335,7 +271,7 @@ def test_annealing_trains_a_second_order_model_that_tags_and_loads_the_same(task
     # file keeps the non-zero ones)
     assert model.order == 2 and len(model.second.allowed) == L * L
     assert np.count_nonzero(model.trip_weights(fitted.weights_)) > 0
-    assert fitted.evaluate(test)["accuracy"] >= _floor(test)
+    assert fitted.evaluate(test)["accuracy"] >= majority_floor(test)
     steps = [row for row in fitted.trace_ if row["step"] > 0]
     assert steps and sum(row["switches"] for row in steps) > 0
     fitted.save(tmp_path / "m.tgm")
@@ -346,65 +282,13 @@ def test_annealing_trains_a_second_order_model_that_tags_and_loads_the_same(task
 
 @pytest.mark.parametrize("params", [{}, {"inner": "owlqn", "c1": 1.0, "tau": 0.25}])
 def test_with_label_pair_templates_too_by_either_supervised_step(task, params):
-    tg = _fit(task, "fp.toml", **params)
+    tg = fit_addresses(task, "fp.toml", **params)
     assert tg.model_.order == 2 and tg.model_.n_pair > 0
-    assert tg.evaluate(task["test"])["accuracy"] >= _floor(task["test"])
-
-
-CHILD = r"""
-import hashlib, sys
-sys.path.insert(0, sys.argv[1])
-import numpy as np
-from tagger import Tagger, jit
-from tagger.constraints import ConstraintSet
-from tagger.features import FeatureSpec
-from tagger.sentence import Sentence
-import tagger.training.run as run
-from _addresses import RULES, addresses
-
-run.use_threads = lambda requested: jit.thread_count()
-rng = np.random.default_rng(1)
-mk = lambda n, lab=True: [Sentence([t], l if lab else None) for t, l in addresses(rng, n)]
-train, unl = mk(3), mk(30, False)
-jit.set_parallel_min_bytes(0)
-for threads in (1, 2):
-    jit.set_threads(threads)
-    tg = Tagger(features=FeatureSpec.load(sys.argv[2]), learner="ssvm-annealing",
-                params={"steps": 2, "epochs": 3, "start_epochs": 3}, select=False)
-    tg.fit(train, unlabeled=unl, constraints=ConstraintSet.from_text(RULES))
-    print(hashlib.sha256(tg.weights_.tobytes()).hexdigest())
-"""
+    assert tg.evaluate(task["test"])["accuracy"] >= majority_floor(task["test"])
 
 
 def test_same_weights_at_1_and_2_threads(task):
     """Every parallel kernel forced on (a zero size threshold), the constrained decoding on
     the pair-state lattice and the switching lattices included, at 1 and 2 threads."""
-    env = dict(os.environ, NUMBA_NUM_THREADS="2", PYTHONPATH=str(ROOT))
-    args = [sys.executable, "-c", CHILD, str(ROOT / "tests"), str(task["dir"] / "f.toml")]
-    done = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-3000:]
-    one, two = done.stdout.split()[-2:]
+    one, two = weights_at_1_and_2_threads(task["dir"] / "f.toml")
     assert one == two and len(one) == len(hashlib.sha256().hexdigest())
-
-
-def test_the_command_line_trains_order_2_with_unlabeled_data(task, tmp_path):
-    from tagger import Tagger
-
-    rng = np.random.default_rng(4)
-    write_addresses(tmp_path / "train.tsv", rng, 3)
-    write_addresses(tmp_path / "dev.tsv", rng, 10)
-    write_addresses(tmp_path / "unl.tsv", rng, 30, labeled=False)
-    model, out = tmp_path / "m.tgm", tmp_path / "dev.out"
-    args = ["train", tmp_path / "train.tsv", "--unlabeled", tmp_path / "unl.tsv", "--order", "2"]
-    args += ["--constraints", task["dir"] / "rules.toml", "--learner", "ssvm-annealing"]
-    args += ["--set", "steps=2", "--set", "epochs=5"]
-    done = run_cli(*args, "-o", model, "-q")
-    assert done.exit_code == 0, done.output
-    tagger = Tagger.load(model)
-    assert tagger.learner == "ssvm-annealing" and tagger.model_.order == 2
-    done = run_cli("tag", model, tmp_path / "dev.tsv", "-o", out)
-    assert done.exit_code == 0, done.output
-    tagged = [line.split()[-1] for line in out.read_text().splitlines() if line.strip()]
-    gold = [line.split()[-1] for line in (tmp_path / "dev.tsv").read_text().splitlines() if line]
-    assert len(tagged) == len(gold)
-    assert np.mean([t == g for t, g in zip(tagged, gold)]) > 0.8

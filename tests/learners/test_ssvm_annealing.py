@@ -19,6 +19,7 @@ from tagger.learners.solvers.label_switching import (
 
 from _addresses import RULES, addresses
 from _brute import labelings
+from _rule_texts import SWITCH_RULES
 
 L = 3
 
@@ -75,25 +76,6 @@ def test_a_run_moves_top_from_the_kept_rows_equals_a_full_recompute():
         assert top == pytest.approx(_aug_brute(state, trans, y).max(), abs=1e-9)
 
 
-CONS = """
-labels = ["a", "b", "c"]
-[[instance]]
-rule = "one-segment"
-labels = "all"
-weight = 0.5
-[[instance]]
-rule = "tokens"
-words = ["x"]
-take = ["b"]
-[[corpus]]
-rule = "label-fraction"
-labels = ["a"]
-fraction = 0.4
-weight = 2.0
-shape = "squared"
-"""
-
-
 def _objective(state, trans, y, offsets, cu, vs):
     n = len(offsets) - 1
     M = np.zeros((len(y), L))
@@ -120,7 +102,7 @@ def test_switching_lowers_the_objective_by_what_it_reports(with_constraints, run
     cu = 0.3
     vs = None
     if with_constraints:
-        cc = ConstraintSet.from_text(CONS).compile(["a", "b", "c"])
+        cc = ConstraintSet.from_text(SWITCH_RULES).compile(["a", "b", "c"])
         vs = ViolationState(cc, cc.indicators(sents), y)
         rules, counts = vs.records()
         y = vs.y

@@ -66,15 +66,17 @@ def _triple(o2, y0, y1, y2):
 
 
 @njit(**NUMBA_OPTS)
-def order2_extra_score(o2, y, a, b):
-    """The triple part of F for y[a:b]; -inf when a pair or a triple is not allowed."""
+def _terms(o2, y, p0, p1, t0, t1):
+    """The order-2 terms of y over a window: -inf unless every pair (y[j - 1], y[j]) with
+    p0 <= j < p1 is allowed, else the sum of the triples ending at t0 <= j < t1 (-inf for
+    one not allowed)."""
     pair_id = o2[2]
-    for i in range(a + 1, b):
-        if pair_id[y[i - 1], y[i]] < 0:
+    for j in range(p0, p1):
+        if pair_id[y[j - 1], y[j]] < 0:
             return -np.inf
     s = 0.0
-    for i in range(a + 2, b):
-        v = _triple(o2, y[i - 2], y[i - 1], y[i])
+    for j in range(t0, t1):
+        v = _triple(o2, y[j - 2], y[j - 1], y[j])
         if v == -np.inf:
             return -np.inf
         s += v
@@ -82,20 +84,16 @@ def order2_extra_score(o2, y, a, b):
 
 
 @njit(**NUMBA_OPTS)
+def order2_extra_score(o2, y, a, b):
+    """The triple part of F for y[a:b]; -inf when a pair or a triple is not allowed."""
+    return _terms(o2, y, a + 1, b, a + 2, b)
+
+
+@njit(**NUMBA_OPTS)
 def _terms_at(o2, y, a, b, i):
-    """The order-2 terms that hold position i: its pairs with both neighbours allowed or not
-    (-inf), and the triples ending at i, i + 1 and i + 2 inside the sequence a..b-1."""
-    pair_id = o2[2]
-    for j in range(i, i + 2):
-        if a < j < b and pair_id[y[j - 1], y[j]] < 0:
-            return -np.inf
-    s = 0.0
-    for j in range(max(i, a + 2), min(i + 3, b)):
-        v = _triple(o2, y[j - 2], y[j - 1], y[j])
-        if v == -np.inf:
-            return -np.inf
-        s += v
-    return s
+    """The order-2 terms that hold position i of the sequence a..b-1: its pairs with both
+    neighbours, and the triples ending at i, i + 1 and i + 2."""
+    return _terms(o2, y, max(i, a + 1), min(i + 2, b), max(i, a + 2), min(i + 3, b))
 
 
 @njit(**NUMBA_OPTS)
