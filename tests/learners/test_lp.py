@@ -161,13 +161,23 @@ def test_extragradient_stopping_rule_bounds_the_gap():
     assert ref <= loose.trace_[-1]["objective"] <= ref * (1 + 2e-2) + 1e-9
 
 
-def test_plain_extragradient_without_restarts_or_scaling():
+@pytest.mark.parametrize("method", ["extragradient", "pdhg"])
+def test_plain_first_order_method_without_restarts_or_scaling(method):
     problem = _problem(5, n=6)
     learner = LEARNERS["lp-extragradient"](
-        C=1.0, epsilon=1e-9, gap_tol=1e-7, restart=False, precondition=False
+        C=1.0, epsilon=1e-9, gap_tol=1e-7, restart=False, precondition=False, method=method
     )
     learner.fit(problem)
     assert learner.trace_[-1]["objective"] == pytest.approx(_full_lp(problem, 1.0, False), rel=1e-5)
+
+
+@pytest.mark.parametrize("C", [0.1, 1.0])
+def test_paper_extragradient_reaches_the_full_lp(C):
+    problem = _problem(0)
+    learner = LEARNERS["lp-extragradient"](C=C, epsilon=1e-9, gap_tol=1e-9, method="extragradient")
+    learner.fit(problem)
+    assert learner.trace_[-1]["converged"] is True
+    assert learner.trace_[-1]["objective"] == pytest.approx(_full_lp(problem, C, False), rel=1e-6)
 
 
 # ------------------------------------------------------------------------- synthetic, real values
