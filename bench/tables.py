@@ -309,6 +309,20 @@ def synthetic_tables(data: dict) -> str:
     return synthetic.study_tables(data)
 
 
+def lp_paper_tables(data: dict) -> str:
+    """bench/lp_paper.py: one split of the LP paper's table (its learners, the published rows)."""
+    import lp_paper_table as T
+
+    runs = [data]
+    return "\n\n".join(
+        [
+            T.corpus_title(data["corpus"], runs),
+            T.corpus_table(data["corpus"], runs),
+            T.settings_line(runs),
+        ]
+    )
+
+
 def semisup_tables(data: dict) -> str:
     """bench/citations_semisup.py: one semi-supervised study (a domain, its labeled sizes)."""
     import citations_semisup
@@ -392,6 +406,11 @@ LAYOUTS: tuple[tuple[str, Callable[[dict], bool], Callable[[dict], str]], ...] =
     ("threads.py", lambda d: "runs" in d and "same_weights" in d, threads_tables),
     ("synthetic.py", lambda d: "table1" in d and "figure2" in d, synthetic_tables),
     ("scale.py", lambda d: "tables" in d and "machine" in d, scale_tables),
+    (
+        "lp_paper.py",
+        lambda d: "corpus" in d and "split" in d and "results" in d,
+        lp_paper_tables,
+    ),
     (
         "citations_semisup.py",
         lambda d: "domain" in d and "semisup" in d and "results" in d,
