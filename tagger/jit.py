@@ -24,7 +24,9 @@ parallel loops, or calls one that does, becomes a :class:`Twins` when numba star
 dispatcher, and a *serial twin*, the same function compiled with ``parallel=False`` (and
 calling the twins of such kernels), built and compiled only when first needed and cached under
 its own name (``<name>__serial``). A call whose array arguments hold fewer than
-:func:`parallel_min_bytes` bytes in all runs the twin, a larger one the parallel kernel. The
+:func:`parallel_min_bytes` bytes in all runs the twin, a larger one the parallel kernel; a
+kernel that does far more work per byte than the objectives (constrained decoding) declares
+``work_per_byte=N`` and its bytes count N times. The
 parallel kernels cut their work by the data alone, never by the thread count, and reduce
 nothing across threads, so both give the same bits (tests/learners/test_threads.py trains
 seven learners both ways). The first ``tagger train`` on the shipped sample thus compiles only
@@ -56,6 +58,11 @@ INTERPRETED_WORK = 1_000_000
 #: compiling the parallel kernels costs 9 s of CPU more than the twins. CoNLL-2000's (211,727
 #: tokens) takes over 80 MB.
 PARALLEL_MIN_BYTES = 8 * 2**20
+
+#: options of :func:`njit` that are the package's, not numba's: ``work_per_byte`` (an int,
+#: default 1) multiplies a parallel kernel's argument bytes before they are compared with
+#: :func:`parallel_min_bytes`
+OWN_OPTIONS = ("work_per_byte",)
 
 _kernels: list[Kernel] = []
 _numba = None
@@ -112,7 +119,7 @@ def njit(fn=None, **options):
             with _lock:
                 if options.get("parallel") or _calls_twins(fn):
                     return Twins(fn, options, _numba)
-            return _numba.njit(**options)(fn)
+            return _numba.njit(**numba_options(options))(fn)
         kernel = Kernel(fn, options)
         _kernels.append(kernel)
         return kernel
@@ -146,7 +153,7 @@ def start():
             kernel.dispatcher = (
                 Twins(kernel.py_func, kernel.options, numba)
                 if id(kernel) in parallel
-                else numba.njit(**kernel.options)(kernel.py_func)
+                else numba.njit(**numba_options(kernel.options))(kernel.py_func)
             )
         swap = {id(k): k.dispatcher for k in _kernels}
         swap[id(prange)] = numba.prange
@@ -169,7 +176,8 @@ class Twins:
     def __init__(self, fn, options: dict, numba):
         self.py_func = fn
         self.options = options
-        self.parallel = numba.njit(**options)(fn)
+        self.work_per_byte = int(options.get("work_per_byte", 1))
+        self.parallel = numba.njit(**numba_options(options))(fn)
         self._serial = None
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
@@ -178,7 +186,7 @@ class Twins:
         self.__wrapped__ = fn
 
     def __call__(self, *args):
-        if _array_bytes(args) < _min_bytes:
+        if _array_bytes(args) * self.work_per_byte < _min_bytes:
             return self.serial(*args)
         return self.parallel(*args)
 
@@ -199,6 +207,11 @@ class Twins:
 
     def __repr__(self) -> str:
         return f"<parallel kernel {self.__module__}.{self.__qualname__} and its serial twin>"
+
+
+def numba_options(options: dict) -> dict:
+    """The options of :func:`njit` numba takes (without :data:`OWN_OPTIONS`)."""
+    return {k: v for k, v in options.items() if k not in OWN_OPTIONS}
 
 
 def _array_bytes(args) -> int:
@@ -254,7 +267,7 @@ def _serial_twin(twins: Twins):
     twin.__qualname__ = fn.__qualname__ + "__serial"
     twin.__module__ = fn.__module__
     twin.__doc__ = fn.__doc__
-    options = {k: v for k, v in twins.options.items() if k != "parallel"}
+    options = {k: v for k, v in numba_options(twins.options).items() if k != "parallel"}
     return _numba.njit(**options)(twin)
 
 

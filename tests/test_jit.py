@@ -311,6 +311,36 @@ def test_serial_twin_and_parallel_kernel_give_the_same_bits(seed, parallel_min_b
     assert n_serial >= 1 and n_parallel >= 1
 
 
+def _row_sums(x, out):
+    for i in jit.prange(x.shape[0]):
+        out[i] = x[i].sum()
+
+
+def test_work_per_byte_moves_the_size_from_which_a_kernel_runs_in_parallel(parallel_min_bytes):
+    """A kernel declared with ``work_per_byte=N`` runs its parallel dispatcher once its
+    arguments' bytes times N reach the threshold; the option never reaches numba. The
+    constrained decoders are declared so."""
+    from tagger.chain import constrained
+    from tagger.constraints import decoding
+
+    numba = jit.start()
+    x = np.arange(60.0).reshape(12, 5)
+    out = np.empty(12)
+    nbytes = x.nbytes + out.nbytes
+    jit.set_parallel_min_bytes(3 * nbytes)
+    plain = jit.Twins(_row_sums, {"parallel": True, "nogil": True}, numba)
+    heavy = jit.Twins(_row_sums, {"parallel": True, "nogil": True, "work_per_byte": 4}, numba)
+    for kernel, ran_parallel in ((plain, False), (heavy, True)):
+        out[:] = 0.0
+        kernel(x, out)
+        assert np.array_equal(out, x.sum(axis=1))
+        assert bool(kernel.parallel.signatures) is ran_parallel
+        assert bool(kernel._serial is not None and kernel._serial.signatures) is not ran_parallel
+        assert "work_per_byte" not in kernel.parallel.targetoptions
+    for kernel in (decoding._decode_batch, constrained._pair_constrained_batch):
+        assert kernel.work_per_byte > 1
+
+
 def test_array_bytes_counts_arrays_inside_tuples():
     a = np.zeros(10)
     b = np.zeros((3, 4), dtype=np.int32)

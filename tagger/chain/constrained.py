@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tagger._config import NUMBA_PARALLEL_OPTS
+from tagger._config import CONSTRAINED_WORK_PER_BYTE, NUMBA_PARALLEL_OPTS
 from tagger.chain.layout import ChainModel, FeatureBatch
 from tagger.chain.pairs import sentence_scores
 from tagger.chain.triples import entry_scores
@@ -20,7 +20,7 @@ from tagger.features import Featurized
 from tagger.jit import njit, prange
 
 
-@njit(**NUMBA_PARALLEL_OPTS)
+@njit(**NUMBA_PARALLEL_OPTS, work_per_byte=CONSTRAINED_WORK_PER_BYTE)
 def _pair_constrained_batch(layout, pl, X, w, trans, o2, ind, plan, out, feasible):
     offsets = X.offsets
     flat = flat_plan(plan)  # (a parallel loop takes no record of records)

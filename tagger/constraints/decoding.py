@@ -39,7 +39,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tagger._config import NUMBA_OPTS, NUMBA_PARALLEL_OPTS
+from tagger._config import CONSTRAINED_WORK_PER_BYTE, NUMBA_OPTS, NUMBA_PARALLEL_OPTS
 from tagger.constraints import (
     CHANGES,
     CONTAINS,
@@ -254,7 +254,7 @@ def plan_of(flat):
     return hard, rules, climb, max_passes, hard_weight
 
 
-@njit(**NUMBA_PARALLEL_OPTS)
+@njit(**NUMBA_PARALLEL_OPTS, work_per_byte=CONSTRAINED_WORK_PER_BYTE)
 def _decode_batch(state, offsets, trans, ind, plan, out, feasible):
     """Every sentence of a plain first-order model (one transition matrix ``trans``) decoded by
     :func:`decode_sentence`, in parallel."""
