@@ -29,7 +29,9 @@ m3n-owlqn, crf-l1 or crf-l2, the driver keeps the largest thread count), in the 
 rows must give the same weights as well.
 
 ``--no-warm-up`` leaves out the untimed first run (the kernels' machine code is then loaded
-from numba's on-disk cache in the first timed run: about a second).
+from numba's on-disk cache in the first timed run: about a second). numba's threads start
+with the largest count, and numba compiles nothing while ``NUMBA_NUM_THREADS`` names another:
+without the first run, a kernel missing from the cache stops the run at a smaller count.
 """
 
 from __future__ import annotations
@@ -145,6 +147,10 @@ def parse_args(argv):
 
 
 def main(argv) -> int:
+    # numba starts its threads when the machine is recorded, with NUMBA_NUM_THREADS as it is
+    # then, and refuses to compile a kernel once the variable differs from that count: they
+    # start with the largest count, under which the untimed first run compiles every kernel
+    os.environ["NUMBA_NUM_THREADS"] = str(max(int(x) for x in parse_args(argv).threads.split(",")))
     args, mach = C.begin(argv, parse_args)
     from tagger import Tagger, jit
     from tagger.learners import get_learner
