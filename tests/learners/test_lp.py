@@ -291,6 +291,47 @@ def test_trust_region_reaches_the_full_lp_and_centers_only_descend(name, start_s
     assert {r["step"] for r in rows} <= {"serious", "null", "tighten", "optimal"}
 
 
+@pytest.mark.parametrize("seed", [7, 8, 9, 10])
+@pytest.mark.parametrize("plain", [False, True])
+def test_rows_that_leave_the_lp_come_back_and_the_full_lp_is_still_reached(seed, plain):
+    """With ``purge_after=1`` every row whose slack is basic with a zero dual after a solve
+    leaves HiGHS's LP at once; the rows come back when violated, and both loops (the trust
+    region and the paper's plain one) still certify the optimum of the LP over every
+    labeling. Rows did leave: at the end the LP holds fewer rows than the working sets."""
+    print(f"seed={seed}")
+    problem = _problem(seed, n=14)
+    loop = {"trust_region": 0.0, "local_rows": False} if plain else {}
+    learner = LEARNERS["lp-simplex"](C=1.0, epsilon=1e-9, purge_after=1, **loop)
+    w = learner.fit(problem)
+    last = learner.trace_[-1]
+    assert last["converged"] is True
+    assert last["objective"] == pytest.approx(_full_lp(problem, 1.0, False), rel=1e-6)
+    assert last["objective"] == pytest.approx(_objective(problem, w, 1.0, True), rel=1e-9)
+    assert any(r["lp_rows"] < r["rows"] for r in learner.trace_)
+
+
+def test_a_row_that_left_the_lp_comes_back_when_violated():
+    """HighsSolver.revive puts back exactly the rows out of the LP that a point violates
+    beyond its sentence's slack, and rows_in_lp says which are in."""
+    from tagger.learners.solvers.highs_solver import HighsSolver
+    from tagger.learners.solvers.working_sets import SECOND_BEST, WorkingSets
+
+    problem = _problem(3)
+    ws = WorkingSets(problem)
+    solver = HighsSolver(ws, 1.0, signed=False, time_limit=0.0, purge_after=1)
+    w0 = np.zeros(problem.model.n_weights)
+    ws.separate(w0, SECOND_BEST)
+    ws.add(np.arange(problem.X.n_sentences))
+    w, _ = solver.solve()
+    out = ~solver.rows_in_lp()
+    assert out.any()  # the optimum leaves some rows slack with a zero dual
+    xi = np.zeros(problem.X.n_sentences)
+    # at w = 0 every margin row (rhs 1) is violated by 1 beyond a zero slack: all come back
+    assert solver.revive(w0, xi, 1e-9) == out.sum()
+    assert solver.rows_in_lp().all()
+    assert solver.revive(w0, xi, 1e-9) == 0
+
+
 def test_plain_column_generation_of_the_paper_still_reaches_the_full_lp():
     problem = _problem(8)
     learner = LEARNERS["lp-simplex"](C=1.0, epsilon=1e-9, trust_region=0.0, local_rows=False)

@@ -77,11 +77,20 @@ class ColumnGenerationLearner(Protocol):
         """Per sentence, the right-hand side minus w . Delta f at the oracle's labeling,
         from the values :meth:`WorkingSets.separate` returns."""
 
-    def slacks(self, ws: WorkingSets, w: np.ndarray) -> np.ndarray:
-        """Per sentence, the slack that the rows of its working set give ``w``."""
+    def slacks(self, ws: WorkingSets, w: np.ndarray, solver=None) -> np.ndarray:
+        """Per sentence, the slack that the rows of its working set give ``w`` (with a
+        ``solver`` that keeps only some rows in its LP, those rows')."""
 
     def report(self, problem: TrainingProblem, row: dict) -> None:
         """Record and log one progress row."""
+
+
+def revive(solver, w: np.ndarray, xi: np.ndarray, eps: float) -> int:
+    """Rows that left ``solver``'s LP and that ``w`` violates by more than ``eps`` beyond the
+    slacks ``xi`` back into it (:meth:`HighsSolver.revive`; 0 for a solver that keeps every
+    row). Returns how many came back."""
+    back = getattr(solver, "revive", None)
+    return back(w, xi, eps) if back is not None else 0
 
 
 #: temperatures of the smoothed start, each stage warm-started from the last
@@ -163,7 +172,10 @@ def stabilized_generation(
         give w: the second-best labeling of each sentence (``ws.pred`` from the last
         separation, which must be at w) and, with ``local_rows``, every violated single-token
         change of the gold labeling."""
-        added = ws.add(np.flatnonzero(nonempty & (viol > xi + eps)))[0]
+        # rows that left the LP (HiGHS's purge_after) and that w violates come back: the
+        # separation's labeling of such a sentence is one of them, which ws.add would skip
+        added = revive(solver, w, xi, eps)
+        added += ws.add(np.flatnonzero(nonempty & (viol > xi + eps)))[0]
         if settings["local_rows"]:
             tokens, labels = ws.local_violations(w, 1.0 - xi - eps)
             added += ws.add_local(tokens, labels)[0]
@@ -176,7 +188,7 @@ def stabilized_generation(
         "start_time": round(clock(), 2),
         "carried_rows": ws.n_rows if carried else 0,
     }
-    added = add_rows(center, viol_c, learner.slacks(ws, center))
+    added = add_rows(center, viol_c, learner.slacks(ws, center, solver))
     for epoch in range(1, settings["epochs"] + 1):
         cc = center[ws.coords]
         # a weight far from 0 may move in proportion: the half-width is r (1 + c_k)
@@ -188,7 +200,7 @@ def stabilized_generation(
         boxed = bool(
             np.any(wc >= cc + half - 1e-9) or np.any((cc - half > 0.0) & (wc <= cc - half + 1e-9))
         )
-        xi_w = learner.slacks(ws, w)
+        xi_w = learner.slacks(ws, w, solver)
         violated = int(np.count_nonzero(nonempty & (viol_w > xi_w + eps)))
         predicted = f_c - model_value
         # the model has every row violated at c by more than epsilon, so m(c) >= P(c) - tol
@@ -207,7 +219,7 @@ def stabilized_generation(
                 c_optimal, boxed, radius = False, False, settings["trust_region"]
                 w, model_value = w_open, open_value
                 viol_w, f_w = evaluate(w)
-                xi_w = learner.slacks(ws, w)
+                xi_w = learner.slacks(ws, w, solver)
                 violated = int(np.count_nonzero(nonempty & (viol_w > xi_w + eps)))
                 predicted = f_c - model_value
         w_optimal = not boxed and violated == 0

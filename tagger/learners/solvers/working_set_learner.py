@@ -42,7 +42,7 @@ import numpy as np
 
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.learners.params import HINGE_C
-from tagger.learners.solvers.trust_region import stabilized_generation
+from tagger.learners.solvers.trust_region import revive, stabilized_generation
 from tagger.learners.solvers.working_sets import LOSS_AUGMENTED, SECOND_BEST, WorkingSets
 
 
@@ -106,12 +106,15 @@ class WorkingSetLearner(Learner):
             # is where the separation starts
             w, lp_obj = solver.solve()
         viol = self.violations(ws.separate(w, self.mode).copy())
-        xi = self.slacks(ws, w) if carried else np.zeros(n)
+        xi = self.slacks(ws, w, solver) if carried else np.zeros(n)
         resolve_every = settings.get("resolve_every", 0) or n
         for epoch in range(1, settings["epochs"] + 1):
+            # rows that left the LP (HiGHS's purge_after) and that w violates come back first
+            added = revive(solver, w, xi, eps)
+            if added:
+                w, lp_obj = solver.solve()
             # Algorithm 1's test: add y^ when H_i(y^) > xi_i + epsilon, xi_i the slack of S_i
             cand = np.flatnonzero(nonempty & (viol > xi + eps))
-            added = 0
             for lo in range(0, len(cand), resolve_every):
                 r, _ = ws.add(cand[lo : lo + resolve_every])
                 added += r
@@ -130,7 +133,7 @@ class WorkingSetLearner(Learner):
                 w, lp_obj = solver.solve()
             elif added == 0 and epoch > 1:
                 break
-            xi = self.slacks(ws, w)
+            xi = self.slacks(ws, w, solver)
             viol = self.violations(ws.separate(w, self.mode).copy())
             hinge = np.maximum(viol, 0.0)
             hinge[~nonempty] = 0.0
@@ -156,8 +159,9 @@ class WorkingSetLearner(Learner):
                 break
         return w
 
-    def slacks(self, ws: WorkingSets, w: np.ndarray) -> np.ndarray:
-        """xi_i = max(0, max_{y in S_i} rhs - w . Delta f_i(y)), from the stored rows."""
+    def slacks(self, ws: WorkingSets, w: np.ndarray, solver=None) -> np.ndarray:
+        """xi_i = max(0, max_{y in S_i} rhs - w . Delta f_i(y)), from the stored rows; with a
+        ``solver`` whose LP holds only some of them (``rows_in_lp``), from those."""
         n = ws.problem.X.n_sentences
         xi = np.zeros(n)
         if ws.n_rows:
@@ -165,7 +169,11 @@ class WorkingSetLearner(Learner):
             row_id = np.repeat(np.arange(ws.n_rows), np.diff(ws.ptr))
             dot = np.bincount(row_id, weights=prod, minlength=ws.n_rows)
             rhs = ws.loss if self.mode == LOSS_AUGMENTED else np.ones(ws.n_rows)
-            np.maximum.at(xi, ws.sentence, rhs - dot)
+            excess = rhs - dot
+            in_lp = getattr(solver, "rows_in_lp", None)
+            if in_lp is not None:
+                excess = np.where(in_lp(), excess, 0.0)
+            np.maximum.at(xi, ws.sentence, excess)
         return xi
 
 
