@@ -43,7 +43,7 @@ non-zero dual at the end, and a dual simplex iteration costs in proportion to th
 ``purge_after`` = k > 0, a row whose slack has been basic with a zero dual after k solves in a
 row leaves the LP (its slack basic, so the basis stays valid); it stays in the working sets.
 :meth:`HighsSolver.revive` puts such a row back when a later point violates it beyond its
-sentence's slack over the rows in the LP (:attr:`HighsSolver.live`), which the column
+sentence's slack over the rows in the LP (:meth:`HighsSolver.rows_in_lp`), which the column
 generation's slacks are then computed from: a sentence whose most violated labeling is a row
 that left is thus never taken as satisfied, and the certificates of
 :mod:`~tagger.learners.solvers.trust_region` and of the plain loop hold as before (a model
@@ -174,9 +174,7 @@ class HighsSolver:
         """Working-set rows ``ids`` into the LP, after its rows."""
         ws = self.ws
         if len(ids):
-            starts, ends = ws.ptr[ids], ws.ptr[ids + 1]
-            counts = ends - starts
-            entries = np.repeat(ends - np.cumsum(counts), counts) + np.arange(counts.sum())
+            entries, counts = self._entries(ids)
             col, val = ws.col[entries], ws.val[entries]
             sent = ws.sentence[ids]
             n = len(sent)
@@ -208,6 +206,12 @@ class HighsSolver:
             self.idle = np.concatenate([self.idle, np.zeros(n, dtype=np.int64)])
             self.live[ids] = True
 
+    def _entries(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The working sets' entries of rows ``ids``, row after row, and each row's count."""
+        starts, ends = self.ws.ptr[ids], self.ws.ptr[ids + 1]
+        counts = ends - starts
+        return np.repeat(ends - np.cumsum(counts), counts) + np.arange(counts.sum()), counts
+
     def _rhs(self, ids: np.ndarray) -> np.ndarray:
         return self.ws.loss[ids].copy() if self.signed else np.ones(len(ids))
 
@@ -226,9 +230,7 @@ class HighsSolver:
         out = np.flatnonzero(~self.live)
         if not len(out):
             return 0
-        starts, ends = ws.ptr[out], ws.ptr[out + 1]
-        counts = ends - starts
-        entries = np.repeat(ends - np.cumsum(counts), counts) + np.arange(counts.sum())
+        entries, counts = self._entries(out)
         dot = np.bincount(
             np.repeat(np.arange(len(out)), counts),
             weights=ws.val[entries] * w[ws.coord[entries]],
