@@ -4,9 +4,16 @@ method (Wang, Shawe-Taylor & Szedmak, AISTATS 2009; docs/algorithms.md section 2
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tagger.learners.base import Param
 from tagger.learners.solvers.extragradient import ExtragradientSolver
-from tagger.learners.solvers.working_set_learner import LP_PARAMS, WorkingSetLearner
+from tagger.learners.solvers.working_set_learner import (
+    LP_PARAMS,
+    PURGE_AFTER,
+    PURGE_DEFAULT,
+    WorkingSetLearner,
+)
 
 
 class LPExtragradient(WorkingSetLearner):
@@ -66,6 +73,7 @@ class LPExtragradient(WorkingSetLearner):
             low=0,
         ),
         Param("check_every", 50, int, "iterations between duality-gap checks", low=1),
+        replace(PURGE_AFTER, default=PURGE_DEFAULT),
         Param(
             "precondition",
             True,

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from tagger.learners.base import Param
 from tagger.learners.solvers.highs_solver import ENGINES, HighsSolver
-from tagger.learners.solvers.working_set_learner import LP_PARAMS, TIME_LIMIT, WorkingSetLearner
-
-#: rows that stopped binding leave the LP after this many solves (highs_solver's docstring).
-#: On the first 500 and 1,000 GUM UPOS sentences (hmm preset, C = 100, one thread) 10 took
-#: 57 s and 140 s against 90 s and 274 s with every row kept, certified within the same
-#: tolerance; more rounds (144 against 80 at 500), each on about a fifth of the rows. At 5 the
-#: rounds grew further (165 at 1,000) for no gain, at 30 the LP kept more rows (70 s at 500)
-PURGE_DEFAULT = 10
+from tagger.learners.solvers.working_set_learner import (
+    LP_PARAMS,
+    PURGE_AFTER,
+    TIME_LIMIT,
+    WorkingSetLearner,
+)
 
 #: the engine of each round's LP (tagger.learners.solvers.highs_solver; why the simplex is the
 #: default: LPSimplex's docstring)
@@ -26,17 +24,6 @@ ENGINE = Param(
     "(first-order PDLP to its tolerance, from scratch; the rounds that certify the end are "
     "solved by the simplex)",
     choices=ENGINES,
-)
-
-
-#: how long a row that stopped binding stays in the LP (tagger.learners.solvers.highs_solver)
-PURGE_AFTER = Param(
-    "purge_after",
-    PURGE_DEFAULT,
-    int,
-    "a row whose slack has been basic with a zero dual for this many LP solves in a row "
-    "leaves the LP (it comes back when violated again; 0 = rows never leave)",
-    low=0,
 )
 
 

@@ -20,6 +20,10 @@ start at 0). Every ``check_every`` iterations the primal point is made feasible 
 rows' slacks) and the dual point scaled into its feasible region (``H^T v <= 1``,
 ``M^T v <= C``); the two objectives bound the LP optimum from above and below, and a round
 ends when their relative gap is below ``gap_tol``.
+
+Rows that stopped binding leave the LP as in :mod:`~tagger.learners.solvers.highs_solver`
+(``purge_after`` solves in a row with a zero dual and a positive slack; back when violated),
+so that an iteration's products run over the rows that still bind.
 """
 
 from __future__ import annotations
@@ -175,6 +179,35 @@ class ExtragradientSolver:
         self.eta = None
         self.trials = 0
         self.box = None
+        self.purge_after = int(settings.get("purge_after", 0))
+        #: per working-set row: in the LP, and solves since its dual was last non-zero or its
+        #: slack zero (rows that left keep their dual at 0)
+        self.live = np.zeros(0, dtype=bool)
+        self.idle = np.zeros(0, dtype=np.int64)
+
+    def _grow(self) -> None:
+        """New working-set rows enter the LP."""
+        new = self.ws.n_rows - len(self.live)
+        if new > 0:
+            self.live = np.concatenate([self.live, np.ones(new, dtype=bool)])
+            self.idle = np.concatenate([self.idle, np.zeros(new, dtype=np.int64)])
+
+    def rows_in_lp(self) -> np.ndarray:
+        """Per working-set row, whether it is in the LP."""
+        self._grow()
+        return self.live.copy()
+
+    def revive(self, w: np.ndarray, xi: np.ndarray, eps: float) -> int:
+        """Rows that left the LP and that ``w`` violates by more than ``eps`` beyond their
+        sentence's slack ``xi`` come back. Returns how many."""
+        self._grow()
+        out = np.flatnonzero(~self.live)
+        if not len(out):
+            return 0
+        back = self.ws.violated_beyond(out, w, np.ones(len(out)), xi, eps)
+        self.live[back] = True
+        self.idle[back] = 0
+        return len(back)
 
     def set_box(self, lower: np.ndarray, upper: np.ndarray) -> None:
         """Bounds on the weight columns (one per ``ws.coords`` entry) for the next solve: a
@@ -250,23 +283,41 @@ class ExtragradientSolver:
         )
         return its, primal, dual
 
+    def _purge(self, rows: np.ndarray, rsent: np.ndarray, Hw: np.ndarray, v: np.ndarray) -> None:
+        """Rows of the LP (``rows``, of sentences ``rsent``; ``Hw`` their products with the
+        weights) whose dual has been 0 with a positive slack after ``purge_after`` solves in a
+        row leave it. The slacks are those of the feasible point the gap check makes (each
+        sentence's xi the largest of its rows' 1 - H w), not the iterate's."""
+        xi = np.zeros(len(self.xi))
+        np.maximum.at(xi, rsent, 1.0 - Hw)
+        idle_now = (v == 0.0) & (Hw - 1.0 + xi[rsent] > 1e-9)
+        self.idle[rows] = np.where(idle_now, self.idle[rows] + 1, 0)
+        drop = rows[self.idle[rows] >= self.purge_after]
+        self.live[drop] = False
+        self.v[drop] = 0.0
+
     def warm_start(self, w_full: np.ndarray) -> None:
         self._w0 = np.maximum(w_full, 0.0)
 
     def solve(self) -> tuple[np.ndarray, float]:
         ws, st = self.ws, self.settings
-        K, R = ws.n_cols, ws.n_rows
+        self._grow()
+        rows = np.flatnonzero(self.live)
+        K, R = ws.n_cols, len(rows)
         w = np.zeros(K)
         w[: len(self.w)] = self.w
         if len(self.w) == 0 and getattr(self, "_w0", None) is not None:
             w[:] = self._w0[ws.coords]
-        v = np.zeros(R)
-        v[: len(self.v)] = self.v
-        H = sp.csr_matrix((ws.val, ws.col, ws.ptr), shape=(R, K))
+        v_all = np.zeros(ws.n_rows)
+        v_all[: len(self.v)] = self.v
+        v = v_all[rows]
+        entries, counts = ws.entries(rows)
+        ptr = np.concatenate([[0], np.cumsum(counts)])
+        H = sp.csr_matrix((ws.val[entries], ws.col[entries], ptr), shape=(R, K))
         T = H.T.tocsr()
         Hp, Hc, Hv = H.indptr.astype(np.int64), H.indices.astype(np.int64), H.data
         Tp, Tc, Tv = T.indptr.astype(np.int64), T.indices.astype(np.int64), T.data
-        rsent = ws.sentence
+        rsent = ws.sentence[rows]
         A = LPRows(Hp, Hc, Hv, Tp, Tc, Tv, rsent, np.ones(R))
         lo, hi = np.zeros(K), np.full(K, np.inf)
         if self.box is not None:
@@ -278,9 +329,13 @@ class ExtragradientSolver:
             its, primal, dual = self._solve_pdhg(A, H, w, v, (lo, hi), tol)
         else:
             its, primal, dual = self._solve_extragradient(A, H, w, v, (lo, hi), tol)
-        self.w, self.v = w, v
+        v_all[rows] = v
+        self.w, self.v = w, v_all
         gap = (primal - dual) / max(1.0, abs(primal))
         self.last = {"lp_iterations": int(its), "lp_gap": float(gap)}
+        if self.purge_after > 0:
+            self._purge(rows, rsent, H @ w, v)
+        self.last["lp_rows"] = int(self.live.sum())
         full = np.zeros(ws.n_weights)
         full[ws.coords] = w
         return full, float(primal)

@@ -174,7 +174,7 @@ class HighsSolver:
         """Working-set rows ``ids`` into the LP, after its rows."""
         ws = self.ws
         if len(ids):
-            entries, counts = self._entries(ids)
+            entries, counts = ws.entries(ids)
             col, val = ws.col[entries], ws.val[entries]
             sent = ws.sentence[ids]
             n = len(sent)
@@ -206,12 +206,6 @@ class HighsSolver:
             self.idle = np.concatenate([self.idle, np.zeros(n, dtype=np.int64)])
             self.live[ids] = True
 
-    def _entries(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The working sets' entries of rows ``ids``, row after row, and each row's count."""
-        starts, ends = self.ws.ptr[ids], self.ws.ptr[ids + 1]
-        counts = ends - starts
-        return np.repeat(ends - np.cumsum(counts), counts) + np.arange(counts.sum()), counts
-
     def _rhs(self, ids: np.ndarray) -> np.ndarray:
         return self.ws.loss[ids].copy() if self.signed else np.ones(len(ids))
 
@@ -226,18 +220,10 @@ class HighsSolver:
         violates by more than ``eps`` beyond their sentence's slack ``xi`` over the rows in
         the LP. Returns how many came back."""
         self._sync()
-        ws = self.ws
         out = np.flatnonzero(~self.live)
         if not len(out):
             return 0
-        entries, counts = self._entries(out)
-        dot = np.bincount(
-            np.repeat(np.arange(len(out)), counts),
-            weights=ws.val[entries] * w[ws.coord[entries]],
-            minlength=len(out),
-        )
-        rhs = self._rhs(out)
-        back = out[rhs - dot > xi[ws.sentence[out]] + eps]
+        back = self.ws.violated_beyond(out, w, self._rhs(out), xi, eps)
         self._add_rows(back)
         return len(back)
 

@@ -272,6 +272,26 @@ class WorkingSets:
         self.coords = np.concatenate([self.coords, new])
         return len(new)
 
+    def entries(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The entries of rows ``ids`` (indices into ``coord``, ``col`` and ``val``), row
+        after row, and each row's count."""
+        starts, ends = self.ptr[ids], self.ptr[ids + 1]
+        counts = ends - starts
+        return np.repeat(ends - np.cumsum(counts), counts) + np.arange(counts.sum()), counts
+
+    def violated_beyond(
+        self, ids: np.ndarray, w: np.ndarray, rhs: np.ndarray, xi: np.ndarray, eps: float
+    ) -> np.ndarray:
+        """The rows among ``ids`` (right-hand sides ``rhs``) that ``w`` violates by more than
+        ``eps`` beyond their sentence's slack in ``xi``."""
+        entries, counts = self.entries(ids)
+        dot = np.bincount(
+            np.repeat(np.arange(len(ids)), counts),
+            weights=self.val[entries] * w[self.coord[entries]],
+            minlength=len(ids),
+        )
+        return ids[rhs - dot > xi[self.sentence[ids]] + eps]
+
     def rows_since(self, first_row: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """CSR (ptr from 0, columns, values) of the rows from ``first_row`` on."""
         a = self.ptr[first_row]
