@@ -172,7 +172,7 @@ def stabilized_generation(
         give w: the second-best labeling of each sentence (``ws.pred`` from the last
         separation, which must be at w) and, with ``local_rows``, every violated single-token
         change of the gold labeling."""
-        # rows that left the LP (HiGHS's purge_after) and that w violates come back: the
+        # rows that left the LP (the solver's purge_after) and that w violates come back: the
         # separation's labeling of such a sentence is one of them, which ws.add would skip
         added = revive(solver, w, xi, eps)
         added += ws.add(np.flatnonzero(nonempty & (viol > xi + eps)))[0]

@@ -109,7 +109,7 @@ class WorkingSetLearner(Learner):
         xi = self.slacks(ws, w, solver) if carried else np.zeros(n)
         resolve_every = settings.get("resolve_every", 0) or n
         for epoch in range(1, settings["epochs"] + 1):
-            # rows that left the LP (HiGHS's purge_after) and that w violates come back first
+            # rows that left the LP (the solver's purge_after) and that w violates come back first
             added = revive(solver, w, xi, eps)
             if added:
                 w, lp_obj = solver.solve()

@@ -292,11 +292,6 @@ class WorkingSets:
         )
         return ids[rhs - dot > xi[self.sentence[ids]] + eps]
 
-    def rows_since(self, first_row: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """CSR (ptr from 0, columns, values) of the rows from ``first_row`` on."""
-        a = self.ptr[first_row]
-        return self.ptr[first_row:] - a, self.col[a:], self.val[a:]
-
     def nbytes(self) -> int:
         return sum(
             a.nbytes for a in (self.coord, self.col, self.val, self.ptr, self.sentence, self.loss)
