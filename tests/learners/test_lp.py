@@ -84,11 +84,11 @@ def _full_lp(problem, C, signed: bool) -> float:
 
 CASES = [
     ("m3n-cutting-plane", True, {"epsilon": 1e-9}),
-    ("lp-simplex", False, {"epsilon": 1e-9}),
-    ("lp-extragradient", False, {"epsilon": 1e-9, "gap_tol": 1e-9}),
+    ("lp-simplex", False, {"epsilon": 1e-9, "optimality_gap": 0.0}),
+    ("lp-extragradient", False, {"epsilon": 1e-9, "optimality_gap": 0.0, "gap_tol": 1e-9}),
     # single-token rows as well: a different path to the same optimum
     ("m3n-cutting-plane", True, {"epsilon": 1e-9, "local_rows": True}),
-    ("lp-simplex", False, {"epsilon": 1e-9, "local_rows": True}),
+    ("lp-simplex", False, {"epsilon": 1e-9, "optimality_gap": 0.0, "local_rows": True}),
 ]
 
 
@@ -129,7 +129,8 @@ def test_highs_learners_after_another_multithreaded_highs_solve(name, signed):
     h.changeColCost(0, 1.0)
     h.run()
     problem = _problem(0)
-    learner = LEARNERS[name](C=1.0, epsilon=1e-9)
+    exact = {} if signed else {"optimality_gap": 0.0}  # the LP learners stop at a gap by default
+    learner = LEARNERS[name](C=1.0, epsilon=1e-9, **exact)
     w = learner.fit(problem)
     assert learner.trace_[-1]["converged"] is True
     assert "lp_status" not in learner.trace_[-1]
@@ -152,7 +153,7 @@ def test_paper_algorithm_1_resolving_after_every_constraint():
 
 def test_extragradient_stopping_rule_bounds_the_gap():
     problem = _problem(4)
-    loose = LEARNERS["lp-extragradient"](C=1.0, epsilon=1e-9, gap_tol=1e-2)
+    loose = LEARNERS["lp-extragradient"](C=1.0, epsilon=1e-9, optimality_gap=0.0, gap_tol=1e-2)
     loose.fit(problem)
     ref = _full_lp(problem, 1.0, False)
     for row in loose.trace_:
@@ -165,7 +166,13 @@ def test_extragradient_stopping_rule_bounds_the_gap():
 def test_plain_first_order_method_without_restarts_or_scaling(method):
     problem = _problem(5, n=6)
     learner = LEARNERS["lp-extragradient"](
-        C=1.0, epsilon=1e-9, gap_tol=1e-7, restart=False, precondition=False, method=method
+        C=1.0,
+        epsilon=1e-9,
+        optimality_gap=0.0,
+        gap_tol=1e-7,
+        restart=False,
+        precondition=False,
+        method=method,
     )
     learner.fit(problem)
     assert learner.trace_[-1]["objective"] == pytest.approx(_full_lp(problem, 1.0, False), rel=1e-5)
@@ -174,7 +181,9 @@ def test_plain_first_order_method_without_restarts_or_scaling(method):
 @pytest.mark.parametrize("C", [0.1, 1.0])
 def test_paper_extragradient_reaches_the_full_lp(C):
     problem = _problem(0)
-    learner = LEARNERS["lp-extragradient"](C=C, epsilon=1e-9, gap_tol=1e-9, method="extragradient")
+    learner = LEARNERS["lp-extragradient"](
+        C=C, epsilon=1e-9, optimality_gap=0.0, gap_tol=1e-9, method="extragradient"
+    )
     learner.fit(problem)
     assert learner.trace_[-1]["converged"] is True
     assert learner.trace_[-1]["objective"] == pytest.approx(_full_lp(problem, C, False), rel=1e-6)
@@ -273,7 +282,7 @@ def test_smoothed_objective_and_gradient_against_enumeration(tau):
 def test_trust_region_reaches_the_full_lp_and_centers_only_descend(name, start_settings):
     problem = _problem(7, n=14)
     extra = {"gap_tol": 1e-9} if name == "lp-extragradient" else {}
-    learner = LEARNERS[name](C=1.0, epsilon=1e-9, **start_settings, **extra)
+    learner = LEARNERS[name](C=1.0, epsilon=1e-9, optimality_gap=0.0, **start_settings, **extra)
     w = learner.fit(problem)
     rows = learner.trace_
     assert rows[-1]["converged"] is True
@@ -304,7 +313,9 @@ def test_rows_that_leave_the_lp_come_back_and_the_full_lp_is_still_reached(seed,
     problem = _problem(seed, n=14)
     loop = {"trust_region": 0.0, "local_rows": False} if plain else {}
     extra = {"gap_tol": 1e-9} if name == "lp-extragradient" else {}
-    learner = LEARNERS[name](C=1.0, epsilon=1e-9, purge_after=1, **loop, **extra)
+    learner = LEARNERS[name](
+        C=1.0, epsilon=1e-9, optimality_gap=0.0, purge_after=1, **loop, **extra
+    )
     w = learner.fit(problem)
     last = learner.trace_[-1]
     assert last["converged"] is True
@@ -338,7 +349,9 @@ def test_a_row_that_left_the_lp_comes_back_when_violated():
 
 def test_plain_column_generation_of_the_paper_still_reaches_the_full_lp():
     problem = _problem(8)
-    learner = LEARNERS["lp-simplex"](C=1.0, epsilon=1e-9, trust_region=0.0, local_rows=False)
+    learner = LEARNERS["lp-simplex"](
+        C=1.0, epsilon=1e-9, optimality_gap=0.0, trust_region=0.0, local_rows=False
+    )
     learner.fit(problem)
     assert learner.trace_[-1]["converged"] is True
     assert "step" not in learner.trace_[-1]
@@ -367,9 +380,9 @@ def test_lp_simplex_writes_nothing_to_standard_output():
 @pytest.mark.parametrize(
     "name, signed, params",
     [
-        ("lp-simplex", False, {"epsilon": 1e-9}),
-        ("lp-simplex", False, {"epsilon": 1e-9, "trust_region": 0.0}),
-        ("lp-extragradient", False, {"epsilon": 1e-9, "gap_tol": 1e-9}),
+        ("lp-simplex", False, {"epsilon": 1e-9, "optimality_gap": 0.0}),
+        ("lp-simplex", False, {"epsilon": 1e-9, "optimality_gap": 0.0, "trust_region": 0.0}),
+        ("lp-extragradient", False, {"epsilon": 1e-9, "optimality_gap": 0.0, "gap_tol": 1e-9}),
         ("m3n-cutting-plane", True, {"epsilon": 1e-9}),
     ],
 )
@@ -405,7 +418,47 @@ def test_a_box_too_small_to_decrease_in_does_not_certify_its_center(name, seed):
     problem = _problem(seed, n=14)
     assert _full_lp(problem, 1.0, False) < 13.9  # w = 0 scores 14 (14 sentences, C = 1)
     extra = {"gap_tol": 1e-9} if name == "lp-extragradient" else {}
-    learner = LEARNERS[name](C=1.0, epsilon=1e-9, smoothing=0, trust_region=1e-12, **extra)
+    learner = LEARNERS[name](
+        C=1.0, epsilon=1e-9, optimality_gap=0.0, smoothing=0, trust_region=1e-12, **extra
+    )
     learner.fit(problem)
     assert learner.trace_[-1]["converged"] is True
     assert learner.trace_[-1]["objective"] == pytest.approx(_full_lp(problem, 1.0, False), rel=1e-6)
+
+
+@pytest.mark.parametrize("name", ["lp-simplex", "lp-extragradient"])
+@pytest.mark.parametrize("plain", [False, True], ids=["trust-region", "plain"])
+@pytest.mark.parametrize("gap", [0.02, 0.2])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_optimality_gap_stops_within_the_gap_of_the_full_lp(name, plain, gap, seed):
+    """optimality_gap: training may stop before the exact certificate, once a lower bound on
+    the optimum (the LP over the working sets without the box) is within the gap of the
+    objective. The reported gap must bound the distance to the full LP's optimum."""
+    problem = _problem(seed, n=14)
+    loop = {"trust_region": 0.0, "local_rows": False} if plain else {}
+    extra = {"gap_tol": 1e-9} if name == "lp-extragradient" else {}
+    learner = LEARNERS[name](C=1.0, epsilon=1e-9, optimality_gap=gap, **loop, **extra)
+    learner.fit(problem)
+    last = learner.trace_[-1]
+    optimum = _full_lp(problem, 1.0, False)
+    assert last["converged"] is True
+    assert last["gap"] <= gap
+    # the bound it stopped on is below the optimum, and the objective above it
+    assert last["objective"] * (1.0 - last["gap"]) <= optimum + 1e-7
+    assert last["objective"] >= optimum - 1e-7
+
+
+def test_a_loose_optimality_gap_stops_before_the_optimum():
+    # from w = 0 the plain loop has an LP within 20 % of its objective rounds before the end
+    problem = _problem(1, n=14)
+    learner = LEARNERS["lp-simplex"](
+        C=1.0, epsilon=1e-9, optimality_gap=0.2, trust_region=0.0, local_rows=False
+    )
+    learner.fit(problem)
+    exact = LEARNERS["lp-simplex"](
+        C=1.0, epsilon=1e-9, optimality_gap=0.0, trust_region=0.0, local_rows=False
+    )
+    exact.fit(problem)
+    assert learner.trace_[-1]["objective"] > _full_lp(problem, 1.0, False) * (1 + 1e-3)
+    assert len(learner.trace_) < len(exact.trace_)
+    assert exact.trace_[-1]["gap"] <= 1e-9 or exact.trace_[-1]["violated"] == 0

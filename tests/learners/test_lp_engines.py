@@ -15,13 +15,14 @@ from tagger.api import Tagger
 from tagger.errors import ParameterError
 from tagger.io import read_corpus
 from tagger.learners import LEARNERS
+from tagger.learners.solvers import highs_solver
 from tagger.learners.solvers.highs_solver import ENGINES, PDLP_TOLERANCE
 
 from _helpers import ROOT
 
 #: the exact engines agree with the simplex to this relative tolerance; PDLP's final objective
 #: rests on exact rounds too, so it is held to its own (tighter) tolerance
-TOLERANCE = {"simplex": 1e-6, "ipm": 1e-6, "pdlp": PDLP_TOLERANCE}
+TOLERANCE = {"auto": 1e-6, "simplex": 1e-6, "ipm": 1e-6, "pdlp": PDLP_TOLERANCE}
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,7 @@ def _fit(sentences, engine: str, **params) -> Tagger:
     tagger = Tagger(
         features="hmm",
         learner="lp-simplex",
-        params={"C": 10.0, "epsilon": 1e-9, "engine": engine, **params},
+        params={"C": 10.0, "epsilon": 1e-9, "optimality_gap": 0.0, "engine": engine, **params},
         select=False,
     )
     return tagger.fit(sentences)
@@ -47,8 +48,8 @@ def by_engine(sentences):
     return {engine: _fit(sentences, engine, smoothing=20) for engine in ENGINES}
 
 
-def test_simplex_is_the_default_engine():
-    assert LEARNERS["lp-simplex"].param("engine").default == "simplex"
+def test_auto_is_the_default_engine():
+    assert LEARNERS["lp-simplex"].param("engine").default == "auto"
     assert LEARNERS["lp-simplex"].param("engine").choices == ENGINES
 
 
@@ -67,6 +68,22 @@ def test_every_engine_reaches_the_simplex_objective(sentences, by_engine, engine
     # the rounds whose LP is exact never report a status other than optimal
     exact = [r for r in by_engine[engine].trace_ if "lp_gap" not in r]
     assert exact and all("lp_status" not in r for r in exact)
+
+
+def test_auto_solves_from_scratch_and_large_lps_by_ipm_and_the_rest_by_the_simplex(
+    sentences, by_engine, monkeypatch
+):
+    # this set's LPs stay far below AUTO_IPM_ROWS: the interior point method for the first
+    # solve, which has no basis, then the simplex from the basis its crossover left
+    engines = [r["lp_engine"] for r in by_engine["auto"].trace_]
+    assert engines[0] == "ipm" and set(engines[1:]) == {"simplex"}
+    # every LP above the row count: every round by the interior point method, same optimum
+    monkeypatch.setattr(highs_solver, "AUTO_IPM_ROWS", 0)
+    tagger = _fit(sentences, "auto", smoothing=20)
+    assert {r["lp_engine"] for r in tagger.trace_} == {"ipm"}
+    assert all("lp_crossover_iterations" in r for r in tagger.trace_)
+    reference = by_engine["simplex"].trace_[-1]["objective"]
+    assert tagger.trace_[-1]["objective"] == pytest.approx(reference, rel=1e-6)
 
 
 def test_ipm_rounds_report_their_crossover(by_engine):
@@ -111,11 +128,11 @@ def test_an_unknown_engine_is_refused_in_one_line_with_the_choices(sentences):
     msg = str(info.value)
     assert "\n" not in msg
     assert "'engine'" in msg and "Got 'barrier'" in msg
-    assert "one of 'simplex', 'ipm', 'pdlp'" in msg
+    assert "one of 'auto', 'simplex', 'ipm', 'pdlp'" in msg
 
 
 def test_an_unknown_engine_is_refused_from_the_command_line_form():
     cls = LEARNERS["lp-simplex"]
     assert cls.parse_settings(["engine=pdlp"]) == {"engine": "pdlp"}
-    with pytest.raises(ParameterError, match="one of 'simplex', 'ipm', 'pdlp'"):
+    with pytest.raises(ParameterError, match="one of 'auto', 'simplex', 'ipm', 'pdlp'"):
         cls(engine="interior").validated()

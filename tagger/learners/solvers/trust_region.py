@@ -32,9 +32,18 @@ rounding, C ``epsilon`` per sentence): the working sets hold every row violated 
 than epsilon, so m(c) >= P(c) - tol, and the model without the box is then solved as well; its
 minimum within tol of P(c) certifies c to that precision (m <= P). Checking on the boxed model
 alone is not enough: null steps halve the box until no decrease can exceed the tolerance,
-optimum or not. Each
+optimum or not.
+
+The model's minimum without the box (solved there, or read off a round whose box did not bind)
+is a lower bound on min P however few rows the model has, so the highest one seen bounds how far
+the center can be above the optimum. ``optimality_gap`` (default 1e-3) stops the loop once
+that is within a fraction of P(c), and widens the tolerance above to it: on larger corpora the
+exact certificate can take long to come (the model's minimum may stay put over many rounds
+while each round cuts off one of its minimizers; :data:`~tagger.learners.solvers.
+working_set_learner.OPTIMALITY_GAP` gives the run). Each
 progress row reports the center's whole objective (never above the start's: centers only move
-on decrease), the model's value at w, the radius and the step taken; the first also reports
+on decrease), the model's value at w, the radius, the step taken and the relative gap to the
+lower bound (``gap``, once there is one); the first also reports
 the start (its objective, the smoothed objective's gradient evaluations and the seconds they
 took). The smoothed start logs one line per temperature.
 
@@ -161,6 +170,9 @@ def stabilized_generation(
     ws, solver, carried = learner.working_state(problem, settings)
     ws.add_columns(np.flatnonzero(center))
     radius = settings["trust_region"]
+    gap = settings.get("optimality_gap", 0.0)
+    # the highest minimum of the model without the box so far: a lower bound on min P
+    bound = -np.inf
 
     def evaluate(w):
         viol = learner.violations(ws.separate(w, learner.mode).copy())
@@ -210,13 +222,19 @@ def stabilized_generation(
         # claim is checked on the model without the box (its minimum within tol of P(c)
         # certifies c); otherwise that minimizer is this round's trial point
         tol = max(1e-9 * max(1.0, abs(f_c)), C * eps * n_sentences)
-        c_optimal = predicted <= tol
-        if c_optimal:
+        if not boxed and not solver.loose:
+            bound = max(bound, model_value)  # the box did not bind: the model's minimum
+        # optimality_gap: a lower bound already within it of P(c) certifies c
+        c_optimal = not solver.loose and f_c - bound <= gap * abs(f_c)
+        if not c_optimal and predicted <= tol:
             k = len(ws.coords)
             solver.set_box(np.zeros(k), np.full(k, np.inf))
             w_open, open_value = solver.solve()
-            if f_c - open_value > tol:
-                c_optimal, boxed, radius = False, False, settings["trust_region"]
+            if not solver.loose:
+                bound = max(bound, open_value)
+            c_optimal = f_c - open_value <= max(tol, gap * abs(f_c))
+            if not c_optimal:
+                boxed, radius = False, settings["trust_region"]
                 w, model_value = w_open, open_value
                 viol_w, f_w = evaluate(w)
                 xi_w = learner.slacks(ws, w, solver)
@@ -250,6 +268,8 @@ def stabilized_generation(
             "violated": violated,
             "nonzero": int(np.count_nonzero(center)),
         }
+        if np.isfinite(bound):  # how far the center may be above the optimum, relative
+            row["gap"] = (f_c - bound) / max(abs(f_c), 1e-300)
         row.update(solver.last)
         if epoch == 1:
             row.update(start)

@@ -148,7 +148,12 @@ class WorkingSetLearner(Learner):
                 "nonzero": int(np.count_nonzero(w)),
             }
             row.update(solver.last)
-            row["converged"] = row["violated"] == 0 and not solver.loose
+            # the LP over the working sets is a lower bound on the objective's minimum
+            gap = (row["objective"] - lp_obj) / max(abs(row["objective"]), 1e-300)
+            row["gap"] = gap
+            row["converged"] = not solver.loose and (
+                row["violated"] == 0 or gap <= settings.get("optimality_gap", 0.0)
+            )
             if problem.dev_score is not None:
                 row.update(problem.dev_score(w))
             row["time"] = round(clock(), 2)
@@ -218,6 +223,13 @@ COMMON_PARAMS = (
     ),
     _LOCAL_ROWS,
 )
+#: the relative gap the LP learners stop at. On the first 1,000 CoNLL-2000 POS sentences of
+#: split 0 (hmm preset, C = 100) the trust-region loop had the center at 18,413.1 and the
+#: model's minimum at 18,399.8 (7e-4 below) after 185 rounds and 477 s, and was still there
+#: 70 rounds later: the epsilon certificate asks for a gap of C epsilon per sentence (10 there),
+#: and each round's rows cut off one minimizer of a degenerate model whose minimum did not
+#: rise. Wang et al.'s table is not affected by a 1e-3 gap in the training objective
+OPTIMALITY_GAP = 1e-3
 #: the LP learners' stabilized column generation (tagger.learners.solvers.trust_region): up to
 #: 1,000 rounds (111 were needed on 500 CoNLL-2000 sentences), and the single-token rows are
 #: part of its rounds (trust_region=0 with local_rows=false is the paper's plain loop)
@@ -231,6 +243,15 @@ LP_PARAMS = tuple(p for p in COMMON_PARAMS if p.name not in ("local_rows", "epoc
         "first radius of the box around the center each LP is "
         "solved in (tagger.learners.solvers.trust_region); 0 = plain column generation from w = 0, "
         "as in the paper",
+        low=0.0,
+    ),
+    Param(
+        "optimality_gap",
+        OPTIMALITY_GAP,
+        float,
+        "stop once the objective is certified within this fraction of the optimum: the LP "
+        "over the working sets, solved without the trust region, is a lower bound on it "
+        "(0 = stop only on the epsilon certificate)",
         low=0.0,
     ),
     Param(
