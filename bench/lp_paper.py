@@ -25,8 +25,9 @@ by it counts as not converged).
 One run is one split of one corpus (``--corpus``, ``--split``): every learner of
 ``--learners`` (default: every row of the table, ``LEARNERS``) trained on that split and
 scored on its test sentences, in the same run, one job per learner, ``--workers`` at a time,
-one numba thread each. It prints each learner's line as it finishes and the split's table, and
-writes ``DIR/lp-paper-{corpus}-split{K}.json`` (``--out-dir DIR``, default ``bench/out``;
+one numba thread each. It prints each learner's progress rows as it trains (on standard error,
+each line headed by the corpus, split and learner), its line as it finishes and the split's
+table, and writes ``DIR/lp-paper-{corpus}-split{K}.json`` (``--out-dir DIR``, default ``bench/out``;
 a rerun of the split replaces it): the command, the commit, the machine, the load average at
 the start, as each learner finished and at the end, the settings, and per learner Err_all,
 Err_voc, CPU and wall seconds, iterations, convergence, non-zero weights and the last
@@ -118,8 +119,20 @@ def _split(sentences: list, k: int) -> tuple[list, list]:
 
 
 def run_job(job: dict) -> dict:
-    """Train one learner on one split in a worker process; CPU and wall time of training."""
+    """Train one learner on one split in a worker process; CPU and wall time of training. Its
+    progress rows (one per round, epoch or pass) go to standard error, each line naming the
+    job, so that an hour-long run shows where it is."""
+    import logging
+
     from tagger import Tagger
+
+    progress = logging.StreamHandler(sys.stderr)
+    progress.setFormatter(
+        logging.Formatter(f"  [{job['corpus']} {job['split']} {job['learner']}] %(message)s")
+    )
+    train_log = logging.getLogger("tagger.train")
+    train_log.addHandler(progress)
+    train_log.setLevel(logging.INFO)
 
     train, test = _split(_corpus(job["corpus"]), job["split"])
     train = train[: job["train_size"]]
