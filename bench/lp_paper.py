@@ -35,7 +35,10 @@ progress row.
 
 ``--table`` builds the whole table from the split files in DIR of one commit: that is
 bench/lp_paper_table.py, whose docstring says how. Bad input (a split out of range, an unknown
-corpus, no split file, an unreadable split file) is one line on stderr and exit status 2.
+corpus, no split file, an unreadable split file) is one line on stderr and exit status 2. A
+learner that fails in its worker (an LP engine's error, memory running out, the worker
+killed) is one line per learner naming it and the command that makes the split again, exit
+status 1, and no split file is written (the lines of the learners that finished stay printed).
 """
 
 from __future__ import annotations
@@ -246,6 +249,47 @@ def _options(args) -> list[str]:
     return out
 
 
+def run_jobs(jobs: list[dict], pool) -> tuple[dict[str, dict], list[tuple[dict, BaseException]]]:
+    """Every job of one split on ``pool`` (an executor), each learner's line printed as it
+    finishes. Returns (result per learner, [(job, exception)] for the jobs that failed: an
+    LP engine's error, memory running out, a worker process killed)."""
+    results: dict[str, dict] = {}
+    failed: list[tuple[dict, BaseException]] = []
+    with pool:
+        futures = {pool.submit(run_job, j): j for j in jobs}
+        for future in as_completed(futures):
+            try:
+                r = future.result()
+            except Exception as exc:  # noqa: BLE001 - reported per job in one line
+                failed.append((futures[future], exc))
+                continue
+            r["load_average_at_finish"] = C.load_average()
+            results[r["learner"]] = r
+            print(
+                f"  {r['corpus']} split {r['split']} {r['learner']}: Err_all "
+                f"{r['err_all']:.2f} Err_voc {r['err_voc']:.2f} cpu {r['cpu_s']:.1f} s "
+                f"wall {r['wall_s']:.1f} s iterations {r['iterations']} converged "
+                f"{r['converged']}",
+                flush=True,
+            )
+    return results, failed
+
+
+def failure_line(job: dict, exc: BaseException, options: list[str], out_dir) -> str:
+    """One line for a learner that failed in its worker: what failed, and the command that
+    makes the split's file again (the same run)."""
+    what = str(exc).strip().splitlines()[0] if str(exc).strip() else "no message"
+    if isinstance(exc, MemoryError):
+        what = "out of memory"
+    elif type(exc).__name__ == "BrokenProcessPool":
+        what = "its worker process died (killed, or out of memory)"
+    return (
+        f"lp_paper.py: error: {job['learner']} failed on {job['corpus']} split {job['split']}: "
+        f"{type(exc).__name__}: {what}; no split file was written; run the split again: "
+        f"{split_command(job['corpus'], job['split'], options, out_dir)}"
+    )
+
+
 def split_main(args) -> int:
     names, params = learner_params(args)
     _, mach = C.begin([], lambda _argv: args)
@@ -259,24 +303,19 @@ def split_main(args) -> int:
         }
         for n in names
     ]
-    results: dict[str, dict] = {}
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         max_workers=min(args.workers, len(jobs)), mp_context=multiprocessing.get_context("spawn")
-    ) as pool:
-        for future in as_completed([pool.submit(run_job, j) for j in jobs]):
-            r = future.result()
-            r["load_average_at_finish"] = C.load_average()
-            results[r["learner"]] = r
-            print(
-                f"  {r['corpus']} split {r['split']} {r['learner']}: Err_all "
-                f"{r['err_all']:.2f} Err_voc {r['err_voc']:.2f} cpu {r['cpu_s']:.1f} s "
-                f"wall {r['wall_s']:.1f} s iterations {r['iterations']} converged "
-                f"{r['converged']}",
-                flush=True,
-            )
+    )
+    results, failed = run_jobs(jobs, pool)
     wall = time.perf_counter() - t0
     options = _options(args)
+    if failed:
+        # the split's file holds every learner of one run: none is written, the lines above
+        # keep what finished, and each failure says what to run again
+        for job, exc in failed:
+            print(failure_line(job, exc, options, args.out_dir), file=sys.stderr)
+        return 1
     data = {
         "command": C.command_line(),
         "machine": mach,

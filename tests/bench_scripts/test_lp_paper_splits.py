@@ -259,3 +259,45 @@ def test_an_unknown_commit_is_refused(tmp_path):
     fake_split(tmp_path, "gum", 0, "c0ffee1", "2024-05-02T10:00:00+00:00", rows)
     line = one_line_error(run("--table", "--commit", "deadbeef", "--out-dir", tmp_path))
     assert "no split file of commit deadbeef" in line and "c0ffee1" in line
+
+
+def test_a_learner_that_fails_in_its_worker_is_one_line_naming_the_run_to_repeat(
+    monkeypatch, capsys
+):
+    from concurrent.futures import ThreadPoolExecutor
+
+    module = script_module()
+
+    def job(j):
+        if j["learner"] == "lp-simplex":
+            raise MemoryError()
+        return {
+            "corpus": j["corpus"],
+            "split": j["split"],
+            "learner": j["learner"],
+            "err_all": 5.0,
+            "err_voc": 2.0,
+            "cpu_s": 1.0,
+            "wall_s": 1.0,
+            "iterations": 3,
+            "converged": True,
+        }
+
+    monkeypatch.setattr(module, "run_job", job)
+    jobs = [
+        {"corpus": "gum", "split": 3, "learner": n, "params": {}, "train_size": 5700}
+        for n in ("hmm", "lp-simplex")
+    ]
+    results, failed = module.run_jobs(jobs, ThreadPoolExecutor(max_workers=2))
+    assert list(results) == ["hmm"] and "gum split 3 hmm: Err_all 5.00" in capsys.readouterr().out
+    assert [(j["learner"], type(e)) for j, e in failed] == [("lp-simplex", MemoryError)]
+    line = module.failure_line(failed[0][0], failed[0][1], ["--workers", "2"], module.C.OUT)
+    assert "\n" not in line
+    assert line.startswith("lp_paper.py: error: lp-simplex failed on gum split 3: MemoryError:")
+    assert "out of memory" in line and "no split file was written" in line
+    assert line.endswith("python bench/lp_paper.py --corpus gum --split 3 --workers 2")
+    # a worker the system killed: every job it had left fails the same way
+    from concurrent.futures.process import BrokenProcessPool
+
+    broken = module.failure_line(jobs[0], BrokenProcessPool("gone"), [], module.C.OUT)
+    assert "its worker process died" in broken and "\n" not in broken
