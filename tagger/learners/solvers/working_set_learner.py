@@ -151,8 +151,9 @@ class WorkingSetLearner(Learner):
             # the LP over the working sets is a lower bound on the objective's minimum
             gap = (row["objective"] - lp_obj) / max(abs(row["objective"]), 1e-300)
             row["gap"] = gap
+            limit = settings.get("optimality_gap")  # the LP learners' (not the cutting plane's)
             row["converged"] = not solver.loose and (
-                row["violated"] == 0 or gap <= settings.get("optimality_gap", 0.0)
+                row["violated"] == 0 or (limit is not None and gap <= limit)
             )
             if problem.dev_score is not None:
                 row.update(problem.dev_score(w))
