@@ -1,7 +1,7 @@
 """HiGHS's LP engines on the restricted LPs of ``lp-simplex``'s column generation: one run is
 one corpus, one size, one engine.
 
-    python bench/lp_engines.py --corpus gum|conll --sentences N --engine simplex|ipm|pdlp
+    python bench/lp_engines.py --corpus gum|conll --sentences N --engine auto|simplex|ipm|pdlp
                                [--C 100] [--max-seconds 1200] [--json PATH]
 
 Trains ``lp-simplex`` (its defaults: the trust region from the smoothed start, single-token
@@ -10,7 +10,8 @@ docs/lp_paper.md, on the first N sentences of GUM UPOS (``en_gum-ud-train.conllu
 CoNLL-2000 POS column (``train.txt``, the words as the only input column), and scores it on
 the corpus's test file (``en_gum-ud-test.conllu``, ``test.txt``). ``--engine`` is the
 learner's ``engine``: the dual simplex warm-started from the last basis, the interior point
-method with crossover, or PDLP to its tolerance (tagger.learners.solvers.highs_solver).
+method with crossover, the two by LP size (``auto``), or PDLP to its tolerance
+(tagger.learners.solvers.highs_solver).
 
 Recorded: wall seconds of ``Tagger.fit`` (featurization and training; numba is compiled before,
 by an untimed fit on 20 sentences), of the smoothed start within it, and inside the LP engine
@@ -39,7 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
-ENGINES = ("simplex", "ipm", "pdlp")
+ENGINES = ("auto", "simplex", "ipm", "pdlp")  # tagger.learners.solvers.highs_solver.ENGINES
 #: docs/lp_paper.md's fixed C for the LP learners (bench/lp_paper.py PARAMS)
 FIXED_C = 100.0
 
@@ -90,7 +91,11 @@ class SolveMeter:
                 [round(spent, 4), solver.rows, solver.cols, last["lp_iterations"], "lp_gap" in last]
             )
             # a PDLP run's exact rounds at the end are simplex iterations
-            key = "pdlp" if "lp_gap" in last else "ipm" if solver.engine == "ipm" else "simplex"
+            key = (
+                "pdlp"
+                if "lp_gap" in last
+                else last.get("lp_engine", "ipm" if solver.engine == "ipm" else "simplex")
+            )
             meter.count(key, last["lp_iterations"])
             meter.count("crossover", last.get("lp_crossover_iterations", 0))
             if "lp_gap" in last:
