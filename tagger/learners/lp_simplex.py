@@ -52,9 +52,8 @@ class LPSimplex(WorkingSetLearner):
     above the optimum, when the 20-minute bound stopped it. PDLP's rounds are approximate
     (their rows say so in ``lp_status``, with the gap reached); the rounds that decide
     convergence are then solved by the simplex, so a converged model is certified on exact LP
-    solutions with every engine. Training stops
-    once the objective is within ``optimality_gap`` of the optimum
-    (:mod:`tagger.learners.solvers.trust_region`).
+    solutions with every engine. Training stops once the objective is within
+    ``optimality_gap`` of the optimum (:mod:`tagger.learners.solvers.trust_region`).
     """
 
     name = "lp-simplex"

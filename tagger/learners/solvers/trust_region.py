@@ -37,10 +37,12 @@ optimum or not.
 The model's minimum without the box (solved there, or read off a round whose box did not bind)
 is a lower bound on min P however few rows the model has, so the highest one seen bounds how far
 the center can be above the optimum. ``optimality_gap`` (default 1e-3) stops the loop once
-that is within a fraction of P(c), and widens the tolerance above to it: on larger corpora the
-exact certificate can take long to come (the model's minimum may stay put over many rounds
-while each round cuts off one of its minimizers; :data:`~tagger.learners.solvers.
-working_set_learner.OPTIMALITY_GAP` gives the run). Each
+that is within a fraction of P(c), and an unboxed check passes within it too (the check is
+still opened only when the box predicts less than tol). On larger corpora the exact
+certificate can take long to come: a center whose box predicts little decrease opens the
+check, misses tol, and takes the unboxed model's far minimizer as a trial point that fails,
+round after round (:data:`~tagger.learners.solvers.working_set_learner.OPTIMALITY_GAP` gives
+the run). Each
 progress row reports the center's whole objective (never above the start's: centers only move
 on decrease), the model's value at w, the radius, the step taken and the relative gap to the
 lower bound (``gap``, once there is one); the first also reports

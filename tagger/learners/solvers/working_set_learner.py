@@ -226,10 +226,10 @@ COMMON_PARAMS = (
 )
 #: the relative gap the LP learners stop at. On the first 1,000 CoNLL-2000 POS sentences of
 #: split 0 (hmm preset, C = 100) the trust-region loop had the center at 18,413.1 and the
-#: model's minimum at 18,399.8 (7e-4 below) after 185 rounds and 477 s, and was still there
-#: 70 rounds later: the epsilon certificate asks for a gap of C epsilon per sentence (10 there),
-#: and each round's rows cut off one minimizer of a degenerate model whose minimum did not
-#: rise. Wang et al.'s table is not affected by a 1e-3 gap in the training objective
+#: unboxed model's minimum at 18,399.8 (7e-4 below) after 185 rounds and 477 s, and was still
+#: there 70 rounds later: the epsilon certificate asks for C epsilon per sentence (10 there),
+#: and each round's unboxed check missed it by 3.3 and its far trial point failed. With the gap
+#: the run stopped after 183 rounds (CHANGELOG.md)
 OPTIMALITY_GAP = 1e-3
 #: the LP learners' stabilized column generation (tagger.learners.solvers.trust_region): up to
 #: 1,000 rounds (111 were needed on 500 CoNLL-2000 sentences), and the single-token rows are
