@@ -147,7 +147,12 @@ def run_job(job: dict) -> dict:
         seed=job["split"],
     )
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    tagger.fit(train)
+    try:
+        tagger.fit(train)
+    finally:
+        # a worker process runs the next job with the same logger: this job's prefix must
+        # not head that job's rows too
+        train_log.removeHandler(progress)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     result = tagger.evaluate(test, vocabulary=train)
     last = tagger.trace_[-1] if tagger.trace_ else {}

@@ -130,6 +130,9 @@ def test_one_split_writes_its_json_and_the_table_reads_it(corpora, tmp_path):
         assert x["cpu_s"] > 0 and x["wall_s"] > 0 and x["iterations"] >= 1
         assert isinstance(x["converged"], bool) and x["nonzero"] > 0
         assert len(x["load_average_at_finish"]) == 3
+    # both jobs ran in the one worker: each progress row is headed by its own job alone
+    hmm_rows = [ln for ln in r.stderr.splitlines() if ln.lstrip().startswith("[conll2000 2 hmm]")]
+    assert hmm_rows and not any("perceptron" in ln for ln in hmm_rows)
     rerun = shlex.split(data["rerun"])
     assert rerun[:6] == ["python", "bench/lp_paper.py", "--corpus", "conll2000", "--split", "2"]
 
