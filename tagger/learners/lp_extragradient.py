@@ -24,7 +24,10 @@ class LPExtragradient(WorkingSetLearner):
     as the LP min 1.w + C 1.xi s.t. H w >= 1 - M xi over generated rows; each round's LP is
     solved by a first-order primal-dual method on its saddle point, warm-started (weights,
     duals, step and primal weight carried from the last round), until the certified duality
-    gap is below ``gap_tol`` (tagger/learners/solvers/extragradient.py).
+    gap is below ``gap_tol``, or below a tenth of ``optimality_gap`` where that is looser
+    (tagger/learners/solvers/extragradient.py). The lower bounds that stop the loop within
+    ``optimality_gap`` are the rounds' dual bounds on the LP without the trust region's box,
+    valid however early a round stops.
 
     The method is our own, not HiGHS's PDLP (measured slower than the simplex as
     ``lp-simplex``'s engine): by default PDLP's primal-dual hybrid gradient (``method=pdhg``:
@@ -41,7 +44,8 @@ class LPExtragradient(WorkingSetLearner):
             "gap_tol",
             1e-6,
             float,
-            "relative duality gap (feasible primal and dual bounds) at which an LP round stops",
+            "relative duality gap (feasible primal and dual bounds) at which an LP round "
+            "stops; a tenth of optimality_gap where that is looser",
             low=0.0,
             low_open=True,
         ),

@@ -46,6 +46,10 @@ from tagger.learners.solvers.lp_operators import (
 from tagger.learners.solvers.pdhg import pdhg, scalings
 from tagger.learners.solvers.working_sets import WorkingSets
 
+#: the rounds that decide convergence stop at a relative gap of at most this share of the
+#: learner's ``optimality_gap`` (ExtragradientSolver.tight_tol)
+TIGHT_SHARE = 0.1
+
 
 @njit(**NUMBA_OPTS)
 def extragradient(A, C, point, box, steps, omega, max_iter, check_every, gap_tol, restart):
@@ -174,7 +178,10 @@ class ExtragradientSolver:
         self.v = np.zeros(0)
         self.last = {}
         # rounds far from the end only steer the next separation: solve them loosely
-        self.loose = settings["early_gap_tol"] > settings["gap_tol"]
+        self.loose = settings["early_gap_tol"] > self.tight_tol()
+        #: the dual bound of the last solve on its LP without the box (a lower bound on the
+        #: minimum of the model over the working sets)
+        self.lower_bound = -np.inf
         self.omega = None
         self.eta = None
         self.trials = 0
@@ -220,7 +227,15 @@ class ExtragradientSolver:
         self.C = C
         self.omega = None
         self.eta = None
-        self.loose = self.settings["early_gap_tol"] > self.settings["gap_tol"]
+        self.loose = self.settings["early_gap_tol"] > self.tight_tol()
+
+    def tight_tol(self) -> float:
+        """The relative gap of the rounds that decide convergence: ``gap_tol``, or a tenth of
+        the learner's ``optimality_gap`` where that is looser. A round solved beyond it cannot
+        change whether the center is within that gap of the optimum, and on 5,700 GUM
+        sentences the last round at 1e-6 ran 200,000 iterations (540 s) without reaching it."""
+        st = self.settings
+        return max(st["gap_tol"], TIGHT_SHARE * st.get("optimality_gap", 0.0))
 
     def _solve_pdhg(self, A, H, w, v, box, tol):
         st = self.settings
@@ -324,7 +339,8 @@ class ExtragradientSolver:
             k = len(self.box[0])
             lo[:k], hi[:k] = self.box
         np.clip(w, lo, hi, out=w)
-        tol = max(st["gap_tol"], st["early_gap_tol"]) if self.loose else st["gap_tol"]
+        tight = self.tight_tol()
+        tol = max(tight, st["early_gap_tol"]) if self.loose else tight
         if st.get("method", "extragradient") == "pdhg":
             its, primal, dual = self._solve_pdhg(A, H, w, v, (lo, hi), tol)
         else:
@@ -332,6 +348,14 @@ class ExtragradientSolver:
         v_all[rows] = v
         self.w, self.v = w, v_all
         gap = (primal - dual) / max(1.0, abs(primal))
+        # the dual bound of the same v on the LP without the box: a lower bound on the model's
+        # minimum whatever the box (that of the boxed LP is not one where the box binds at its
+        # exact optimum, which a stop at a relative gap cannot rule out)
+        self.lower_bound = float(
+            dual_bound(
+                A, self.C, v, np.empty(K), np.empty(len(self.xi)), np.zeros(K), np.full(K, np.inf)
+            )
+        )
         self.last = {"lp_iterations": int(its), "lp_gap": float(gap)}
         if self.purge_after > 0:
             self._purge(rows, rsent, H @ w, v)

@@ -149,6 +149,15 @@ def smoothed_start(
     return w, objective.n_evals
 
 
+def lower_bound(solver, value: float) -> float:
+    """A lower bound on the minimum of the model without the box, from the solve that gave
+    ``value``: that value where the solve is exact and the box did not bind (the simplex),
+    the dual bound of the last iterate on the LP without the box where the solver stops at a
+    relative gap (a first-order method's ``lower_bound``), so that a certificate never rests
+    on a primal value above the minimum."""
+    return float(getattr(solver, "lower_bound", value))
+
+
 def stabilized_generation(
     learner: ColumnGenerationLearner, problem: TrainingProblem, settings: dict, w0
 ) -> np.ndarray:
@@ -231,16 +240,18 @@ def stabilized_generation(
         # certifies c); otherwise that minimizer is this round's trial point
         tol = max(1e-9 * max(1.0, abs(f_c)), C * eps * n_sentences)
         if not boxed and not solver.loose:
-            bound = max(bound, model_value)  # the box did not bind: the model's minimum
+            # the box did not bind: the model's minimum (a first-order solver's dual bound)
+            bound = max(bound, lower_bound(solver, model_value))
         # optimality_gap: a lower bound already within it of P(c) certifies c
         c_optimal = not solver.loose and f_c - bound <= gap * abs(f_c)
         if not c_optimal and predicted <= tol:
             k = len(ws.coords)
             solver.set_box(np.zeros(k), np.full(k, np.inf))
             w_open, open_value = solver.solve()
+            open_lower = lower_bound(solver, open_value)
             if not solver.loose:
-                bound = max(bound, open_value)
-            c_optimal = f_c - open_value <= max(tol, gap * abs(f_c))
+                bound = max(bound, open_lower)
+            c_optimal = f_c - open_lower <= max(tol, gap * abs(f_c))
             if not c_optimal:
                 boxed, radius = False, settings["trust_region"]
                 w, model_value = w_open, open_value

@@ -42,7 +42,7 @@ import numpy as np
 
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.learners.params import HINGE_C
-from tagger.learners.solvers.trust_region import revive, stabilized_generation
+from tagger.learners.solvers.trust_region import lower_bound, revive, stabilized_generation
 from tagger.learners.solvers.working_sets import LOSS_AUGMENTED, SECOND_BEST, WorkingSets
 
 
@@ -148,8 +148,11 @@ class WorkingSetLearner(Learner):
                 "nonzero": int(np.count_nonzero(w)),
             }
             row.update(solver.last)
-            # the LP over the working sets is a lower bound on the objective's minimum
-            gap = (row["objective"] - lp_obj) / max(abs(row["objective"]), 1e-300)
+            # the LP over the working sets is a lower bound on the objective's minimum (its dual
+            # bound where the solver stops at a relative gap)
+            gap = (row["objective"] - lower_bound(solver, lp_obj)) / max(
+                abs(row["objective"]), 1e-300
+            )
             row["gap"] = gap
             limit = settings.get("optimality_gap")  # the LP learners' (not the cutting plane's)
             row["converged"] = not solver.loose and (
