@@ -39,6 +39,7 @@ corpus, no split file, an unreadable split file) is one line on stderr and exit 
 learner that fails in its worker (an LP engine's error, memory running out, the worker
 killed) is one line per learner naming it and the command that makes the split again, exit
 status 1, and no split file is written (the lines of the learners that finished stay printed).
+A run stopped from outside (Ctrl-C, ``kill``, even ``kill -9``) takes its workers with it.
 """
 
 from __future__ import annotations
@@ -119,6 +120,24 @@ def _split(sentences: list, k: int) -> tuple[list, list]:
     pool = np.random.default_rng(0).choice(len(sentences), POOL, replace=False)
     perm = np.random.default_rng(k + 1).permutation(POOL)
     return [sentences[i] for i in pool[perm[:TRAIN]]], [sentences[i] for i in pool[perm[TRAIN:]]]
+
+
+def exit_with_parent() -> None:
+    """A worker's initializer: the worker ends as soon as the process that started it does. A
+    busy worker would otherwise train on for up to the bound (an hour) after the run was
+    stopped (Ctrl-C, ``kill``), since it looks at its task queue only between jobs."""
+    import multiprocessing.connection
+    import threading
+
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch():
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
 def run_job(job: dict) -> dict:
@@ -310,7 +329,9 @@ def split_main(args) -> int:
     ]
     t0 = time.perf_counter()
     pool = ProcessPoolExecutor(
-        max_workers=min(args.workers, len(jobs)), mp_context=multiprocessing.get_context("spawn")
+        max_workers=min(args.workers, len(jobs)),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=exit_with_parent,
     )
     results, failed = run_jobs(jobs, pool)
     wall = time.perf_counter() - t0

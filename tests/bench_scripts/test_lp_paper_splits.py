@@ -10,8 +10,11 @@ import json
 import math
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -304,3 +307,53 @@ def test_a_learner_that_fails_in_its_worker_is_one_line_naming_the_run_to_repeat
 
     broken = module.failure_line(jobs[0], BrokenProcessPool("gone"), [], module.C.OUT)
     assert "its worker process died" in broken and "\n" not in broken
+
+
+def _live_members(pgid: int) -> list[int]:
+    """The processes of group ``pgid`` that have not exited (a zombie waiting for a reaper that
+    may never come, in a container, has exited)."""
+    live = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            live.append(int(stat.parent.name))
+    return live
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table in /proc")
+def test_a_run_killed_takes_its_busy_worker_with_it(corpora, tmp_path):
+    """SIGKILL to the script while its worker trains (nothing of the script runs after it):
+    the worker ends too, instead of training on for up to the bound."""
+    env = {**os.environ, "TAGGER_CORPORA": str(corpora), "NUMBA_NUM_THREADS": "1"}
+    args = ["--corpus", "gum", "--split", 0, "--train-size", 1000, "--learners", "lp-simplex"]
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), *map(str, args), "--workers", "1", "--out-dir", tmp_path],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=env,
+    )
+    try:
+        for line in proc.stderr:  # the worker's first progress row: it is at work
+            if "[gum 0 lp-simplex]" in line:
+                break
+        else:
+            pytest.fail(f"the run ended before its worker reported (exit {proc.wait()})")
+        assert len(_live_members(proc.pid)) >= 2  # the script and its worker at least
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while _live_members(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _live_members(proc.pid) == [], "a worker outlived the killed run"
+    finally:
+        for pid in _live_members(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        proc.stderr.close()
