@@ -52,7 +52,7 @@ TIGHT_SHARE = 0.1
 
 
 @njit(**NUMBA_OPTS)
-def extragradient(A, C, point, box, steps, omega, max_iter, check_every, gap_tol, restart):
+def extragradient(A, C, point, box, steps, omega, max_iter, check_every, gap_tol, restart, stop):
     """Extragradient iterations on ``point`` = (w, xi, v), in place, with per-coordinate steps
     ``steps`` = (aw, axi, av) over the LP rows ``A`` (a :class:`LPRows`).
 
@@ -65,7 +65,8 @@ def extragradient(A, C, point, box, steps, omega, max_iter, check_every, gap_tol
     ``omega`` (their product, hence stability, unchanged), re-balanced at each restart from how
     far the primal and dual points moved, as PDLP does. On return (w, v) hold the best points;
     returns (iterations, primal, dual, omega). ``box`` = (lo, hi) bounds each weight (a trust
-    region; lo = 0, hi = inf is the plain non-negative LP).
+    region; lo = 0, hi = inf is the plain non-negative LP). ``stop`` = (below, above) ends it
+    early as :func:`~tagger.learners.solvers.pdhg.pdhg`'s does.
     """
     w, xi, v = point
     lo, hi = box
@@ -99,6 +100,8 @@ def extragradient(A, C, point, box, steps, omega, max_iter, check_every, gap_tol
     it = 0
     while it < max_iter:
         if (best_p - best_d) <= gap_tol * max(1.0, abs(best_p)):
+            break
+        if best_p <= stop[0] or best_d >= stop[1]:
             break
         for _ in range(check_every):
             # predictor at (w, xi, v)
@@ -237,7 +240,7 @@ class ExtragradientSolver:
         st = self.settings
         return max(st["gap_tol"], TIGHT_SHARE * st.get("optimality_gap", 0.0))
 
-    def _solve_pdhg(self, A, H, w, v, box, tol):
+    def _solve_pdhg(self, A, H, w, v, box, tol, stop):
         st = self.settings
         K, R, N = len(w), len(v), len(self.xi)
         if st["precondition"]:
@@ -262,10 +265,11 @@ class ExtragradientSolver:
             st["check_every"],
             tol,
             st["restart"],
+            stop,
         )
         return its, primal, dual
 
-    def _solve_extragradient(self, A, H, w, v, box, tol):
+    def _solve_extragradient(self, A, H, w, v, box, tol, stop):
         st = self.settings
         K, R, N = len(w), len(v), len(self.xi)
         if st["precondition"]:
@@ -295,6 +299,7 @@ class ExtragradientSolver:
             st["check_every"],
             tol,
             st["restart"],
+            stop,
         )
         return its, primal, dual
 
@@ -314,8 +319,13 @@ class ExtragradientSolver:
     def warm_start(self, w_full: np.ndarray) -> None:
         self._w0 = np.maximum(w_full, 0.0)
 
-    def solve(self) -> tuple[np.ndarray, float]:
+    def solve(self, stop: tuple[float, float] | None = None) -> tuple[np.ndarray, float]:
+        """The LP over the working sets inside the box: (weights, the LP objective at them,
+        made feasible). ``stop`` = (below, above): end as soon as a feasible point's objective
+        is at most ``below`` or the dual bound at least ``above``, before the round's gap
+        tolerance (:func:`~tagger.learners.solvers.pdhg.pdhg`)."""
         ws, st = self.ws, self.settings
+        stop = (-np.inf, np.inf) if stop is None else (float(stop[0]), float(stop[1]))
         self._grow()
         rows = np.flatnonzero(self.live)
         K, R = ws.n_cols, len(rows)
@@ -342,9 +352,9 @@ class ExtragradientSolver:
         tight = self.tight_tol()
         tol = max(tight, st["early_gap_tol"]) if self.loose else tight
         if st.get("method", "extragradient") == "pdhg":
-            its, primal, dual = self._solve_pdhg(A, H, w, v, (lo, hi), tol)
+            its, primal, dual = self._solve_pdhg(A, H, w, v, (lo, hi), tol, stop)
         else:
-            its, primal, dual = self._solve_extragradient(A, H, w, v, (lo, hi), tol)
+            its, primal, dual = self._solve_extragradient(A, H, w, v, (lo, hi), tol, stop)
         v_all[rows] = v
         self.w, self.v = w, v_all
         gap = (primal - dual) / max(1.0, abs(primal))
@@ -357,6 +367,9 @@ class ExtragradientSolver:
             )
         )
         self.last = {"lp_iterations": int(its), "lp_gap": float(gap)}
+        if gap > tol and (primal <= stop[0] or dual >= stop[1]):
+            # ended by ``stop`` before the tolerance: w is not the LP's minimizer
+            self.last["lp_stopped"] = True
         if self.purge_after > 0:
             self._purge(rows, rsent, H @ w, v)
         self.last["lp_rows"] = int(self.live.sum())

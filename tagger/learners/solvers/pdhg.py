@@ -51,7 +51,7 @@ def _kkt(A, C, w, xi, v, Au, Tw, Txi, lo, hi, dw2, dxi2, dv2):
 
 
 @njit(**NUMBA_OPTS)
-def pdhg(A, C, point, box, scale, state, max_iter, check_every, gap_tol, restart):
+def pdhg(A, C, point, box, scale, state, max_iter, check_every, gap_tol, restart, stop):
     """PDLP's primal-dual hybrid gradient (Applegate et al., NeurIPS 2021) on ``point`` =
     (w, xi, v), in place, over the LP rows ``A`` (a :class:`LPRows`), in the metric of the
     diagonal scalings ``scale`` = (dw2, dxi2, dv2) (squares of Ruiz and Pock-Chambolle
@@ -72,6 +72,11 @@ def pdhg(A, C, point, box, scale, state, max_iter, check_every, gap_tol, restart
     iterations so far (cuPDLP's criteria); the primal weight is then re-balanced from how far
     the primal and dual points moved. On return (w, v) hold the best points; returns
     (iterations, primal, dual, eta, omega, k).
+
+    ``stop`` = (below, above) ends the solve early, at a check, once the best primal objective
+    is at most ``below`` or the best dual bound at least ``above`` (-inf, inf: never): a
+    caller that only asks on which side of a value the LP's minimum lies (the trust region's
+    open check) has its answer then.
     """
     w, xi, v = point
     lo, hi = box
@@ -112,6 +117,8 @@ def pdhg(A, C, point, box, scale, state, max_iter, check_every, gap_tol, restart
     it_restart = 0
     while it < max_iter:
         if (best_p - best_d) <= gap_tol * max(1.0, abs(best_p)):
+            break
+        if best_p <= stop[0] or best_d >= stop[1]:
             break
         done = 0
         while done < check_every:
