@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
-from scipy.optimize import linprog
+from _lp import highs_optimum, lp_rows
 
-from tagger.learners.solvers.lp_operators import LPRows, dual_bound
+from tagger.learners.solvers.lp_operators import dual_bound
 
 
 def _lp(seed: int, boxed: bool):
@@ -20,30 +19,9 @@ def _lp(seed: int, boxed: bool):
     rsent = np.sort(rng.integers(0, N, size=R))
     lo = np.where(rng.random(K) < 0.5, rng.random(K), 0.0) if boxed else np.zeros(K)
     hi = lo + rng.random(K) * 3 if boxed else np.full(K, np.inf)
-    M = np.zeros((R, N))
-    M[np.arange(R), rsent] = 1.0
-    res = linprog(
-        np.concatenate([np.ones(K), np.full(N, C)]),
-        A_ub=-np.hstack([H, M]),
-        b_ub=-np.ones(R),
-        bounds=[(lo[k], None if np.isinf(hi[k]) else hi[k]) for k in range(K)] + [(0, None)] * N,
-        method="highs",
-    )
-    assert res.status == 0
-    Hs = sp.csr_matrix(H)
-    T = Hs.T.tocsr()
-    A = LPRows(
-        Hs.indptr.astype(np.int64),
-        Hs.indices.astype(np.int64),
-        Hs.data,
-        T.indptr.astype(np.int64),
-        T.indices.astype(np.int64),
-        T.data,
-        rsent.astype(np.int64),
-        np.ones(R),
-    )
+    res = highs_optimum(H, rsent, N, C, lo, hi)
     v_opt = -res.ineqlin.marginals  # the duals of H w + M xi >= 1
-    return A, C, lo, hi, res.fun, v_opt, K, N
+    return lp_rows(H, rsent), C, lo, hi, res.fun, v_opt, K, N
 
 
 @pytest.mark.parametrize("boxed", [False, True], ids=["open", "boxed"])

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
-from scipy.optimize import linprog
+from _lp import highs_optimum, lp_rows
 
 from tagger.learners.solvers.extragradient import extragradient
-from tagger.learners.solvers.lp_operators import LPRows, spectral_norm
+from tagger.learners.solvers.lp_operators import spectral_norm
 from tagger.learners.solvers.pdhg import pdhg
 
 NEVER = (-np.inf, np.inf)
@@ -25,29 +24,8 @@ def _lp(seed: int):
     R, K, N, C = 60, 30, 15, 2.0
     H = rng.normal(size=(R, K)) * (rng.random((R, K)) < 0.3)
     rsent = np.sort(rng.integers(0, N, size=R))
-    M = np.zeros((R, N))
-    M[np.arange(R), rsent] = 1.0
-    res = linprog(
-        np.concatenate([np.ones(K), np.full(N, C)]),
-        A_ub=-np.hstack([H, M]),
-        b_ub=-np.ones(R),
-        bounds=[(0, None)] * (K + N),
-        method="highs",
-    )
-    assert res.status == 0
-    Hs = sp.csr_matrix(H)
-    T = Hs.T.tocsr()
-    A = LPRows(
-        Hs.indptr.astype(np.int64),
-        Hs.indices.astype(np.int64),
-        Hs.data,
-        T.indptr.astype(np.int64),
-        T.indices.astype(np.int64),
-        T.data,
-        rsent.astype(np.int64),
-        np.ones(R),
-    )
-    return A, C, K, N, R, res.fun
+    res = highs_optimum(H, rsent, N, C, np.zeros(K), np.full(K, np.inf))
+    return lp_rows(H, rsent), C, K, N, R, res.fun
 
 
 def _solve(method: str, A, C, K, N, R, stop):

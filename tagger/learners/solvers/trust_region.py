@@ -251,12 +251,12 @@ def stabilized_generation(
         if not c_optimal and predicted <= tol:
             k = len(ws.coords)
             solver.set_box(np.zeros(k), np.full(k, np.inf))
-            # the check only asks on which side of P(c) - within the open model's minimum
-            # lies: a first-order solver may stop once a feasible point is below it (the check
-            # fails; that point is the trial point, nearer the center than the minimizer) or
-            # its dual bound above it (c is certified). Solved to its gap tolerance instead,
-            # such a check ran to the 200,000-iteration cap on GUM UPOS and CoNLL-2000 at the
-            # paper's size (CHANGELOG.md)
+            # the check only asks on which side of P(c) minus the tolerance the open model's
+            # minimum lies: a first-order solver may stop once a feasible point is below it
+            # (the check fails; that point is the trial point, nearer the center than the
+            # minimizer) or its dual bound above it (c is certified). Solved to its gap
+            # tolerance instead, such a check ran to the 200,000-iteration cap on GUM UPOS and
+            # CoNLL-2000 at the paper's size (CHANGELOG.md)
             within = f_c - max(tol, gap * abs(f_c))
             w_open, open_value = solver.solve(stop=(np.nextafter(within, -np.inf), within))
             stopped = bool(solver.last.get("lp_stopped", False))
