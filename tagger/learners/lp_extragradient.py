@@ -77,6 +77,15 @@ class LPExtragradient(WorkingSetLearner):
             low=0,
         ),
         Param("check_every", 50, int, "iterations between duality-gap checks", low=1),
+        Param(
+            "sufficient_decrease",
+            0.5,
+            float,
+            "a round inside the trust region's box ends once a point decreases the model by "
+            "this share of the most its dual bound allows (0: solved to its gap tolerance)",
+            low=0.0,
+            high=1.0,
+        ),
         replace(PURGE_AFTER, default=PURGE_DEFAULT),
         Param(
             "precondition",

@@ -201,9 +201,10 @@ def synthetic_problem():
 
 
 def test_lp_learners_agree_with_highs_on_synthetic_data(synthetic_problem):
-    """The extragradient column generation reaches HiGHS's objective within 1e-4 relative."""
-    simplex = LEARNERS["lp-simplex"](C=20.0, epsilon=1e-7)
-    extra = LEARNERS["lp-extragradient"](C=20.0, epsilon=1e-7, gap_tol=1e-6)
+    """The extragradient column generation reaches HiGHS's objective within 1e-4 relative
+    (both asked for a certified gap below that: the default, 1e-3, certifies only 1e-3)."""
+    simplex = LEARNERS["lp-simplex"](C=20.0, epsilon=1e-7, optimality_gap=1e-5)
+    extra = LEARNERS["lp-extragradient"](C=20.0, epsilon=1e-7, gap_tol=1e-6, optimality_gap=1e-5)
     w_s = simplex.fit(synthetic_problem)
     w_e = extra.fit(synthetic_problem)
     a, b = simplex.trace_[-1]["objective"], extra.trace_[-1]["objective"]
@@ -446,8 +447,11 @@ def test_optimality_gap_stops_within_the_gap_of_the_full_lp(name, plain, gap, se
     # the bound it stopped on is below the optimum, and the objective above it
     assert last["objective"] * (1.0 - last["gap"]) <= optimum + 1e-7
     assert last["objective"] >= optimum - 1e-7
-    if name == "lp-extragradient":  # rounds stop at a tenth of the gap at the loosest
-        assert all(r["lp_gap"] <= max(gap / 10, 1e-3) for r in learner.trace_)
+    if name == "lp-extragradient":  # rounds stop at a tenth of the gap at the loosest,
+        # unless a stop ended them (a sufficient decrease in the box, the open check's side)
+        assert all(
+            r["lp_gap"] <= max(gap / 10, 1e-3) for r in learner.trace_ if not r.get("lp_stopped")
+        )
 
 
 def test_a_loose_optimality_gap_stops_before_the_optimum():

@@ -36,12 +36,14 @@ import scipy.sparse as sp
 from tagger._config import NUMBA_OPTS
 from tagger.jit import njit
 from tagger.learners.solvers.lp_operators import (
+    NEVER,
     LPRows,
     apply_a,
     apply_at,
     dual_bound,
     primal_bound,
     spectral_norm,
+    stop_reached,
 )
 from tagger.learners.solvers.pdhg import pdhg, scalings
 from tagger.learners.solvers.working_sets import WorkingSets
@@ -65,8 +67,8 @@ def extragradient(A, C, point, box, steps, omega, max_iter, check_every, gap_tol
     ``omega`` (their product, hence stability, unchanged), re-balanced at each restart from how
     far the primal and dual points moved, as PDLP does. On return (w, v) hold the best points;
     returns (iterations, primal, dual, omega). ``box`` = (lo, hi) bounds each weight (a trust
-    region; lo = 0, hi = inf is the plain non-negative LP). ``stop`` = (below, above) ends it
-    early as :func:`~tagger.learners.solvers.pdhg.pdhg`'s does.
+    region; lo = 0, hi = inf is the plain non-negative LP). ``stop`` = (below, above, center,
+    share, least) ends it early as :func:`~tagger.learners.solvers.pdhg.pdhg`'s does.
     """
     w, xi, v = point
     lo, hi = box
@@ -101,7 +103,7 @@ def extragradient(A, C, point, box, steps, omega, max_iter, check_every, gap_tol
     while it < max_iter:
         if (best_p - best_d) <= gap_tol * max(1.0, abs(best_p)):
             break
-        if best_p <= stop[0] or best_d >= stop[1]:
+        if stop_reached(stop, best_p, best_d):
             break
         for _ in range(check_every):
             # predictor at (w, xi, v)
@@ -319,13 +321,24 @@ class ExtragradientSolver:
     def warm_start(self, w_full: np.ndarray) -> None:
         self._w0 = np.maximum(w_full, 0.0)
 
-    def solve(self, stop: tuple[float, float] | None = None) -> tuple[np.ndarray, float]:
+    def solve(
+        self,
+        stop: tuple[float, float] | None = None,
+        decrease: tuple[float, float, float] | None = None,
+    ) -> tuple[np.ndarray, float]:
         """The LP over the working sets inside the box: (weights, the LP objective at them,
         made feasible). ``stop`` = (below, above): end as soon as a feasible point's objective
-        is at most ``below`` or the dual bound at least ``above``, before the round's gap
-        tolerance (:func:`~tagger.learners.solvers.pdhg.pdhg`)."""
+        is at most ``below`` or the dual bound at least ``above``; ``decrease`` = (center,
+        share, least): end as soon as a feasible point's objective is below ``center`` by at
+        least ``least`` and by ``share`` of the most the dual bound allows; both before the
+        round's gap tolerance (:func:`~tagger.learners.solvers.lp_operators.stop_reached`)."""
         ws, st = self.ws, self.settings
-        stop = (-np.inf, np.inf) if stop is None else (float(stop[0]), float(stop[1]))
+        ends = list(NEVER)
+        if stop is not None:
+            ends[0], ends[1] = float(stop[0]), float(stop[1])
+        if decrease is not None:
+            ends[2], ends[3], ends[4] = (float(x) for x in decrease)
+        stop_at = (ends[0], ends[1], ends[2], ends[3], ends[4])
         self._grow()
         rows = np.flatnonzero(self.live)
         K, R = ws.n_cols, len(rows)
@@ -352,9 +365,9 @@ class ExtragradientSolver:
         tight = self.tight_tol()
         tol = max(tight, st["early_gap_tol"]) if self.loose else tight
         if st.get("method", "extragradient") == "pdhg":
-            its, primal, dual = self._solve_pdhg(A, H, w, v, (lo, hi), tol, stop)
+            its, primal, dual = self._solve_pdhg(A, H, w, v, (lo, hi), tol, stop_at)
         else:
-            its, primal, dual = self._solve_extragradient(A, H, w, v, (lo, hi), tol, stop)
+            its, primal, dual = self._solve_extragradient(A, H, w, v, (lo, hi), tol, stop_at)
         v_all[rows] = v
         self.w, self.v = w, v_all
         gap = (primal - dual) / max(1.0, abs(primal))
@@ -367,8 +380,8 @@ class ExtragradientSolver:
             )
         )
         self.last = {"lp_iterations": int(its), "lp_gap": float(gap)}
-        if gap > tol and (primal <= stop[0] or dual >= stop[1]):
-            # ended by ``stop`` before the tolerance: w is not the LP's minimizer
+        if gap > tol and stop_reached(stop_at, primal, dual):
+            # ended by ``stop`` or ``decrease`` before the tolerance: w is not the LP's minimizer
             self.last["lp_stopped"] = True
         if self.purge_after > 0:
             self._purge(rows, rsent, H @ w, v)

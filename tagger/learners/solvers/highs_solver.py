@@ -258,9 +258,14 @@ class HighsSolver:
             self.lp_rows = np.delete(self.lp_rows, drop)
             self.idle = np.delete(self.idle, drop)
 
-    def solve(self, stop: tuple[float, float] | None = None) -> tuple[np.ndarray, float]:
+    def solve(
+        self,
+        stop: tuple[float, float] | None = None,
+        decrease: tuple[float, float, float] | None = None,
+    ) -> tuple[np.ndarray, float]:
         """The LP over the working sets inside the box, solved to the engine's optimality
-        (``stop``, which lets a first-order solver end early, changes nothing here)."""
+        (``stop`` and ``decrease``, which let a first-order solver end early, change nothing
+        here)."""
         self._sync()
         h = self.h
         approximate = self.engine == "pdlp" and self.loose

@@ -28,6 +28,24 @@ class LPRows(NamedTuple):
     rhs: np.ndarray
 
 
+#: ``stop`` that never ends a solve early (:func:`stop_reached`)
+NEVER = (-math.inf, math.inf, -math.inf, 1.0, math.inf)
+
+
+@njit(**NUMBA_OPTS)
+def stop_reached(stop, best_p, best_d):
+    """Whether a first-order solve may end before its gap tolerance, given its best feasible
+    primal objective ``best_p`` and dual bound ``best_d``. ``stop`` = (below, above, center,
+    share, least): the minimum is known to be below ``below`` (best_p <= below) or above
+    ``above`` (best_d >= above), or a point decreases the objective from ``center`` by at
+    least ``least`` and by at least ``share`` of the most any point can (center - best_p >=
+    share (center - best_d)): a trust-region step needs no more (:data:`NEVER`: none)."""
+    if best_p <= stop[0] or best_d >= stop[1]:
+        return True
+    made = stop[2] - best_p
+    return made >= stop[4] and made >= stop[3] * (stop[2] - best_d)
+
+
 @njit(**NUMBA_OPTS)
 def csr_matvec(ptr, idx, val, x, out):
     for r in range(ptr.shape[0] - 1):

@@ -17,7 +17,13 @@ import scipy.sparse as sp
 
 from tagger._config import NUMBA_OPTS
 from tagger.jit import njit
-from tagger.learners.solvers.lp_operators import apply_a, apply_at, dual_bound, primal_bound
+from tagger.learners.solvers.lp_operators import (
+    apply_a,
+    apply_at,
+    dual_bound,
+    primal_bound,
+    stop_reached,
+)
 
 
 @njit(**NUMBA_OPTS)
@@ -73,10 +79,13 @@ def pdhg(A, C, point, box, scale, state, max_iter, check_every, gap_tol, restart
     the primal and dual points moved. On return (w, v) hold the best points; returns
     (iterations, primal, dual, eta, omega, k).
 
-    ``stop`` = (below, above) ends the solve early, at a check, once the best primal objective
-    is at most ``below`` or the best dual bound at least ``above`` (-inf, inf: never): a
-    caller that only asks on which side of a value the LP's minimum lies (the trust region's
-    open check) has its answer then.
+    ``stop`` = (below, above, center, share, least) ends the solve early, at a check, as
+    :func:`~tagger.learners.solvers.lp_operators.stop_reached` says: once the best primal
+    objective is at most ``below`` or the best dual bound at least ``above`` (a caller that
+    only asks on which side of a value the LP's minimum lies, the trust region's open check,
+    has its answer then), or once the best primal point decreases the objective from
+    ``center`` by ``least`` and by ``share`` of the most the dual bound allows (a trust-region
+    step, which needs a sufficient decrease, not the minimizer).
     """
     w, xi, v = point
     lo, hi = box
@@ -118,7 +127,7 @@ def pdhg(A, C, point, box, scale, state, max_iter, check_every, gap_tol, restart
     while it < max_iter:
         if (best_p - best_d) <= gap_tol * max(1.0, abs(best_p)):
             break
-        if best_p <= stop[0] or best_d >= stop[1]:
+        if stop_reached(stop, best_p, best_d):
             break
         done = 0
         while done < check_every:
