@@ -5,7 +5,7 @@ their features, their rows, next to the published numbers; one split of one corp
                              [--learners hmm,perceptron,lp-extragradient,lp-simplex,...]
                              [--train-size 5700] [--max-seconds S]
                              [--set NAME:key=value ...] [--out-dir DIR]
-    python bench/lp_paper.py --table [--commit SHA] [--out-dir DIR]
+    python bench/lp_paper.py --table [--commit SHA] [--out-dir DIR] [-o PAGE]
 
 Protocol (the paper's, on 6,700 MEDLINE sentences): 6,700 sentences drawn at random from a
 corpus (``numpy.random.default_rng(0)``), then 5 random splits of them into 5,700 training and
@@ -206,13 +206,14 @@ def parse_args(argv):
     p.add_argument("--train-size", type=int, default=TRAIN)
     p.add_argument("--max-seconds", type=float, default=0.0)
     p.add_argument("--out-dir", type=Path, default=C.OUT, help="default: bench/out")
+    p.add_argument("-o", "--output", type=Path, help="with --table --commit: write the page here")
     args = p.parse_args(argv)
     if args.table:
         if args.corpus is not None or args.split is not None:
             raise Usage("--table builds the table from the split files: leave out --corpus/--split")
         return args
-    if args.commit is not None:
-        raise Usage("--commit goes with --table")
+    if args.commit is not None or args.output is not None:
+        raise Usage(f"{'--commit' if args.commit is not None else '-o'} goes with --table")
     if args.corpus is None or args.split is None:
         raise Usage(
             f"name one split of one corpus (--corpus {'|'.join(CORPORA)} --split 0..{N_SPLITS - 1})"

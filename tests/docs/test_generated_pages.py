@@ -56,6 +56,19 @@ def test_the_benchmark_tables_are_up_to_date(tables):
     )
 
 
+def test_the_lp_paper_table_is_up_to_date():
+    """docs/lp-paper-table.md is what bench/lp_paper.py writes from the committed split files of
+    the commit the page names."""
+    lp_table = load_script("bench/lp_paper_table.py")
+    commit = lp_table.page_commit()
+    assert commit, "docs/lp-paper-table.md does not name the commit it was generated for"
+    expected, _ = lp_table.page_text(ROOT / "bench" / "out", commit)
+    assert lp_table.PAGE.read_text(encoding="utf-8") == expected, (
+        f"docs/lp-paper-table.md is out of date: run python bench/lp_paper.py --table "
+        f"--commit {commit} -o docs/lp-paper-table.md"
+    )
+
+
 def test_every_figure_comes_with_its_commit_machine_and_load(tables):
     text = tables.PAGE.read_text(encoding="utf-8")
     for path in tables.committed_json():
