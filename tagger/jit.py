@@ -142,7 +142,9 @@ def start():
         # numba refuses to import under a NUMBA_NUM_THREADS that is no positive count (a
         # traceback from its import); resolve_threads says that the value is ignored
         value = os.environ.get("NUMBA_NUM_THREADS")
-        if value is not None and not (value.strip().isdigit() and int(value) > 0):
+        if value is not None and not (
+            value.strip().isascii() and value.strip().isdigit() and int(value) > 0
+        ):
             _refused_environment["NUMBA_NUM_THREADS"] = os.environ.pop("NUMBA_NUM_THREADS")
         import numba
 
@@ -404,7 +406,7 @@ def resolve_threads(
     ignored = None
     for name in THREAD_VARIABLES:
         value = environ.get(name, "").strip()
-        if value.isdigit() and int(value) > 0:
+        if value.isascii() and value.isdigit() and int(value) > 0:
             return min(int(value), usable), ignored
         if value and ignored is None:
             ignored = (

@@ -151,6 +151,18 @@ CASES = [
         ("the port 'http' is not a number from 1 to 65535",),
     ),
     _case(
+        "scheduler-port-superscript-digit",
+        _shards("--scheduler", "0:\u00b2"),
+        2,
+        ("the port '\u00b2' is not a number from 1 to 65535",),
+    ),
+    _case(
+        "scheduler-port-arabic-indic-digits",
+        _shards("--scheduler", "localhost:\u0663\u0664"),
+        2,
+        ("the port '\u0663\u0664' is not a number from 1 to 65535",),
+    ),
+    _case(
         "scheduler-dashboard-url",
         _shards("--scheduler", "http://localhost:8787/status"),
         2,

@@ -122,6 +122,6 @@ def available_memory(
             cap, now = limit.read_text().strip(), int(used.read_text())
         except (OSError, ValueError):
             continue
-        if cap.isdigit() and int(cap) < 2**60:
+        if cap.isascii() and cap.isdigit() and int(cap) < 2**60:
             found.append(max(int(cap) - now, 0))
     return min(found) if found else None

@@ -94,6 +94,9 @@ def test_the_option_then_the_environment_then_the_usable_cores(requested, enviro
         ({"OMP_NUM_THREADS": "0"}, 8, "OMP_NUM_THREADS='0'"),
         ({"NUMBA_NUM_THREADS": "-2"}, 8, "NUMBA_NUM_THREADS='-2'"),
         ({"NUMBA_NUM_THREADS": "1.5", "OMP_NUM_THREADS": "x"}, 8, "NUMBA_NUM_THREADS='1.5'"),
+        # str.isdigit() takes these; int() refuses the first and reads the second
+        ({"NUMBA_NUM_THREADS": "\u00b2"}, 8, "NUMBA_NUM_THREADS='\u00b2'"),
+        ({"OMP_NUM_THREADS": "\u0663"}, 8, "OMP_NUM_THREADS='\u0663'"),
     ],
 )
 def test_a_variable_that_is_no_count_is_ignored_and_said(environ, threads, named):
@@ -102,7 +105,7 @@ def test_a_variable_that_is_no_count_is_ignored_and_said(environ, threads, named
     assert note is not None and note.startswith(named) and note.endswith("ignored")
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "two"])
+@pytest.mark.parametrize("value", ["0", "-1", "two", "\u00b2"])
 def test_a_numba_threads_variable_that_is_no_count_is_one_warning(value, tmp_path):
     """numba itself refuses to import under NUMBA_NUM_THREADS=0 (a traceback): the command
     trains on every usable core and says once that the value is ignored."""

@@ -98,7 +98,9 @@ def check_scheduler_address(address: str) -> tuple[str, str, int | None]:
         raise SchedulerAddressError(f"{address!r} is not an address; {example}")
     if port is None:
         raise SchedulerAddressError(f"{address!r} has no port number; {example}")
-    if not port.isdigit() or not 0 < int(port) < 65536:
+    # ASCII digits only: str.isdigit() also takes superscripts ('²'), which int() refuses, and
+    # other scripts' digits, which int() reads but no socket address is written with
+    if not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
         raise SchedulerAddressError(
             f"{address!r}: the port {port!r} is not a number from 1 to 65535; {example}"
         )
