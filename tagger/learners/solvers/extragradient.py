@@ -29,6 +29,7 @@ so that an iteration's products run over the rows that still bind.
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -196,6 +197,23 @@ class ExtragradientSolver:
         #: slack zero (rows that left keep their dual at 0)
         self.live = np.zeros(0, dtype=bool)
         self.idle = np.zeros(0, dtype=np.int64)
+        #: the time (``time.perf_counter``) by which every solve must end, the learner's
+        #: ``max_seconds`` (None: none), and the seconds per iteration and matrix entry of the
+        #: last solve, which turn the time left into a cap on the iterations (:meth:`_cap`)
+        self.deadline: float | None = None
+        self.rate: float | None = None
+
+    def _cap(self, nnz: int) -> int:
+        """The iterations the next solve may run: ``max_iter``, or fewer where the rate of
+        the last solve says they would not end before ``deadline`` (at least one gap check:
+        a round that starts at the deadline ends at its first). The iterations run in numba,
+        which reads no clock; the cost of an iteration is in proportion to the LP's entries."""
+        st = self.settings
+        cap = st["max_iter"]
+        if self.deadline is not None and self.rate is not None:
+            left = self.deadline - time.perf_counter()
+            cap = min(cap, max(st["check_every"], int(left / (self.rate * max(nnz, 1)))))
+        return cap
 
     def _grow(self) -> None:
         """New working-set rows enter the LP."""
@@ -242,7 +260,7 @@ class ExtragradientSolver:
         st = self.settings
         return max(st["gap_tol"], TIGHT_SHARE * st.get("optimality_gap", 0.0))
 
-    def _solve_pdhg(self, A, H, w, v, box, tol, stop):
+    def _solve_pdhg(self, A, H, w, v, box, tol, stop, max_iter):
         st = self.settings
         K, R, N = len(w), len(v), len(self.xi)
         if st["precondition"]:
@@ -263,7 +281,7 @@ class ExtragradientSolver:
             box,
             scale,
             (self.eta, self.omega, self.trials),
-            st["max_iter"],
+            max_iter,
             st["check_every"],
             tol,
             st["restart"],
@@ -271,7 +289,7 @@ class ExtragradientSolver:
         )
         return its, primal, dual
 
-    def _solve_extragradient(self, A, H, w, v, box, tol, stop):
+    def _solve_extragradient(self, A, H, w, v, box, tol, stop, max_iter):
         st = self.settings
         K, R, N = len(w), len(v), len(self.xi)
         if st["precondition"]:
@@ -297,7 +315,7 @@ class ExtragradientSolver:
             box,
             (a * tw, a * txi, a * sv),
             self.omega,
-            st["max_iter"],
+            max_iter,
             st["check_every"],
             tol,
             st["restart"],
@@ -364,10 +382,15 @@ class ExtragradientSolver:
         np.clip(w, lo, hi, out=w)
         tight = self.tight_tol()
         tol = max(tight, st["early_gap_tol"]) if self.loose else tight
+        nnz = len(Hv) + R
+        cap = self._cap(nnz)
+        started = time.perf_counter()
         if st.get("method", "extragradient") == "pdhg":
-            its, primal, dual = self._solve_pdhg(A, H, w, v, (lo, hi), tol, stop_at)
+            its, primal, dual = self._solve_pdhg(A, H, w, v, (lo, hi), tol, stop_at, cap)
         else:
-            its, primal, dual = self._solve_extragradient(A, H, w, v, (lo, hi), tol, stop_at)
+            its, primal, dual = self._solve_extragradient(A, H, w, v, (lo, hi), tol, stop_at, cap)
+        if its > 0:
+            self.rate = (time.perf_counter() - started) / (its * max(nnz, 1))
         v_all[rows] = v
         self.w, self.v = w, v_all
         gap = (primal - dual) / max(1.0, abs(primal))
@@ -380,8 +403,11 @@ class ExtragradientSolver:
             )
         )
         self.last = {"lp_iterations": int(its), "lp_gap": float(gap)}
-        if gap > tol and stop_reached(stop_at, primal, dual):
-            # ended by ``stop`` or ``decrease`` before the tolerance: w is not the LP's minimizer
+        if gap > tol and (
+            stop_reached(stop_at, primal, dual) or (cap < st["max_iter"] and its >= cap)
+        ):
+            # ended by ``stop`` or ``decrease``, or by the deadline, before the tolerance: w is
+            # not the LP's minimizer (its dual bound is still a bound)
             self.last["lp_stopped"] = True
         if self.purge_after > 0:
             self._purge(rows, rsent, H @ w, v)

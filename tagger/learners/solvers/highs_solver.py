@@ -21,7 +21,12 @@ The engine that solves each round's LP (``lp-simplex``'s ``engine``, :data:`ENGI
     machine) the first four rounds' LPs (41,587 to 105,691 rows) took the simplex 37.3 s, 15.7
     s, 35.7 s and 52.7 s and the interior point method 5.0 s, 8.3 s, 5.7 s and 3.5 s; once
     the LP was down to about 10,000 rows the warm-started simplex was ahead again (127 rounds
-    against the interior point method's 95 in the same time, each round cheaper).
+    against the interior point method's 95 in the same time, each round cheaper). An
+    interior point solve can stall, though (one took 3,970 s where the rounds before it took
+    at most 66 s): once there is a basis, one that runs :data:`AUTO_IPM_CAP` times longer
+    than the longest before it is stopped and the dual simplex solves that LP from the last
+    optimal basis (the progress row then has ``lp_engine=simplex`` and
+    ``lp_ipm_stopped_after``).
 ``ipm``
     HiGHS's interior point method (``solver="ipm"``: IPX in the wheels built without HiPO)
     with crossover (``run_crossover="on"``), so every round ends at an optimal basis, exact as
@@ -64,6 +69,8 @@ over fewer rows is still below the objective).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from tagger.learners.solvers.working_sets import WorkingSets
@@ -74,6 +81,13 @@ ENGINES = ("auto", "simplex", "ipm", "pdlp")
 #: the interior point method with crossover, a smaller one by the warm-started dual simplex
 #: (module docstring: what each cost on CoNLL-2000)
 AUTO_IPM_ROWS = 50_000
+#: ``auto``: an interior point solve with a basis to fall back to may take this many times the
+#: longest one so far (at least AUTO_IPM_FLOOR seconds) before the warm-started dual simplex
+#: takes over. On CoNLL-2000 POS at the paper's size the 15 interior point rounds on 35,031
+#: to 283,683 rows took 12 to 90 s each (separation included), and then one on 168,111 rows,
+#: without the trust region's box, took 3,970 s (71 iterations, no crossover; CHANGELOG.md)
+AUTO_IPM_CAP = 4.0
+AUTO_IPM_FLOOR = 60.0
 #: PDLP's relative optimality tolerance (HiGHS's ``pdlp_optimality_tolerance``, its default):
 #: the relative primal and dual residuals and the relative duality gap it stops at
 PDLP_TOLERANCE = 1e-7
@@ -108,8 +122,16 @@ class HighsSolver:
         # more threads (by the user, or by a library) would make this one fail to start
         highspy.Highs.resetGlobalScheduler(True)
         self.h.setOptionValue("threads", 1)
-        if time_limit > 0:
-            self.h.setOptionValue("time_limit", float(time_limit))
+        #: seconds one solve may take (0: no limit), and the time (``time.perf_counter``) by
+        #: which every solve must end, the learner's ``max_seconds`` (None: none); HiGHS's own
+        #: ``time_limit`` counts the run time of all the model's solves together, so each solve
+        #: is given that total plus what it may take (:meth:`_limit_time`)
+        self.time_limit = float(time_limit)
+        self.deadline: float | None = None
+        #: a lower bound on the minimum of the LP without the box from the last solve: its
+        #: value where it ended optimal (with the box unbound, trust_region.lower_bound), none
+        #: where a limit stopped it
+        self.lower_bound = -np.inf
         self.engine = engine
         self._use("ipm" if engine == "auto" else engine)
         self._solved = False  # auto: whether a basis exists to warm-start the simplex from
@@ -118,6 +140,9 @@ class HighsSolver:
         self._exact = engine != "pdlp"
         self.inf = highspy.kHighsInf
         self.optimal = highspy.HighsModelStatus.kOptimal
+        self.time_up = highspy.HighsModelStatus.kTimeLimit
+        #: the longest interior point solve of ``auto`` that ended optimal (:meth:`_ipm_cap`)
+        self.ipm_seconds = 0.0
         self.basic = int(highspy.HighsBasisStatus.kBasic)
         self.purge_after = int(purge_after)
         #: the working-set row of each LP row, in the LP's order; solves since each LP row's
@@ -276,8 +301,26 @@ class HighsSolver:
         if self.engine == "pdlp" and not approximate and not self._exact:
             self._use("simplex")  # the exact rounds that end a PDLP run
             self._exact = True
+        fallback = None
+        if method == "ipm" and self.engine == "auto" and self._solved:
+            # a basis to fall back to: the last optimal one, with the rows added since basic
+            fallback = h.getBasis()
+        started = time.perf_counter()
+        self._limit_time(self._ipm_cap() if fallback is not None else None)
         h.run()
         status = h.getModelStatus()
+        took = time.perf_counter() - started
+        if method == "ipm" and status == self.optimal:
+            self.ipm_seconds = max(self.ipm_seconds, took)
+        elif fallback is not None and status == self.time_up and not self._past_deadline():
+            # the interior point method stalled (module docstring): the dual simplex from the
+            # last optimal basis solves this LP instead
+            h.setBasis(fallback)
+            method = "simplex"
+            self._use(method)
+            self._limit_time()
+            h.run()
+            status = h.getModelStatus()
         info = h.getInfo()
         if approximate:
             # HiGHS calls PDLP's stop at its tolerance optimal: it is not an exact optimum
@@ -301,9 +344,13 @@ class HighsSolver:
             self.last = {"lp_iterations": int(info.simplex_iteration_count)}
         if self.engine == "auto":
             self.last["lp_engine"] = method
+            if method == "simplex" and fallback is not None:
+                self.last["lp_ipm_stopped_after"] = round(took, 2)
             self._solved = self._solved or status == self.optimal
         if status != self.optimal and not approximate:
             self.last["lp_status"] = h.modelStatusToString(status)
+            # stopped by a limit: the point is no minimizer and its value no bound
+            self.last["lp_stopped"] = True
         # every LP column is non-negative: a degenerate basic column may come back a rounding
         # error below 0 (seen after a simplex solve from scratch), which the weights must not
         x = np.maximum(np.asarray(h.getSolution().col_value), 0.0)
@@ -315,10 +362,33 @@ class HighsSolver:
         else:
             full[ws.coords] = x[self.N : self.N + ws.n_cols]
         value = float(info.objective_function_value)
+        self.lower_bound = value if status == self.optimal else -np.inf
         if self.purge_after > 0 and status == self.optimal and not approximate:
             self._purge()  # after reading the solution, which changing the LP clears
         self.last["lp_rows"] = len(self.lp_rows)  # the rows the LP keeps for the next round
         return full, value
+
+    def _ipm_cap(self) -> float:
+        """Seconds an interior point solve of ``auto`` may take before the simplex takes over
+        from the last basis: :data:`AUTO_IPM_CAP` times the longest one that ended optimal,
+        at least :data:`AUTO_IPM_FLOOR`."""
+        return max(AUTO_IPM_FLOOR, AUTO_IPM_CAP * self.ipm_seconds)
+
+    def _past_deadline(self) -> bool:
+        return self.deadline is not None and time.perf_counter() >= self.deadline
+
+    def _limit_time(self, cap: float | None = None) -> None:
+        """HiGHS's ``time_limit`` for the next solve: the model's run time so far plus the
+        least of ``cap``, ``time_limit`` and the time left before ``deadline`` (none: a solve
+        that starts after the deadline stops at once, with a zero point, and the learner after
+        its round)."""
+        limits = [] if cap is None else [cap]
+        if self.time_limit > 0:
+            limits.append(self.time_limit)
+        if self.deadline is not None:
+            limits.append(max(self.deadline - time.perf_counter(), 0.0))
+        total = self.h.getRunTime() + min(limits) if limits else self.inf
+        self.h.setOptionValue("time_limit", float(total))
 
 
 def _quiet_highs(highspy):

@@ -42,7 +42,12 @@ import numpy as np
 
 from tagger.learners.base import Learner, Param, Stopwatch, TrainingProblem
 from tagger.learners.params import HINGE_C
-from tagger.learners.solvers.trust_region import lower_bound, revive, stabilized_generation
+from tagger.learners.solvers.trust_region import (
+    lower_bound,
+    revive,
+    set_deadline,
+    stabilized_generation,
+)
 from tagger.learners.solvers.working_sets import LOSS_AUGMENTED, SECOND_BEST, WorkingSets
 
 
@@ -98,6 +103,7 @@ class WorkingSetLearner(Learner):
             w = np.maximum(w, 0.0)
         solver.warm_start(w)
         clock = Stopwatch()
+        set_deadline(solver, clock, settings["max_seconds"])
         n = problem.X.n_sentences
         nonempty = np.diff(problem.X.offsets) > 0
         lp_obj = 0.0
@@ -149,14 +155,16 @@ class WorkingSetLearner(Learner):
             }
             row.update(solver.last)
             # the LP over the working sets is a lower bound on the objective's minimum (its dual
-            # bound where the solver stops at a relative gap)
-            gap = (row["objective"] - lower_bound(solver, lp_obj)) / max(
-                abs(row["objective"]), 1e-300
-            )
-            row["gap"] = gap
+            # bound where the solver stops at a relative gap; none where a limit stopped it)
+            bound = lower_bound(solver, lp_obj)
+            gap = np.inf
+            if np.isfinite(bound):
+                gap = (row["objective"] - bound) / max(abs(row["objective"]), 1e-300)
+                row["gap"] = gap
             limit = settings.get("optimality_gap")  # the LP learners' (not the cutting plane's)
             row["converged"] = not solver.loose and (
-                row["violated"] == 0 or (limit is not None and gap <= limit)
+                (row["violated"] == 0 and not solver.last.get("lp_stopped", False))
+                or (limit is not None and gap <= limit)
             )
             if problem.dev_score is not None:
                 row.update(problem.dev_score(w))
@@ -221,8 +229,9 @@ COMMON_PARAMS = (
         "max_seconds",
         0.0,
         float,
-        "stop after the round during which this many seconds "
-        "have passed (0 = no limit); the last progress row then has converged=False",
+        "stop once this many seconds have passed: the LP solve running then ends there, "
+        "and training after its round (0 = no limit); the last progress row then has "
+        "converged=False",
         low=0.0,
     ),
     _LOCAL_ROWS,
