@@ -23,7 +23,7 @@ The engine that solves each round's LP (``lp-simplex``'s ``engine``, :data:`ENGI
     the LP was down to about 10,000 rows the warm-started simplex was ahead again (127 rounds
     against the interior point method's 95 in the same time, each round cheaper). An
     interior point solve can stall, though (one took 3,970 s where the rounds before it took
-    at most 66 s): once there is a basis, one that runs :data:`AUTO_IPM_CAP` times longer
+    at most 90 s): once there is a basis, one that runs :data:`AUTO_IPM_CAP` times longer
     than the longest before it is stopped and the dual simplex solves that LP from the last
     optimal basis (the progress row then has ``lp_engine=simplex`` and
     ``lp_ipm_stopped_after``).
