@@ -34,7 +34,10 @@ class LPExtragradient(WorkingSetLearner):
     Ruiz and Pock-Chambolle scaling, adaptive steps, primal weight re-balanced at restarts,
     restarts on the KKT error), which needs half the matrix products per iteration of the
     paper's extragradient and fewer iterations; ``method=extragradient`` is the paper's
-    method (with restarts and diagonal steps unless turned off).
+    method (with restarts and diagonal steps unless turned off). With PDHG, a dual point that
+    is good enough in objective but a little infeasible is made feasible by PDLP's dual
+    feasibility polishing before it is bounded (``polish_iter``;
+    tagger/learners/solvers/dual_polish.py).
     """
 
     name = "lp-extragradient"
@@ -77,6 +80,14 @@ class LPExtragradient(WorkingSetLearner):
             low=0,
         ),
         Param("check_every", 50, int, "iterations between duality-gap checks", low=1),
+        Param(
+            "polish_iter",
+            1000,
+            int,
+            "pdhg: at most this many iterations of dual feasibility polishing when a dual "
+            "point as good as PDHG's but feasible would end the round (0: none)",
+            low=0,
+        ),
         Param(
             "sufficient_decrease",
             0.5,

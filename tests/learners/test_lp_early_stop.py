@@ -39,7 +39,7 @@ def _solve(method: str, A, C, K, N, R, stop):
     step = 1.0 / (1.02 * spectral_norm(A, *ones, 60))
     if method == "pdhg":
         its, primal, dual, *_ = pdhg(
-            A, C, point, box, ones, (step, 1.0, 0), 200_000, 10, 1e-9, True, stop
+            A, C, point, box, ones, (step, 1.0, 0), 200_000, 10, 1e-9, True, stop, 1000
         )
     else:
         steps = tuple(step * s for s in ones)

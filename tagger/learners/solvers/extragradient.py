@@ -198,21 +198,25 @@ class ExtragradientSolver:
         self.live = np.zeros(0, dtype=bool)
         self.idle = np.zeros(0, dtype=np.int64)
         #: the time (``time.perf_counter``) by which every solve must end, the learner's
-        #: ``max_seconds`` (None: none), and the seconds per iteration and matrix entry of the
-        #: last solve, which turn the time left into a cap on the iterations (:meth:`_cap`)
+        #: ``max_seconds`` (None: none), and the seconds per iteration and unit of work (an
+        #: entry of A, a row or a column) of the last solve, which turn the time left into a
+        #: cap on the iterations (:meth:`_cap`)
         self.deadline: float | None = None
         self.rate: float | None = None
 
-    def _cap(self, nnz: int) -> int:
+    def _cap(self, work: int) -> int:
         """The iterations the next solve may run: ``max_iter``, or fewer where the rate of
         the last solve says they would not end before ``deadline`` (at least one gap check:
         a round that starts at the deadline ends at its first). The iterations run in numba,
-        which reads no clock; the cost of an iteration is in proportion to the LP's entries."""
+        which reads no clock; an iteration's cost is in proportion to ``work``, the LP's
+        entries, rows and columns (every iteration also sweeps each row and column; counted
+        by entries alone, an iteration costs more per entry the more rows have left the LP,
+        and the cap after a purge let a round run past the deadline)."""
         st = self.settings
         cap = st["max_iter"]
         if self.deadline is not None and self.rate is not None:
             left = self.deadline - time.perf_counter()
-            cap = min(cap, max(st["check_every"], int(left / (self.rate * max(nnz, 1)))))
+            cap = min(cap, max(st["check_every"], int(left / (self.rate * max(work, 1)))))
         return cap
 
     def _grow(self) -> None:
@@ -286,6 +290,7 @@ class ExtragradientSolver:
             tol,
             st["restart"],
             stop,
+            st.get("polish_iter", 0),
         )
         return its, primal, dual
 
@@ -382,15 +387,15 @@ class ExtragradientSolver:
         np.clip(w, lo, hi, out=w)
         tight = self.tight_tol()
         tol = max(tight, st["early_gap_tol"]) if self.loose else tight
-        nnz = len(Hv) + R
-        cap = self._cap(nnz)
+        work = len(Hv) + 2 * R + K + len(self.xi)
+        cap = self._cap(work)
         started = time.perf_counter()
         if st.get("method", "extragradient") == "pdhg":
             its, primal, dual = self._solve_pdhg(A, H, w, v, (lo, hi), tol, stop_at, cap)
         else:
             its, primal, dual = self._solve_extragradient(A, H, w, v, (lo, hi), tol, stop_at, cap)
         if its > 0:
-            self.rate = (time.perf_counter() - started) / (its * max(nnz, 1))
+            self.rate = (time.perf_counter() - started) / (its * max(work, 1))
         v_all[rows] = v
         self.w, self.v = w, v_all
         gap = (primal - dual) / max(1.0, abs(primal))

@@ -129,3 +129,20 @@ def dual_bound(A, C, v, Tw, Txi, lo, hi):
         r = 1.0 - Tw[k] / scale
         value += lo[k] * r if r >= 0.0 or not np.isfinite(hi[k]) else hi[k] * r
     return value
+
+
+@njit(**NUMBA_OPTS)
+def dual_value(A, C, v, Tw, Txi, lo, hi):
+    """The Lagrangian value :func:`dual_bound` would give v if v met ``H^T v <= 1`` and
+    ``M^T v <= C`` (no scaling; a weight with no upper bound and a negative reduced cost, and
+    a slack priced above C, add nothing): not a bound, but what a dual point as good as v
+    and feasible would certify, hence whether making v feasible could end a solve."""
+    apply_at(A, v, Tw, Txi)
+    value = (A.rhs * v).sum()
+    for k in range(Tw.shape[0]):
+        r = 1.0 - Tw[k]
+        if r >= 0.0:
+            value += lo[k] * r
+        elif np.isfinite(hi[k]):
+            value += hi[k] * r
+    return value

@@ -17,10 +17,12 @@ import scipy.sparse as sp
 
 from tagger._config import NUMBA_OPTS
 from tagger.jit import njit
+from tagger.learners.solvers.dual_polish import polish_dual
 from tagger.learners.solvers.lp_operators import (
     apply_a,
     apply_at,
     dual_bound,
+    dual_value,
     primal_bound,
     stop_reached,
 )
@@ -57,7 +59,19 @@ def _kkt(A, C, w, xi, v, Au, Tw, Txi, lo, hi, dw2, dxi2, dv2):
 
 
 @njit(**NUMBA_OPTS)
-def pdhg(A, C, point, box, scale, state, max_iter, check_every, gap_tol, restart, stop):
+def _target(stop, gap_tol, best_p):
+    """The least dual bound that ends a solve whose best primal objective is ``best_p``: at
+    its gap tolerance or by ``stop`` (as
+    :func:`~tagger.learners.solvers.lp_operators.stop_reached` decides)."""
+    target = min(best_p - gap_tol * max(1.0, abs(best_p)), stop[1])
+    made = stop[2] - best_p
+    if made >= stop[4] and stop[3] > 0.0:
+        target = min(target, stop[2] - made / stop[3])
+    return target
+
+
+@njit(**NUMBA_OPTS)
+def pdhg(A, C, point, box, scale, state, max_iter, check_every, gap_tol, restart, stop, polish):
     """PDLP's primal-dual hybrid gradient (Applegate et al., NeurIPS 2021) on ``point`` =
     (w, xi, v), in place, over the LP rows ``A`` (a :class:`LPRows`), in the metric of the
     diagonal scalings ``scale`` = (dw2, dxi2, dv2) (squares of Ruiz and Pock-Chambolle
@@ -77,7 +91,14 @@ def pdhg(A, C, point, box, scale, state, max_iter, check_every, gap_tol, restart
     0.2 of that at the last restart, or to 0.8 and stopped decreasing, or after 0.36 of all
     iterations so far (cuPDLP's criteria); the primal weight is then re-balanced from how far
     the primal and dual points moved. On return (w, v) hold the best points; returns
-    (iterations, primal, dual, eta, omega, k).
+    (iterations, primal, dual, eta, omega, k), the iterations those of the polishes too.
+
+    ``polish`` > 0: at a check where the dual bound would end the solve if the better
+    candidate's dual point were feasible (its Lagrangian value ignoring its violations,
+    :func:`~tagger.learners.solvers.lp_operators.dual_value`) but the bound of that point as
+    scaled does not, at most ``polish`` iterations of
+    :func:`~tagger.learners.solvers.dual_polish.polish_dual` make it feasible; the next polish
+    waits for twice the iterations this one took.
 
     ``stop`` = (below, above, center, share, least) ends the solve early, at a check, as
     :func:`~tagger.learners.solvers.lp_operators.stop_reached` says: once the best primal
@@ -124,7 +145,10 @@ def pdhg(A, C, point, box, scale, state, max_iter, check_every, gap_tol, restart
     rv = v.copy()
     it = 0
     it_restart = 0
-    while it < max_iter:
+    spent = 0  # iterations of the polishes
+    next_polish = 0
+    polished = np.empty(R)
+    while it + spent < max_iter:
         if (best_p - best_d) <= gap_tol * max(1.0, abs(best_p)):
             break
         if stop_reached(stop, best_p, best_d):
@@ -187,6 +211,21 @@ def pdhg(A, C, point, box, scale, state, max_iter, check_every, gap_tol, restart
         if da > best_d:
             best_d = da
             best_v[:] = av
+        if polish > 0 and it >= next_polish:
+            target = _target(stop, gap_tol, best_p)
+            rc = dual_value(A, C, v, tmpK, tmpN, lo, hi)
+            ra = dual_value(A, C, av, tmpK, tmpN, lo, hi)
+            if best_d < target <= max(rc, ra):
+                budget = min(polish, max_iter - it - spent)
+                start = v if rc >= ra else av
+                bound, its = polish_dual(
+                    A, C, start, box, scale, budget, check_every, target, polished
+                )
+                spent += its
+                next_polish = it + 2 * max(its, check_every)
+                if bound > best_d:
+                    best_d = bound
+                    best_v[:] = polished
         if restart:
             w2 = omega * omega
             p2, d2, g2 = _kkt(A, C, w, xi, v, Au, Tw, Txi, lo, hi, dw2, dxi2, dv2)
@@ -237,7 +276,7 @@ def pdhg(A, C, point, box, scale, state, max_iter, check_every, gap_tol, restart
                 kkt_prev = kcand
     w[:] = best_w
     v[:] = best_v
-    return it, best_p, best_d, eta, omega, k
+    return it + spent, best_p, best_d, eta, omega, k
 
 
 def scalings(H: sp.csr_matrix, rsent: np.ndarray, N: int, ruiz: int):
