@@ -132,13 +132,14 @@ def dual_bound(A, C, v, Tw, Txi, lo, hi):
 
 
 @njit(**NUMBA_OPTS)
-def dual_value(A, C, v, Tw, Txi, lo, hi):
-    """The Lagrangian value :func:`dual_bound` would give v if v met ``H^T v <= 1`` and
-    ``M^T v <= C`` (no scaling; a weight with no upper bound and a negative reduced cost, and
-    a slack priced above C, add nothing): not a bound, but what a dual point as good as v
-    and feasible would certify, hence whether making v feasible could end a solve."""
-    apply_at(A, v, Tw, Txi)
-    value = (A.rhs * v).sum()
+def lagrangian_value(A, v, Tw, lo, hi):
+    """b.v plus each weight's term at its reduced cost 1 - Tw (given Tw = H^T v), the
+    directions in which the Lagrangian is unbounded (a weight with no upper bound and a
+    negative reduced cost, a slack priced above C) left out: the dual objective of PDLP's
+    KKT error, and :func:`dual_value`."""
+    value = 0.0
+    for r in range(v.shape[0]):
+        value += A.rhs[r] * v[r]
     for k in range(Tw.shape[0]):
         r = 1.0 - Tw[k]
         if r >= 0.0:
@@ -146,3 +147,12 @@ def dual_value(A, C, v, Tw, Txi, lo, hi):
         elif np.isfinite(hi[k]):
             value += hi[k] * r
     return value
+
+
+@njit(**NUMBA_OPTS)
+def dual_value(A, C, v, Tw, Txi, lo, hi):
+    """The Lagrangian value :func:`dual_bound` would give v if v met ``H^T v <= 1`` and
+    ``M^T v <= C`` (no scaling): not a bound, but what a dual point as good as v and feasible
+    would certify, hence whether making v feasible could end a solve."""
+    apply_at(A, v, Tw, Txi)
+    return lagrangian_value(A, v, Tw, lo, hi)

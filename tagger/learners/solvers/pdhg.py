@@ -23,6 +23,7 @@ from tagger.learners.solvers.lp_operators import (
     apply_at,
     dual_bound,
     dual_value,
+    lagrangian_value,
     primal_bound,
     stop_reached,
 )
@@ -35,20 +36,15 @@ def _kkt(A, C, w, xi, v, Au, Tw, Txi, lo, hi, dw2, dxi2, dv2):
     (primal residual, dual residual, gap), to be weighted by the primal weight."""
     pres = 0.0
     pobj = w.sum() + C * xi.sum()
-    dobj = 0.0
     for r in range(Au.shape[0]):
         s = A.rhs[r] - Au[r]
         if s > 0.0:
             pres += s * s / dv2[r]
-        dobj += A.rhs[r] * v[r]
+    dobj = lagrangian_value(A, v, Tw, lo, hi)
     dres = 0.0
     for k in range(w.shape[0]):
         lam = 1.0 - Tw[k]
-        if lam >= 0.0:
-            dobj += lo[k] * lam
-        elif np.isfinite(hi[k]):
-            dobj += hi[k] * lam
-        else:
+        if lam < 0.0 and not np.isfinite(hi[k]):
             dres += lam * lam * dw2[k]
     for i in range(xi.shape[0]):
         lam = C - Txi[i]
