@@ -136,7 +136,8 @@ def lagrangian_value(A, v, Tw, lo, hi):
     """b.v plus each weight's term at its reduced cost 1 - Tw (given Tw = H^T v), the
     directions in which the Lagrangian is unbounded (a weight with no upper bound and a
     negative reduced cost, a slack priced above C) left out: the dual objective of PDLP's
-    KKT error, and :func:`dual_value`."""
+    KKT error, and what a dual point as good as v but feasible would certify (not a bound:
+    whether making v feasible could end a solve)."""
     value = 0.0
     for r in range(v.shape[0]):
         value += A.rhs[r] * v[r]
@@ -147,12 +148,3 @@ def lagrangian_value(A, v, Tw, lo, hi):
         elif np.isfinite(hi[k]):
             value += hi[k] * r
     return value
-
-
-@njit(**NUMBA_OPTS)
-def dual_value(A, C, v, Tw, Txi, lo, hi):
-    """The Lagrangian value :func:`dual_bound` would give v if v met ``H^T v <= 1`` and
-    ``M^T v <= C`` (no scaling): not a bound, but what a dual point as good as v and feasible
-    would certify, hence whether making v feasible could end a solve."""
-    apply_at(A, v, Tw, Txi)
-    return lagrangian_value(A, v, Tw, lo, hi)

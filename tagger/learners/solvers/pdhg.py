@@ -22,7 +22,6 @@ from tagger.learners.solvers.lp_operators import (
     apply_a,
     apply_at,
     dual_bound,
-    dual_value,
     lagrangian_value,
     primal_bound,
     stop_reached,
@@ -91,7 +90,7 @@ def pdhg(A, C, point, box, scale, state, max_iter, check_every, gap_tol, restart
 
     ``polish`` > 0: at a check where the dual bound would end the solve if the better
     candidate's dual point were feasible (its Lagrangian value ignoring its violations,
-    :func:`~tagger.learners.solvers.lp_operators.dual_value`) but the bound of that point as
+    :func:`~tagger.learners.solvers.lp_operators.lagrangian_value`) but the bound of that point as
     scaled does not, at most ``polish`` iterations of
     :func:`~tagger.learners.solvers.dual_polish.polish_dual` make it feasible; the next polish
     waits for twice the iterations this one took.
@@ -209,8 +208,9 @@ def pdhg(A, C, point, box, scale, state, max_iter, check_every, gap_tol, restart
             best_v[:] = av
         if polish > 0 and it >= next_polish:
             target = _target(stop, gap_tol, best_p)
-            rc = dual_value(A, C, v, tmpK, tmpN, lo, hi)
-            ra = dual_value(A, C, av, tmpK, tmpN, lo, hi)
+            # Tw is H^T v of the iterate, and tmpK H^T av from the bound of av just above
+            rc = lagrangian_value(A, v, Tw, lo, hi)
+            ra = lagrangian_value(A, av, tmpK, lo, hi)
             if best_d < target <= max(rc, ra):
                 budget = min(polish, max_iter - it - spent)
                 start = v if rc >= ra else av
