@@ -3,7 +3,8 @@ One run is one corpus, one size and one mode.
 
     python bench/lp_path.py --corpus gum|conll --sentences N --mode carried|fresh|choose
                             [--learner lp-simplex] [--values 8,16,32,64,128]
-                            [--point-epsilon E] [--json PATH]
+                            [--point-epsilon E | --point-gap G] [--max-seconds S]
+                            [--quiet] [--json PATH]
 
 Trains the learner (its defaults, the ``hmm`` preset as bench/lp_engines.py uses) at each C of
 ``--values`` in turn on the first N sentences of GUM UPOS or CoNLL-2000's POS column, each point
@@ -26,9 +27,19 @@ path chooses C on GUM's dev file (on CoNLL-2000, which has none, on a held-out t
 point kept is trained to the learner's own precision. ``--point-epsilon E`` trains the points
 of that path at ``epsilon = E`` (the kept point then trained on at the learner's own) instead
 of the learner's ``path_settings`` (0: at the learner's own epsilon, every point certified);
-the JSON records the path's rows, the C kept,
-the seconds of the whole choice and the test accuracy
-(``bench/out/lp-path-<corpus>-<N>-choose-<E or default>.json``).
+``--point-gap G`` trains them instead to the relative optimality gap G (the learner's
+``optimality_gap``, 1e-3 by default) at the learner's own epsilon: each point stops once its
+objective is certified within G of its optimum, the kept point is then trained on to the
+learner's own gap. The JSON records the path's rows, the C kept, the seconds of the whole
+choice and the test accuracy (``bench/out/lp-path-<corpus>-<N>-choose-<E, gapG or
+default>.json``).
+
+``--max-seconds S`` bounds the whole choice as ``tagger train --max-seconds`` does: the path
+stops after the point that reaches it and keeps the best of the points trained.
+
+Progress (each LP round: objective, non-zero weights, the gap, the dev score on the path, and
+each point of the path as it ends) goes to stderr as ``tagger train`` shows it; ``--quiet``
+turns it off.
 """
 
 from __future__ import annotations
@@ -56,7 +67,11 @@ def parse_args(argv):
     p.add_argument("--mode", choices=MODES, required=True)
     p.add_argument("--learner", default="lp-simplex")
     p.add_argument("--values", default=VALUES, help="the C of each point, in order")
-    p.add_argument("--point-epsilon", type=float, default=None, metavar="E")
+    points = p.add_mutually_exclusive_group()
+    points.add_argument("--point-epsilon", type=float, default=None, metavar="E")
+    points.add_argument("--point-gap", type=float, default=None, metavar="G")
+    p.add_argument("--max-seconds", type=float, default=0.0, metavar="S")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     try:
@@ -65,6 +80,13 @@ def parse_args(argv):
         p.error(f"--values takes numbers separated by commas; got {args.values!r}")
     if not args.values or min(args.values) <= 0:
         p.error("--values takes at least one C, each above 0")
+    if args.point_gap is not None and not 0 < args.point_gap < 1:
+        p.error(f"--point-gap takes a relative gap between 0 and 1; got {args.point_gap:g}")
+    if args.max_seconds < 0:
+        p.error(f"--max-seconds takes 0 (no bound) or more; got {args.max_seconds:g}")
+    chosen = args.point_gap is not None or args.point_epsilon is not None or args.max_seconds
+    if chosen and args.mode != "choose":
+        p.error("--point-epsilon, --point-gap and --max-seconds go with --mode choose")
     return args
 
 
@@ -86,6 +108,13 @@ def _accuracy(featurizer, labels, model, w, test) -> float:
 
 def main(argv) -> int:
     args, mach = C.begin(argv, parse_args)
+    from tagger.training.progress import TrainProgress
+
+    with TrainProgress(quiet=args.quiet):
+        return _run(args, mach)
+
+
+def _run(args, mach) -> int:
     import numpy as np
 
     from tagger import Tagger
@@ -167,6 +196,8 @@ def _choose(args, mach, train, test) -> int:
     cls = get_learner(args.learner)
     if args.point_epsilon is not None:
         cls.path_settings = {"epsilon": args.point_epsilon} if args.point_epsilon > 0 else {}
+    elif args.point_gap is not None:
+        cls.path_settings = {"optimality_gap": args.point_gap}
     dev = None
     if args.corpus == "gum":
         dev_path = C.corpora() / "ud_english_gum" / "en_gum-ud-dev.conllu"
@@ -175,12 +206,13 @@ def _choose(args, mach, train, test) -> int:
         train[:20]
     )
     load_before = C.load_average()
-    tagger = Tagger(features="hmm", learner=args.learner, seed=0)
+    tagger = Tagger(features="hmm", learner=args.learner, seed=0, max_seconds=args.max_seconds)
     t0 = time.perf_counter()
     tagger.fit(train, dev=dev)
     seconds = time.perf_counter() - t0
     selection = tagger.info_.get("selection", {})
     keep = ("value", "dev_acc", "nonzero", "iterations", "seconds", "selected", "refit")
+    keep += ("refit_score", "refit_nonzero", "refit_iterations")
     rows = [{k: r[k] for k in keep if k in r} for r in selection.get("rows", [])]
     final = tagger.info_.get("final", {})
     result = {
@@ -189,6 +221,10 @@ def _choose(args, mach, train, test) -> int:
         "learner": args.learner,
         "mode": "choose",
         "point_epsilon": cls.path_settings.get("epsilon"),
+        "point_gap": cls.path_settings.get("optimality_gap"),
+        "max_seconds": args.max_seconds,
+        "notes": selection.get("notes", []),
+        "recipe": selection.get("recipe", {}),
         "path": rows,
         "chosen": {selection.get("param", "C"): selection.get("value")},
         "seconds": round(seconds, 2),
@@ -205,12 +241,28 @@ def _choose(args, mach, train, test) -> int:
         f"{result['nonzero']:,} non-zero, test {100 * result['test_accuracy']:.2f}"
     )
     tag = "default" if args.point_epsilon is None else f"{args.point_epsilon:g}"
+    if args.point_gap is not None:
+        tag = f"gap{args.point_gap:g}"
     name = f"lp-path-{args.corpus}-{args.sentences}-choose-{tag}.json"
     C.write_json(
         args.json or C.OUT / name,
         {"command": C.command_line(), "machine": mach, "result": result},
     )
     return 0
+
+
+def _kept_note(p: dict) -> str:
+    """The last column of a path row: whether the point was kept, and how it was trained."""
+    if not p.get("selected"):
+        return ""
+    if p.get("refit"):
+        return "kept (trained again)"
+    if "refit_score" in p:
+        return (
+            f"kept (trained again: dev {p['refit_score']:.2f}, {p['refit_nonzero']:,} non-zero, "
+            "lower by more than noise)"
+        )
+    return "kept"
 
 
 def choose_table(data: dict) -> str:
@@ -223,14 +275,16 @@ def choose_table(data: dict) -> str:
             f"{p['nonzero']:,}",
             str(p.get("iterations", "")),
             f"{p['seconds']:.1f}",
-            "kept" + (" (trained again)" if p.get("refit") else "") if p.get("selected") else "",
+            _kept_note(p),
         ]
         for p in r["path"]
     ]
     header = ["C", "dev accuracy", "non-zero", "rounds", "seconds", ""]
     eps = "the learner's own" if r["point_epsilon"] is None else f"{r['point_epsilon']:g}"
+    gap = r.get("point_gap")
+    at = f"a relative gap of {gap:g}" if gap is not None else f"epsilon = {eps}"
     return (
-        f"points at epsilon = {eps}; the whole choice {r['seconds']:.1f} s, kept "
+        f"points at {at}; the whole choice {r['seconds']:.1f} s, kept "
         f"{', '.join(f'{k} = {v:g}' for k, v in (r['chosen'] or {}).items())}, certified: "
         f"{'yes' if r['certified'] else 'no'}, "
         f"{r['nonzero']:,} non-zero, test accuracy {C.fmt_pct(r['test_accuracy'])}\n\n"
