@@ -10,7 +10,6 @@ from tagger.learners.base import Param
 from tagger.learners.solvers.extragradient import ExtragradientSolver
 from tagger.learners.solvers.working_set_learner import (
     LP_PARAMS,
-    LP_PATH_SETTINGS,
     PURGE_AFTER,
     PURGE_DEFAULT,
     WorkingSetLearner,
@@ -43,7 +42,6 @@ class LPExtragradient(WorkingSetLearner):
 
     name = "lp-extragradient"
     strength = ("C", -1)  # the regularization parameter, +1: larger is stronger
-    path_settings = LP_PATH_SETTINGS
     params = LP_PARAMS + (
         Param(
             "gap_tol",

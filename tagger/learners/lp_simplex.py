@@ -8,7 +8,6 @@ from tagger.learners.base import Param
 from tagger.learners.solvers.highs_solver import ENGINES, HighsSolver
 from tagger.learners.solvers.working_set_learner import (
     LP_PARAMS,
-    LP_PATH_SETTINGS,
     PURGE_AFTER,
     TIME_LIMIT,
     WorkingSetLearner,
@@ -59,7 +58,6 @@ class LPSimplex(WorkingSetLearner):
 
     name = "lp-simplex"
     strength = ("C", -1)  # the regularization parameter, +1: larger is stronger
-    path_settings = LP_PATH_SETTINGS
     params = LP_PARAMS + (TIME_LIMIT, ENGINE, PURGE_AFTER)
 
     def lp_solver(self, ws, settings):
