@@ -256,7 +256,7 @@ def _kept_note(p: dict) -> str:
     if not p.get("selected"):
         return ""
     if p.get("refit"):
-        return "kept (trained again)"
+        return "kept (its figures: the training on to the learner's own gap)"
     if "refit_score" in p:
         return (
             f"kept (trained again: dev {p['refit_score']:.2f}, {p['refit_nonzero']:,} non-zero, "

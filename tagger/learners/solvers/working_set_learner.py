@@ -63,11 +63,11 @@ class WorkingSetLearner(Learner):
     #: the points of a path over C are certified at the learner's own precision. At a
     #: relative gap of 1e-2 instead (the kept point then trained on to 1e-3 from its weights)
     #: the path over the first N GUM UPOS sentences kept the same C and the whole choice took
-    #: 78 s instead of 86 s at N = 200 and 420 s instead of 601 s at 1,000, but 1,186 s
-    #: instead of 932 s at the paper's 5,700: there each point's last round went from above
-    #: 1e-2 to about 1e-4, so the looser points saved little and the kept point's second
-    #: training cost 237 s (bench/lp_path.py --mode choose --point-gap). A looser epsilon
-    #: (0.01) ended points early at near-empty models whose dev scores misled the path.
+    #: 284 s instead of 375 s at N = 1,000, but 1,186 s instead of 932 s at the paper's 5,700:
+    #: there each point's last round went from above 1e-2 to about 1e-4, so the looser points
+    #: saved little and the kept point's second training cost 237 s (bench/lp_path.py --mode
+    #: choose --point-gap). A looser epsilon (0.01) ended points early at near-empty models
+    #: whose dev scores misled the path.
     path_settings: dict = {}
 
     def lp_solver(self, ws: WorkingSets, settings: dict):
