@@ -247,9 +247,6 @@ COMMON_PARAMS = (
 #: and each round's unboxed check missed it by 3.3 and its far trial point failed. With the gap
 #: the run stopped after 183 rounds (CHANGELOG.md)
 OPTIMALITY_GAP = 1e-3
-#: the LP learners' stabilized column generation (tagger.learners.solvers.trust_region): up to
-#: 1,000 rounds (111 were needed on 500 CoNLL-2000 sentences), and the single-token rows are
-#: part of its rounds (trust_region=0 with local_rows=false is the paper's plain loop)
 #: the LP learners' C: the paper's (Wang, Shawe-Taylor & Szedmak 2009, section 5). C weighs a
 #: sum of hinges, so the C at which features start to pay for their L1 cost falls as the
 #: training set grows, and above it the LP's accuracy is flat (on 1,000 GUM sentences C = 1000
@@ -263,6 +260,9 @@ LP_C = 100.0
 _LP_COMMON = (replace(HINGE_C, default=LP_C),) + tuple(
     p for p in COMMON_PARAMS if p.name not in ("C", "local_rows", "epochs")
 )
+#: the LP learners' stabilized column generation (tagger.learners.solvers.trust_region): up to
+#: 1,000 rounds (111 were needed on 500 CoNLL-2000 sentences), and the single-token rows are
+#: part of its rounds (trust_region=0 with local_rows=false is the paper's plain loop)
 LP_PARAMS = _LP_COMMON + (
     replace(_ROUNDS, default=1000),
     replace(_LOCAL_ROWS, default=True),
